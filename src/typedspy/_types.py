@@ -1,0 +1,75 @@
+"""Small value types shared by every stage: field errors, token usage, attempt records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Attempt", "FailureKind", "FieldError", "Path", "Usage"]
+
+Path = tuple[str | int, ...]
+"""Where a value sits in the output: field names and list indices (``("steps", 2, "priority")``)."""
+
+FailureKind = Literal["decode_failed", "validation_failed"]
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem with one value of a model's output.
+
+    Attributes:
+        path: Field names and list indices leading to the value; empty for the whole output.
+        message: A short, human-readable description, without documentation URLs.
+    """
+
+    path: Path
+    message: str
+
+    def __str__(self) -> str:
+        return f"{format_path(self.path)}: {self.message}"
+
+
+def format_path(path: Path) -> str:
+    """Render a path as ``action.steps[2].priority`` (``<root>`` for the empty path)."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out or "<root>"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts reported by the endpoint; adds up across attempts with ``+``."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One request to the model and what came of it.
+
+    Attributes:
+        number: 1 for the first request, 2 for the first retry, and so on.
+        raw: The completion text the model returned (empty when it returned none).
+        errors: What was wrong with it; empty for the attempt that succeeded.
+        usage: Tokens spent on this request.
+        kind: ``"decode_failed"`` or ``"validation_failed"`` for a failed attempt, else ``None``.
+    """
+
+    number: int
+    raw: str
+    errors: tuple[FieldError, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    kind: FailureKind | None = None

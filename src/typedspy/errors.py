@@ -1,0 +1,263 @@
+"""The typedspy exception tree.
+
+Every error typedspy raises derives from `TypedspyError`. Branches also derive from the builtin
+they refine, so ``except ValueError`` and ``except TypeError`` keep working::
+
+    TypedspyError
+    ├── ConfigurationError (ValueError)   misuse: bad settings, sync call inside a running loop
+    │   └── InputError                    missing or unexpected inputs, caught before any request
+    ├── SchemaError (TypeError)           a signature or model that cannot compile; names the path
+    ├── LMError                           the endpoint could not be used (SDK error as __cause__)
+    │   ├── LMConnectionError
+    │   ├── LMTimeoutError
+    │   ├── LMRateLimitError
+    │   ├── LMStatusError                 any other HTTP error status
+    │   │   └── LMUnsupportedFeatureError the endpoint rejected a feature (e.g. response_format)
+    │   └── LMResponseError               a reply that is not a usable chat completion
+    ├── OutputError                       the model answered, but not with a usable output
+    │   ├── OutputDecodeError             no JSON value could be decoded (after retries)
+    │   ├── OutputValidationError         decoded, but failed validation (after retries)
+    │   ├── RefusalError                  the model refused (never retried)
+    │   ├── TruncatedOutputError          finish_reason == "length" (never retried)
+    │   ├── ContentFilterError            finish_reason == "content_filter" (never retried)
+    │   └── TokenBudgetExceededError      the token budget ran out before a valid output
+    ├── ToolError                         a tool could not be built, found, or its result used
+    │   ├── ToolNotFoundError (KeyError)  no tool of that name; lists the available names
+    │   └── ToolArgumentsError (ValueError)  arguments failed validation; names the fields
+    └── ConfirmationRejected              the user rejected a confirm_first tool call
+                                          (see typedspy.modules._confirm)
+
+`ConfirmationRequired` is deliberately *not* in this tree: it pauses a run for a human decision,
+it does not report a failure, so ``except TypedspyError`` must not swallow it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from typedspy._types import Attempt, FieldError, Usage
+
+__all__ = [
+    "ConfigurationError",
+    "ContentFilterError",
+    "InputError",
+    "LMConnectionError",
+    "LMError",
+    "LMRateLimitError",
+    "LMResponseError",
+    "LMStatusError",
+    "LMTimeoutError",
+    "LMUnsupportedFeatureError",
+    "OutputDecodeError",
+    "OutputError",
+    "OutputValidationError",
+    "RefusalError",
+    "SchemaError",
+    "TokenBudgetExceededError",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolNotFoundError",
+    "TruncatedOutputError",
+    "TypedspyError",
+]
+
+
+class TypedspyError(Exception):
+    """Root of every error typedspy raises."""
+
+
+class ConfigurationError(TypedspyError, ValueError):
+    """typedspy was used in a way it cannot honour (settings, event loops, arguments)."""
+
+
+class InputError(ConfigurationError):
+    """The inputs given to a module do not match its signature.
+
+    Attributes:
+        missing: Input fields the signature declares that were not given.
+        unexpected: Names that were given but are not input fields.
+    """
+
+    def __init__(
+        self, message: str, *, missing: Sequence[str] = (), unexpected: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.missing = tuple(missing)
+        self.unexpected = tuple(unexpected)
+
+
+class SchemaError(TypedspyError, TypeError):
+    """A signature, model or schema cannot be compiled.
+
+    Attributes:
+        path: Where in the schema or model the problem is (field names, list indices, or a
+            JSON pointer split into parts); empty when it concerns the whole thing.
+    """
+
+    def __init__(self, message: str, *, path: Sequence[str | int] = ()) -> None:
+        super().__init__(message)
+        self.path = tuple(path)
+
+
+class LMError(TypedspyError):
+    """The language model endpoint could not be used; the SDK exception is ``__cause__``."""
+
+
+class LMConnectionError(LMError):
+    """The endpoint could not be reached (after the SDK's own retries)."""
+
+
+class LMTimeoutError(LMConnectionError):
+    """The request timed out (after the SDK's own retries)."""
+
+
+class LMRateLimitError(LMError):
+    """The endpoint answered 429 (after the SDK's own retries, which honour Retry-After)."""
+
+
+class LMStatusError(LMError):
+    """The endpoint answered with an HTTP error status.
+
+    Attributes:
+        status_code: The HTTP status.
+        code: The provider's error code, when it sent one (e.g. ``"model_not_found"``).
+        param: The request parameter the provider blamed, when it named one.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int, code: str | None = None, param: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.code = code
+        self.param = param
+
+
+class LMUnsupportedFeatureError(LMStatusError):
+    """The endpoint rejected a request feature it does not support.
+
+    Attributes:
+        feature: What it rejected: ``"response_format"``, ``"json_schema"``, ``"tools"``, ...
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        feature: str,
+        status_code: int = 400,
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message, status_code=status_code, code=code, param=param)
+        self.feature = feature
+
+
+class LMResponseError(LMError):
+    """The endpoint replied with something that is not a usable completion (no choices, ...)."""
+
+
+class OutputError(TypedspyError):
+    """The model answered, but its answer could not be turned into the signature's outputs.
+
+    Attributes:
+        attempts: Every request made for this call, in order, with raw text and errors.
+        usage: Tokens summed over all attempts.
+        raw: The text of the last completion ("" when there was none).
+        errors: The field errors of the last attempt.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: Sequence[Attempt] = (),
+        usage: Usage | None = None,
+        raw: str = "",
+        errors: Sequence[FieldError] = (),
+    ) -> None:
+        super().__init__(message)
+        self.attempts = tuple(attempts)
+        self.usage = usage if usage is not None else sum((a.usage for a in attempts), Usage())
+        self.raw = raw
+        self.errors = tuple(errors)
+
+
+class OutputDecodeError(OutputError):
+    """No attempt produced a decodable JSON value."""
+
+
+class OutputValidationError(OutputError):
+    """The last attempt decoded but failed validation; ``errors`` names the field paths."""
+
+
+class RefusalError(OutputError):
+    """The model refused to answer; ``refusal`` holds its text. Not retried."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        refusal: str,
+        attempts: Sequence[Attempt] = (),
+        usage: Usage | None = None,
+    ) -> None:
+        super().__init__(message, attempts=attempts, usage=usage, raw=refusal)
+        self.refusal = refusal
+
+
+class TruncatedOutputError(OutputError):
+    """The completion hit the token limit (``finish_reason == "length"``); ``raw`` is partial."""
+
+
+class ContentFilterError(OutputError):
+    """The provider's content filter stopped the completion. Not retried."""
+
+
+class TokenBudgetExceededError(OutputError):
+    """The token budget across attempts ran out before a valid output was produced."""
+
+
+class ToolError(TypedspyError):
+    """A tool could not be built, or its result does not match its signature's outputs.
+
+    Attributes:
+        tool: The tool's name, when the error concerns one tool.
+        errors: Field errors, when the problem is a value that failed validation.
+    """
+
+    def __init__(
+        self, message: str, *, tool: str | None = None, errors: Sequence[FieldError] = ()
+    ) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.errors = tuple(errors)
+
+
+class ToolNotFoundError(ToolError, KeyError):
+    """No tool has the requested name.
+
+    Attributes:
+        tool: The name that was asked for.
+        available: The names that do exist, sorted.
+    """
+
+    def __init__(self, message: str, *, tool: str, available: Sequence[str] = ()) -> None:
+        super().__init__(message, tool=tool)
+        self.available = tuple(available)
+
+    def __str__(self) -> str:
+        # KeyError would show the message as a quoted repr.
+        return str(self.args[0]) if self.args else ""
+
+
+class ToolArgumentsError(ToolError, ValueError):
+    """A tool's arguments are not valid JSON or fail its input schema; the tool did not run.
+
+    Attributes:
+        tool: The tool's name.
+        errors: One `FieldError` per problem; ``path`` names the argument (and nested fields).
+    """
+
+    def __init__(self, message: str, *, tool: str, errors: Sequence[FieldError]) -> None:
+        super().__init__(message, tool=tool, errors=errors)
