@@ -1,0 +1,135 @@
+"""`compile_schema`: a signature's outputs as a target's JSON schema, cached per target."""
+
+from __future__ import annotations
+
+import copy
+import re
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel
+
+from typedspy.errors import SchemaError
+from typedspy.schema._generate import JSONSchema, neutral_schema
+from typedspy.schema._render import render_shape
+from typedspy.schema.targets.json_schema import to_json_schema
+from typedspy.schema.targets.openai_strict import to_openai_strict
+from typedspy.signature._signature import Signature
+from typedspy.signature._unions import TypeRewriter
+
+__all__ = ["CompiledSchema", "Target", "compile_schema"]
+
+Target = Literal["openai-strict", "json-schema"]
+_TARGETS: dict[str, tuple[Callable[..., JSONSchema], bool]] = {
+    "openai-strict": (to_openai_strict, True),
+    "json-schema": (to_json_schema, False),
+}
+
+
+@dataclass(frozen=True)
+class CompiledSchema:
+    """A signature's output schema for one target.
+
+    Attributes:
+        name: A valid ``response_format`` name derived from the signature (``[A-Za-z0-9_-]``,
+            at most 64 characters).
+        schema: The JSON schema (treat as read-only: it is shared through the cache).
+        strict: Whether to send it with ``strict: true``.
+        target: The target it was compiled for.
+        output_model: The Pydantic model that validates replies (unions dispatch on ``_type``).
+        shape: A compact text rendering of the output shape, for prompts.
+    """
+
+    name: str
+    schema: JSONSchema
+    strict: bool
+    target: str
+    output_model: type[BaseModel] = field(repr=False)
+    shape: str = field(repr=False)
+
+    @property
+    def response_format(self) -> dict[str, Any]:
+        """The Chat Completions ``response_format`` parameter for this schema."""
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": self.name, "schema": self.schema, "strict": self.strict},
+        }
+
+
+_cache: weakref.WeakKeyDictionary[type, dict[str, CompiledSchema]] = weakref.WeakKeyDictionary()
+
+
+def _schema_name(cls: type) -> str:
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", cls.__name__)[:64]
+    return name or "output"
+
+
+def _output_model(obj: type) -> type[BaseModel]:
+    if isinstance(obj, type) and issubclass(obj, Signature) and obj is not Signature:
+        return obj.output_model
+    if isinstance(obj, type) and issubclass(obj, BaseModel):
+        rewritten = TypeRewriter().rewrite(obj)
+        model = get_args(rewritten)[0] if get_args(rewritten) else rewritten
+        return model  # type: ignore[no-any-return]
+    raise SchemaError(f"compile_schema takes a Signature subclass or a Pydantic model, not {obj!r}")
+
+
+def _inline_root(schema: JSONSchema) -> JSONSchema:
+    """A recursive model's schema is a bare ``$ref``; the wire root must be the object itself."""
+    ref = schema.get("$ref")
+    if not isinstance(ref, str):
+        return schema
+    defs = schema.get("$defs", {})
+    root = copy.deepcopy(defs[ref.rsplit("/", 1)[-1]])
+    return {**root, "$defs": defs}
+
+
+def compile_schema(obj: type, target: Target | str = "openai-strict") -> CompiledSchema:
+    """Compile a signature's outputs (or a Pydantic model) into a target's JSON schema.
+
+    Results are cached per class and target, so calling this on every request is cheap.
+
+    Example:
+        ```python
+        compiled = ts.compile_schema(Decide)
+        compiled.response_format  # {"type": "json_schema", "json_schema": {...}}
+        ```
+
+    Args:
+        obj: A `Signature` subclass, or a Pydantic model used as the whole output.
+        target: ``"openai-strict"`` (default) or ``"json-schema"``.
+
+    Raises:
+        SchemaError: For an unknown target, a shape the target cannot express (the message says
+            what to do), or a schema over the target's limits; ``path`` says where.
+    """
+    per_class = _cache.get(obj)
+    if per_class is not None:
+        hit = per_class.get(target)
+        if hit is not None:
+            return hit
+    if target not in _TARGETS:
+        raise SchemaError(f"unknown schema target {target!r}; use one of {sorted(_TARGETS)}")
+    convert, strict = _TARGETS[target]
+    model = _output_model(obj)
+    name = _schema_name(obj)
+    neutral = _inline_root(neutral_schema(model))
+    # The json-schema target edits its input in place; keep a copy for the prompt shape.
+    shape_source = None if target == "json-schema" else copy.deepcopy(neutral)
+    schema = convert(neutral, name=name)
+    if shape_source is None:
+        shape_source = schema
+    else:
+        shape_source = to_json_schema(shape_source, name=name)
+    compiled = CompiledSchema(
+        name=name,
+        schema=schema,
+        strict=strict,
+        target=target,
+        output_model=model,
+        shape=render_shape(_inline_root(shape_source)),
+    )
+    _cache.setdefault(obj, {})[target] = compiled
+    return compiled

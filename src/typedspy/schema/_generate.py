@@ -1,0 +1,170 @@
+"""Pydantic JSON schema of an output model, with every tagged union member carrying `_type`.
+
+This produces the target-neutral schema: Pydantic's own output, plus ``_type`` const properties
+(first among the properties) on each union member. Targets (`schema/targets/`) then reshape it
+for a provider.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
+from typedspy.signature._unions import NOMATCH_TAG, OTHER_TAG, TAG_PREFIX, TYPE_KEY
+
+__all__ = ["JSONSchema", "iter_subschemas", "neutral_schema"]
+
+JSONSchema = dict[str, Any]
+_MARKER = "x-typedspy-tag"
+_DEFS = "#/$defs/"
+
+
+class _TaggingGenerator(GenerateJsonSchema):
+    """Emits ``anyOf`` for typedspy's tagged unions, each member marked with its wire name."""
+
+    def tagged_union_schema(self, schema: core_schema.TaggedUnionSchema) -> JsonSchemaValue:
+        choices = schema["choices"]
+        if not any(isinstance(k, str) and k.startswith(TAG_PREFIX) for k in choices):
+            return super().tagged_union_schema(schema)
+        branches: list[JsonSchemaValue] = []
+        for tag, choice in choices.items():
+            if tag == NOMATCH_TAG:
+                continue
+            sub = self.generate_inner(choice)
+            if tag == OTHER_TAG:
+                branches.extend(sub["anyOf"] if set(sub) == {"anyOf"} else [sub])
+            else:
+                branches.append({**sub, _MARKER: str(tag)[len(TAG_PREFIX) :]})
+        return {"anyOf": branches}
+
+
+def iter_subschemas(node: JSONSchema) -> Iterator[JSONSchema]:
+    """Direct sub-schemas of a schema node (properties, items, anyOf members, ...)."""
+    for key in ("properties", "$defs", "patternProperties"):
+        children = node.get(key)
+        if isinstance(children, dict):
+            yield from (c for c in children.values() if isinstance(c, dict))
+    for key in ("items", "additionalProperties", "propertyNames", "not", "contains"):
+        child = node.get(key)
+        if isinstance(child, dict):
+            yield child
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        children = node.get(key)
+        if isinstance(children, list):
+            yield from (c for c in children if isinstance(c, dict))
+
+
+def _walk(node: JSONSchema) -> Iterator[JSONSchema]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(iter_subschemas(current))
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "Model"
+
+
+def neutral_schema(model: type[BaseModel]) -> JSONSchema:
+    """The output model's JSON schema with `_type` tags resolved into tagged `$defs`."""
+    schema = model.model_json_schema(schema_generator=_TaggingGenerator, mode="validation")
+    defs: dict[str, JSONSchema] = schema.setdefault("$defs", {})
+    tagged: dict[tuple[str, str], str] = {}  # (untagged def, wire name) -> temporary def key
+
+    def tag_node(node: JSONSchema) -> None:
+        wire = node[_MARKER]
+        target = node.get("$ref", "")
+        if not target.startswith(_DEFS):  # an inline member: tag it in place
+            del node[_MARKER]
+            _prepend_type(node, wire)
+            return
+        source = target[len(_DEFS) :]
+        key = tagged.get((source, wire))
+        if key is None:
+            key = f"{TAG_PREFIX}{len(tagged)}"
+            tagged[(source, wire)] = key
+            # Copy before this node loses its marker: in a recursive model the node may sit
+            # inside the very definition being copied, and the copy must refer to itself tagged.
+            member = copy.deepcopy(defs[source])
+            _prepend_type(member, wire)
+            defs[key] = member
+        del node[_MARKER]
+        node["$ref"] = _DEFS + key
+
+    for node in list(_walk_skip_defs(schema)):
+        if _MARKER in node:
+            tag_node(node)
+    done: set[str] = set()
+    while len(done) < len(defs):  # tagging adds definitions, which may hold unions themselves
+        for name in [n for n in defs if n not in done]:
+            done.add(name)
+            for node in list(_walk(defs[name])):
+                if _MARKER in node:
+                    tag_node(node)
+    return _tidy_defs(schema, {key: wire for (_, wire), key in tagged.items()})
+
+
+def _walk_skip_defs(schema: JSONSchema) -> Iterator[JSONSchema]:
+    top = {k: v for k, v in schema.items() if k != "$defs"}
+    yield schema
+    for child in iter_subschemas(top):
+        yield from _walk(child)
+
+
+def _prepend_type(member: JSONSchema, wire: str) -> None:
+    props = member.get("properties", {})
+    member["properties"] = {TYPE_KEY: {"type": "string", "const": wire}, **props}
+    member["required"] = [TYPE_KEY, *[r for r in member.get("required", []) if r != TYPE_KEY]]
+
+
+def _reachable(schema: JSONSchema, defs: dict[str, JSONSchema]) -> set[str]:
+    """The definitions that the schema's body refers to, directly or through other ones."""
+    reachable: set[str] = set()
+    stack = [{k: v for k, v in schema.items() if k != "$defs"}]
+    while stack:
+        for node in _walk(stack.pop()):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(_DEFS):
+                name = ref[len(_DEFS) :]
+                if name not in reachable and name in defs:
+                    reachable.add(name)
+                    stack.append(defs[name])
+    return reachable
+
+
+def _tidy_defs(schema: JSONSchema, tagged_wire: dict[str, str]) -> JSONSchema:
+    """Drop definitions nothing refers to, and give tagged ones readable names."""
+    defs: dict[str, JSONSchema] = schema.get("$defs", {})
+    if not defs:
+        schema.pop("$defs", None)
+        return schema
+    reachable = _reachable(schema, defs)
+    kept = {name: d for name, d in defs.items() if name in reachable}
+    renames: dict[str, str] = {}
+    taken = {n for n in kept if n not in tagged_wire}
+    for name in kept:
+        if name in tagged_wire:
+            base = _safe_name(tagged_wire[name])
+            new, n = base, 1
+            while new in taken:
+                n += 1
+                new = f"{base}_{n}"
+            taken.add(new)
+            renames[name] = new
+    if renames:
+        for node in _walk({**schema, "$defs": kept}):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref[len(_DEFS) :] in renames:
+                node["$ref"] = _DEFS + renames[ref[len(_DEFS) :]]
+    ordered = {renames.get(name, name): kept[name] for name in kept}
+    result = {k: v for k, v in schema.items() if k != "$defs"}
+    if ordered:
+        result["$defs"] = dict(sorted(ordered.items()))
+    return result

@@ -1,0 +1,241 @@
+"""The ``openai-strict`` target: reshape a neutral schema into OpenAI's strict subset.
+
+Rules (facts in ../shared/reference/structured-outputs.md; the checker and limits are in
+`_openai_rules`): root object; ``anyOf`` not ``oneOf``; no ``discriminator``/``default``/``title``;
+every property required (optional fields stay nullable); ``additionalProperties: false``
+everywhere; nothing beside ``$ref``. Keywords outside the subset are removed from the wire schema
+and restated in the ``description``; local validation still enforces them (ADR-003).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from typedspy.errors import SchemaError
+from typedspy.schema._generate import JSONSchema
+from typedspy.schema.targets._openai_rules import (
+    SUPPORTED_STRING_FORMATS,
+    check_openai_strict,
+    format_violation,
+)
+
+__all__ = ["to_openai_strict"]
+
+_DROP = ("title", "default", "examples", "discriminator", "$schema", "readOnly", "writeOnly")
+_ANNOTATION_ONLY = {"description", "title", "default", "examples"}
+
+
+def _say(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _restate(node: JSONSchema, key: str, notes: list[str]) -> None:
+    """Remove an unsupported keyword, keeping its meaning as text for the model."""
+    value = node.pop(key)
+    phrases = {
+        "minLength": f"at least {value} characters",
+        "maxLength": f"at most {value} characters",
+        "uniqueItems": "items must be unique" if value else "",
+        "minProperties": f"at least {value} entries",
+        "maxProperties": f"at most {value} entries",
+        "format": f"format: {value}",
+        "default": f"default: {_say(value)}",
+    }
+    phrase = phrases.get(key, f"{key}: {_say(value)}")
+    if phrase:
+        notes.append(phrase)
+
+
+def _with_notes(node: JSONSchema, notes: list[str]) -> JSONSchema:
+    if notes:
+        text = "; ".join(notes)
+        desc = node.get("description")
+        node["description"] = f"{desc} ({text})" if desc else text[0].upper() + text[1:]
+    return node
+
+
+class _Strict:
+    def __init__(self, defs: dict[str, JSONSchema]) -> None:
+        self.defs = defs
+
+    def convert(self, node: JSONSchema, path: tuple[str | int, ...]) -> JSONSchema:
+        notes: list[str] = []
+        node = self._prepare(dict(node), path, notes)
+        if "$ref" in node:
+            return self._ref(node, path)
+        if "anyOf" in node:
+            node["anyOf"] = self._any_of(node["anyOf"], path)
+        kind = node.get("type")
+        if kind == "object" or "properties" in node:
+            node = self._object(node, path, notes)
+        elif kind == "array":
+            node = self._array(node, path, notes)
+        elif kind == "string":
+            for key in ("minLength", "maxLength"):
+                if key in node:
+                    _restate(node, key, notes)
+            if "format" in node and node["format"] not in SUPPORTED_STRING_FORMATS:
+                _restate(node, "format", notes)
+        return _with_notes(node, notes)
+
+    def _prepare(
+        self, node: JSONSchema, path: tuple[str | int, ...], notes: list[str]
+    ) -> JSONSchema:
+        """Drop what strict mode rejects, merge ``allOf``/``oneOf``, and refuse ``Any``."""
+        if "default" in node and node["default"] is not None:
+            _restate(node, "default", notes)
+        for key in _DROP:
+            node.pop(key, None)
+        if "oneOf" in node:
+            node["anyOf"] = node.pop("oneOf") + node.get("anyOf", [])
+        if "allOf" in node:
+            node = self._merge_all_of(node, path)
+        if not set(node) - _ANNOTATION_ONLY:  # `{}`, or only a description: Any
+            raise SchemaError(
+                f"{_where(path)} accepts any value (Any, or a bare dict/list), which OpenAI "
+                f"strict mode cannot express; give it a concrete type, or compile with "
+                f"target='json-schema'",
+                path=path,
+            )
+        return node
+
+    def _merge_all_of(self, node: JSONSchema, path: tuple[str | int, ...]) -> JSONSchema:
+        parts = node.pop("allOf")
+        if len(parts) != 1:
+            raise SchemaError(f"{_where(path)} combines schemas with allOf", path=path)
+        return {**parts[0], **node}
+
+    def _ref(self, node: JSONSchema, path: tuple[str | int, ...]) -> JSONSchema:
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        if not siblings:
+            return node
+        if not set(siblings) <= _ANNOTATION_ONLY:
+            raise SchemaError(
+                f"{_where(path)} constrains a reference: {sorted(siblings)}", path=path
+            )
+        # "$ref cannot have keywords {'description'}": keep the text on a one-branch anyOf.
+        return {"anyOf": [{"$ref": node["$ref"]}], **siblings}
+
+    def _any_of(self, branches: list[JSONSchema], path: tuple[str | int, ...]) -> list[JSONSchema]:
+        flat: list[JSONSchema] = []
+        for i, branch in enumerate(branches):
+            converted = self.convert(branch, (*path, "anyOf", i))
+            if set(converted) == {"anyOf"}:
+                flat.extend(converted["anyOf"])
+            else:
+                flat.append(converted)
+        return flat
+
+    def _object(
+        self, node: JSONSchema, path: tuple[str | int, ...], notes: list[str]
+    ) -> JSONSchema:
+        props = node.get("properties")
+        extra = node.get("additionalProperties")
+        if not props and (isinstance(extra, dict) or "propertyNames" in node):
+            return self._pairs(node, path, notes)
+        if not props and extra is not False:
+            raise SchemaError(
+                f"{_where(path)} is an open object (dict with Any values, or a model with no "
+                f"fields); OpenAI strict mode needs declared properties: use a model, or "
+                f"dict[str, T] with a concrete T",
+                path=path,
+            )
+        for key in ("minProperties", "maxProperties", "patternProperties", "propertyNames"):
+            if key in node:
+                _restate(node, key, notes)
+        node["properties"] = {
+            name: self.convert(sub, (*path, "properties", name))
+            for name, sub in (props or {}).items()
+        }
+        node["required"] = list(node["properties"])
+        node["additionalProperties"] = False
+        node["type"] = "object"
+        return node
+
+    def _pairs(self, node: JSONSchema, path: tuple[str | int, ...], notes: list[str]) -> JSONSchema:
+        """``dict[K, V]`` as ``[{"key": K, "value": V}]`` (ADR-003); validation maps it back."""
+        value = node.get("additionalProperties")
+        value_schema = value if isinstance(value, dict) else None
+        if value_schema is None or value_schema == {}:
+            raise SchemaError(
+                f"{_where(path)} is a dict with Any values; give the values a concrete type",
+                path=path,
+            )
+        key_schema = dict(node.get("propertyNames", {"type": "string"}))
+        key_schema.setdefault("type", "string")
+        for key in ("minProperties", "maxProperties"):
+            if key in node:
+                _restate(node, key, notes)
+        pair = {
+            "type": "object",
+            "properties": {
+                "key": self.convert(key_schema, (*path, "propertyNames")),
+                "value": self.convert(value_schema, (*path, "additionalProperties")),
+            },
+            "required": ["key", "value"],
+            "additionalProperties": False,
+        }
+        notes.insert(0, "a mapping, given as a list of key/value pairs")
+        out: JSONSchema = {"type": "array", "items": pair}
+        if "description" in node:
+            out["description"] = node["description"]
+        return out
+
+    def _array(self, node: JSONSchema, path: tuple[str | int, ...], notes: list[str]) -> JSONSchema:
+        if "prefixItems" in node:  # a tuple: one schema per position is not in the subset
+            members = node.pop("prefixItems")
+            rest = node.pop("items", None)
+            options = [*members, *([rest] if isinstance(rest, dict) else [])]
+            unique = []
+            for m in options:
+                if m not in unique:
+                    unique.append(m)
+            node["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
+            if rest is None:
+                node["minItems"] = node["maxItems"] = len(members)
+            order = ", ".join(_brief(m) for m in members)
+            notes.append(f"in this order: {order}")
+        if "uniqueItems" in node:
+            _restate(node, "uniqueItems", notes)
+        for key in ("contains", "minContains", "maxContains", "unevaluatedItems"):
+            if key in node:
+                _restate(node, key, notes)
+        items = node.get("items")
+        if not isinstance(items, dict) or items == {}:
+            raise SchemaError(
+                f"{_where(path)} is a list of Any; give its items a concrete type", path=path
+            )
+        node["items"] = self.convert(items, (*path, "items"))
+        return node
+
+
+def _brief(schema: JSONSchema) -> str:
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    return str(schema.get("type", "value"))
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    names = [str(p) for i, p in enumerate(path) if i and path[i - 1] in ("properties", "$defs")]
+    return "field " + ".".join(names) if names else "the output"
+
+
+def to_openai_strict(schema: JSONSchema, *, name: str) -> JSONSchema:
+    """Convert a neutral schema to OpenAI's strict subset, checking every rule and limit.
+
+    Raises:
+        SchemaError: For a shape the subset cannot express (with what to do instead), or a
+            schema over OpenAI's size limits; ``path`` names where.
+    """
+    defs = schema.get("$defs", {})
+    strict = _Strict(defs)
+    body = {k: v for k, v in schema.items() if k != "$defs"}
+    result = strict.convert(body, ())
+    if defs:
+        result["$defs"] = {n: strict.convert(d, ("$defs", n)) for n, d in defs.items()}
+    violations = check_openai_strict(result, name=name)
+    if violations:
+        first = violations[0]
+        raise SchemaError(format_violation(first, name=name), path=first.path)
+    return result

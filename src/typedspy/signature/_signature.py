@@ -1,0 +1,252 @@
+"""`Signature`: a Pydantic class whose fields are a module's inputs and outputs."""
+
+from __future__ import annotations
+
+import copyreg
+import inspect
+import sys
+from types import UnionType
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, create_model
+from pydantic._internal._model_construction import ModelMetaclass
+from pydantic.fields import FieldInfo
+
+from typedspy.errors import SchemaError
+from typedspy.signature._fields import FieldRole, role_of, without_role
+from typedspy.signature._unions import TypeRewriter, decode_json_once, is_model
+
+__all__ = ["Signature", "SignatureSpec", "build_signature"]
+
+
+class SignatureSpec:
+    """What a signature class declares, computed once when the class is defined."""
+
+    __slots__ = ("input_fields", "input_model", "instructions", "output_fields", "output_model")
+
+    def __init__(
+        self,
+        *,
+        instructions: str,
+        input_fields: dict[str, FieldInfo],
+        output_fields: dict[str, FieldInfo],
+        input_model: type[BaseModel],
+        output_model: type[BaseModel],
+    ) -> None:
+        self.instructions = instructions
+        self.input_fields = input_fields
+        self.output_fields = output_fields
+        self.input_model = input_model
+        self.output_model = output_model
+
+
+class _SignatureMeta(ModelMetaclass):
+    """Gives signature classes read-only introspection properties (``Sig.output_fields``)."""
+
+    @property
+    def instructions(cls) -> str:
+        """The instruction shown to the model: the docstring, or a default built from fields."""
+        return _spec(cls).instructions
+
+    @property
+    def input_fields(cls) -> dict[str, FieldInfo]:
+        """Input fields in declaration order (name to `FieldInfo`)."""
+        return dict(_spec(cls).input_fields)
+
+    @property
+    def output_fields(cls) -> dict[str, FieldInfo]:
+        """Output fields in declaration order (name to `FieldInfo`)."""
+        return dict(_spec(cls).output_fields)
+
+    @property
+    def input_model(cls) -> type[BaseModel]:
+        """A Pydantic model of the inputs, used to check them before any request."""
+        return _spec(cls).input_model
+
+    @property
+    def output_model(cls) -> type[BaseModel]:
+        """The Pydantic model of the outputs: validation dispatches unions on ``_type``."""
+        return _spec(cls).output_model
+
+
+def _spec(cls: type) -> SignatureSpec:
+    spec = cls.__dict__.get("__typedspy_spec__")
+    if spec is None:
+        raise SchemaError(f"{cls.__name__} is the Signature base class, not a signature")
+    return spec  # type: ignore[no-any-return]
+
+
+class Signature(BaseModel, metaclass=_SignatureMeta):
+    """Declare a module's contract: inputs, outputs, and the instruction (the docstring).
+
+    Mark every field with `InputField` or `OutputField`. Output fields may use any Pydantic
+    type, including unions of models, which typedspy tags with ``_type`` automatically.
+
+    Example:
+        ```python
+        class Decide(ts.Signature):
+            \"\"\"Decide the agent's next action.\"\"\"
+
+            task: str = ts.InputField(description="what the user asked for")
+            action: SpawnTask | CompleteTask | Continue = ts.OutputField()
+            confidence: float = ts.OutputField(ge=0, le=1)
+        ```
+
+    Raises:
+        SchemaError: At class definition, for a field without a marker, a field marked as both,
+            no output field, or a union member that declares its own ``_type``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
+    __typedspy_spec__: ClassVar[SignatureSpec | None] = None
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.__typedspy_spec__ = _build_spec(cls)
+
+    @classmethod
+    def with_instructions(cls, instructions: str) -> type[Signature]:
+        """A copy of this signature with another instruction (same name and fields)."""
+        derived: type[Signature] = create_model(
+            cls.__name__, __base__=cls, __doc__=instructions, __module__=cls.__module__
+        )
+        derived.__qualname__ = cls.__qualname__
+        return derived
+
+
+def _build_spec(cls: type[Signature]) -> SignatureSpec:
+    inputs: dict[str, FieldInfo] = {}
+    outputs: dict[str, FieldInfo] = {}
+    for name, info in cls.model_fields.items():
+        roles = role_of(info)
+        if roles == {"input"}:
+            inputs[name] = info
+        elif roles == {"output"}:
+            outputs[name] = info
+        elif not roles:
+            raise SchemaError(
+                f"{cls.__name__}.{name} has no role: declare it with ts.InputField() or "
+                f"ts.OutputField()",
+                path=(name,),
+            )
+        else:
+            raise SchemaError(
+                f"{cls.__name__}.{name} is marked both as an input and as an output",
+                path=(name,),
+            )
+    if not outputs:
+        raise SchemaError(f"{cls.__name__} declares no output field: add one with ts.OutputField()")
+    rewriter = TypeRewriter()
+    input_model = _fields_model(f"{cls.__name__}Inputs", inputs, rewriter, decode_strings=False)
+    output_model = _fields_model(f"{cls.__name__}Outputs", outputs, rewriter, decode_strings=True)
+    doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else ""
+    if not doc or cls.__doc__ == Signature.__doc__:
+        parent = next((b for b in cls.__mro__[1:] if b.__dict__.get("__typedspy_spec__")), None)
+        doc = _spec(parent).instructions if parent else _default_instructions(inputs, outputs)
+    return SignatureSpec(
+        instructions=doc,
+        input_fields=inputs,
+        output_fields=outputs,
+        input_model=input_model,
+        output_model=output_model,
+    )
+
+
+def _default_instructions(inputs: dict[str, FieldInfo], outputs: dict[str, FieldInfo]) -> str:
+    given = ", ".join(f"`{n}`" for n in inputs) or "nothing"
+    wanted = ", ".join(f"`{n}`" for n in outputs)
+    return f"Given the fields {given}, produce the fields {wanted}."
+
+
+def _wants_container(tp: Any) -> bool:
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    if get_origin(tp) in (Union, UnionType):  # `A | B`, `list[int] | None`: any container member
+        return any(_wants_container(arg) for arg in get_args(tp))
+    return is_model(tp) or get_origin(tp) in (list, tuple, set, frozenset, dict)
+
+
+def _fields_model(
+    name: str, fields: dict[str, FieldInfo], rewriter: TypeRewriter, *, decode_strings: bool
+) -> type[BaseModel]:
+    definitions: dict[str, Any] = {}
+    for field_name, info in fields.items():
+        annotation = rewriter.rewrite(info.annotation, discriminated=info.discriminator is not None)
+        if decode_strings and _wants_container(info.annotation):
+            # A model that double-encodes a nested value sends it as a JSON string: decode once.
+            annotation = Annotated[annotation, BeforeValidator(decode_json_once)]
+        definitions[field_name] = (annotation, without_role(info))
+    model: type[BaseModel] = create_model(
+        name, __config__=ConfigDict(extra="ignore", protected_namespaces=()), **definitions
+    )
+    return model
+
+
+def build_signature(
+    name: str,
+    inputs: dict[str, tuple[Any, FieldInfo]],
+    outputs: dict[str, tuple[Any, FieldInfo]],
+    instructions: str | None = None,
+    *,
+    base: type[Signature] = Signature,
+) -> type[Signature]:
+    """Create a signature class from field definitions (used by `make_signature` and modules).
+
+    Args:
+        name: The class name (it names the response schema).
+        inputs: Input field name to ``(annotation, FieldInfo)``; the FieldInfo gets the role.
+        outputs: Output field name to ``(annotation, FieldInfo)``.
+        instructions: The docstring; a default is derived from the fields when None.
+        base: The class to derive from.
+    """
+    definitions: dict[str, Any] = {}
+    groups: tuple[tuple[Literal["input", "output"], dict[str, tuple[Any, FieldInfo]]], ...] = (
+        ("input", inputs),
+        ("output", outputs),
+    )
+    for role, group in groups:
+        for field_name, (annotation, info) in group.items():
+            marked = without_role(info)
+            marked.metadata.append(FieldRole(role))
+            definitions[field_name] = (annotation, marked)
+    cls: type[Signature] = create_model(
+        name, __base__=base, __doc__=instructions, __module__=base.__module__, **definitions
+    )
+    return cls
+
+
+def _importable(cls: type) -> bool:
+    module = sys.modules.get(cls.__module__)
+    target: Any = module
+    for part in cls.__qualname__.split("."):
+        target = getattr(target, part, None)
+    return target is cls
+
+
+def _rebuild(
+    name: str,
+    inputs: dict[str, tuple[Any, FieldInfo]],
+    outputs: dict[str, tuple[Any, FieldInfo]],
+    instructions: str,
+) -> type[Signature]:
+    return build_signature(name, inputs, outputs, instructions)
+
+
+def _reduce_signature(cls: type[Signature]) -> str | tuple[Any, ...]:
+    """Pickle signature classes made at run time (make_signature, ChainOfThought) by value."""
+    if _importable(cls):
+        return cls.__qualname__
+    spec = _spec(cls)
+    return (
+        _rebuild,
+        (
+            cls.__name__,
+            {n: (f.annotation, f) for n, f in spec.input_fields.items()},
+            {n: (f.annotation, f) for n, f in spec.output_fields.items()},
+            spec.instructions,
+        ),
+    )
+
+
+copyreg.pickle(_SignatureMeta, _reduce_signature)  # type: ignore[arg-type]
