@@ -1,0 +1,8 @@
+"""The language-model boundary: request and response types, `BaseLM`, and the OpenAI `LM`."""
+
+from __future__ import annotations
+
+from typedspy.lm._base import BaseLM, ChatMessage, LMRequest, LMResponse, ToolCall
+from typedspy.lm._openai import LM
+
+__all__ = ["LM", "BaseLM", "ChatMessage", "LMRequest", "LMResponse", "ToolCall"]

@@ -1,0 +1,397 @@
+"""`LM`: a `BaseLM` over the official ``openai.AsyncOpenAI`` client (the only openai import).
+
+Transport failures (429, 5xx, timeouts, dropped connections) are retried by the SDK's own
+``max_retries``, which honours Retry-After; typedspy adds no second transport retry. What is
+left after those retries is mapped onto the `LMError` tree, with the SDK exception as
+``__cause__`` and API keys removed from every message.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import threading
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from typedspy._runtime import run_sync
+from typedspy._types import Usage
+from typedspy.errors import (
+    ConfigurationError,
+    LMConnectionError,
+    LMError,
+    LMRateLimitError,
+    LMResponseError,
+    LMStatusError,
+    LMTimeoutError,
+    LMUnsupportedFeatureError,
+)
+from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+from typedspy.lm._stream import LMChunk
+
+__all__ = ["LM", "unsupported_feature"]
+
+# Request keys LM fills from LMRequest itself; they cannot come from defaults or params.
+_RESERVED_PARAMS = frozenset(
+    {
+        "messages",
+        "model",
+        "parallel_tool_calls",
+        "response_format",
+        "stream",
+        "stream_options",
+        "tool_choice",
+        "tools",
+    }
+)
+
+
+class LM(BaseLM):
+    """A language model behind any OpenAI-compatible chat-completions endpoint.
+
+    Wraps ``openai.AsyncOpenAI``: pass one in (``client=``), or let `LM` build it on first use
+    from ``base_url`` / ``api_key`` (the SDK falls back to ``OPENAI_BASE_URL`` /
+    ``OPENAI_API_KEY``). Keyword arguments beyond those are request defaults, sent with every
+    request and overridden per request by `LMRequest.params`; names the SDK does not know
+    (e.g. ``top_k`` for vLLM) go into the request body through ``extra_body``.
+
+    Example:
+        ```python
+        lm = LM("gpt-4o-mini", temperature=0)
+        lm("Say hi")                                   # -> "Hi!"
+        local = LM("llama3.1", base_url="http://localhost:11434/v1", api_key="unused")
+        ```
+
+    Args:
+        model: The model name sent with every request.
+        client: An ``AsyncOpenAI`` to use as is (its own retries, timeout and key apply).
+        base_url: The endpoint, e.g. ``"http://localhost:8000/v1"`` (not with ``client``).
+        api_key: The API key (not with ``client``).
+        max_retries: Transport retries by the SDK; 2 when `LM` builds the client (not with
+            ``client``, whose own setting applies).
+        timeout: Seconds per request when `LM` builds the client; ``None`` keeps the SDK's
+            default (not with ``client``).
+        **defaults: Request parameters sent with every request (``temperature``,
+            ``max_tokens``, ``seed``, ...).
+
+    Raises:
+        ConfigurationError: ``client`` together with client options, or a default that `LM`
+            sets itself (``model``, ``messages``, ``stream``, ``response_format``, ``tools``...).
+
+    Attributes:
+        defaults: The request defaults.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        **defaults: Any,
+    ) -> None:
+        super().__init__(model)
+        options = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries}
+        given = [
+            name for name, value in {**options, "timeout": timeout}.items() if value is not None
+        ]
+        if client is not None and given:
+            raise ConfigurationError(
+                f"LM({model!r}): {', '.join(given)} cannot be combined with client=; "
+                "configure the AsyncOpenAI client instead"
+            )
+        _check_params(defaults, where="LM defaults")
+        self.defaults: Mapping[str, Any] = dict(defaults)
+        self._client = client
+        self._owns_client = client is None
+        self._base_url = base_url
+        self._api_key = api_key
+        self._max_retries = 2 if max_retries is None else max_retries
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._usage = Usage()
+        self._calls = 0
+        self._known_params: frozenset[str] | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens used by every completion this LM received, summed."""
+        return self._usage
+
+    @property
+    def calls(self) -> int:
+        """How many completions this LM received."""
+        return self._calls
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        """The ``AsyncOpenAI`` client (built on first access when none was injected).
+
+        Raises:
+            ConfigurationError: The SDK could not build a client (typically: no API key).
+        """
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._build_client()
+        return self._client
+
+    async def acomplete(self, request: LMRequest) -> LMResponse:
+        """Send one chat-completion request and return the response.
+
+        Args:
+            request: What to send; ``params`` are merged over this LM's defaults.
+
+        Returns:
+            The response, read leniently from the raw JSON body.
+
+        Raises:
+            ConfigurationError: No client could be built, or ``params`` hold a reserved key.
+            LMTimeoutError: The request timed out (after the SDK's retries).
+            LMConnectionError: The endpoint could not be reached (after the SDK's retries).
+            LMRateLimitError: The endpoint kept answering 429.
+            LMUnsupportedFeatureError: The endpoint rejected a feature (``feature`` says which).
+            LMStatusError: Any other HTTP error status.
+            LMResponseError: The body is not a usable chat completion.
+        """
+        client = self.client
+        kwargs = self._create_kwargs(request)
+        try:
+            raw = await client.chat.completions.with_raw_response.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from exc
+        try:
+            completion = json.loads(raw.text)
+        except ValueError as exc:
+            raise LMResponseError(
+                f"{self.model}: the endpoint returned a body that is not JSON: "
+                f"{self._redact(raw.text[:200])!r}"
+            ) from exc
+        try:
+            response = LMResponse.from_completion(completion, model=self.model)
+        except LMResponseError as exc:
+            raise LMResponseError(f"{self.model}: {self._redact(str(exc))}") from exc
+        with self._lock:
+            self._usage += response.usage
+            self._calls += 1
+        return response
+
+    async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
+        """Stream one completion (``stream=True`` with ``include_usage``), chunk by chunk.
+
+        Closing the iterator early (or cancelling its consumer) closes the HTTP response.
+
+        Raises:
+            The same errors as `acomplete`, when the request is sent.
+        """
+        kwargs = self._create_kwargs(request)
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
+        try:
+            stream = await self.client.chat.completions.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from exc
+        usage = None
+        try:
+            async for chunk in stream:
+                piece = LMChunk.from_dict(chunk.to_dict())
+                usage = piece.usage or usage
+                yield piece
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from exc
+        finally:
+            await stream.close()
+        with self._lock:
+            self._usage += usage or Usage()
+            self._calls += 1
+
+    async def aclose(self) -> None:
+        """Close the client `LM` built itself (an injected client is left to its owner)."""
+        if self._owns_client and self._client is not None:
+            client, self._client = self._client, None  # a later call builds a fresh one
+            await client.close()
+
+    def close(self) -> None:
+        """Synchronous `aclose`."""
+        run_sync(self.aclose, async_name="LM.aclose")
+
+    def __repr__(self) -> str:
+        return f"LM(model={self.model!r}, base_url={self._shown_base_url()!r})"
+
+    def _build_client(self) -> AsyncOpenAI:
+        options: dict[str, Any] = {"max_retries": self._max_retries}
+        if self._base_url is not None:
+            options["base_url"] = self._base_url
+        if self._api_key is not None:
+            options["api_key"] = self._api_key
+        if self._timeout is not None:
+            options["timeout"] = self._timeout
+        try:
+            return AsyncOpenAI(**options)
+        except openai.OpenAIError as exc:
+            raise ConfigurationError(
+                f"LM({self.model!r}) could not create its OpenAI client: "
+                f"{self._redact(str(exc))} Pass api_key=... (any placeholder for a local server "
+                "that needs none), set OPENAI_API_KEY, or pass client=AsyncOpenAI(...)."
+            ) from exc
+
+    def _create_kwargs(self, request: LMRequest) -> dict[str, Any]:
+        _check_params(request.params, where="LMRequest.params")
+        kwargs: dict[str, Any] = {"model": self.model, "messages": _plain(request.messages)}
+        if request.response_format is not None:
+            kwargs["response_format"] = _plain(request.response_format)
+        if request.tools:
+            kwargs["tools"] = _plain(request.tools)
+            if request.parallel_tool_calls is not None:
+                kwargs["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.tool_choice is not None:
+            kwargs["tool_choice"] = _plain(request.tool_choice)
+        if self._known_params is None:  # what this SDK version's create() accepts
+            self._known_params = frozenset(
+                inspect.signature(self.client.chat.completions.create).parameters
+            )
+        known = self._known_params
+        extra_body: dict[str, Any] = {}
+        for name, value in {**self.defaults, **request.params}.items():
+            if name == "extra_body" and isinstance(value, Mapping):
+                extra_body.update(_plain(value))
+            elif name in known:
+                kwargs[name] = _plain(value)
+            else:  # an endpoint-specific parameter the SDK has no argument for
+                extra_body[name] = _plain(value)
+        if extra_body:
+            kwargs["extra_body"] = extra_body
+        return kwargs
+
+    def _translate(self, exc: openai.OpenAIError) -> LMError:
+        where = f"{self.model} at {self._shown_base_url() or 'the default OpenAI endpoint'}"
+        if isinstance(exc, openai.APITimeoutError):
+            return LMTimeoutError(f"{where}: the request timed out")
+        if isinstance(exc, openai.APIConnectionError):
+            return LMConnectionError(f"{where}: could not connect ({self._redact(exc.message)})")
+        if not isinstance(exc, openai.APIStatusError):
+            return LMError(f"{where}: {self._redact(str(exc))}")
+        detail = exc.message
+        if isinstance(exc.body, dict) and isinstance(exc.body.get("message"), str):
+            detail = exc.body["message"]
+        detail = self._redact(detail)[:500]
+        status, code, param = exc.status_code, exc.code, exc.param
+        label = f" ({code})" if code else ""
+        if isinstance(exc, openai.RateLimitError):
+            return LMRateLimitError(f"{where}: rate limited (HTTP 429{label}): {detail}")
+        feature = unsupported_feature(status, detail, code=code, param=param)
+        message = f"{where}: HTTP {status}{label}: {detail}"
+        if feature is not None:
+            return LMUnsupportedFeatureError(
+                f"{where} does not support {feature}: HTTP {status}{label}: {detail}",
+                feature=feature,
+                status_code=status,
+                code=code,
+                param=param,
+            )
+        return LMStatusError(message, status_code=status, code=code, param=param)
+
+    def _shown_base_url(self) -> str | None:
+        if self._client is not None:
+            url: str | None = str(self._client.base_url)
+        else:
+            url = self._base_url or os.environ.get("OPENAI_BASE_URL")
+        return None if url is None else self._redact(url)
+
+    def _redact(self, text: str) -> str:
+        secrets = [self._api_key, getattr(self._client, "api_key", None)]
+        secrets.append(os.environ.get("OPENAI_API_KEY"))
+        for secret in secrets:
+            if isinstance(secret, str) and len(secret) >= 6:
+                text = text.replace(secret, "[redacted]")
+        for pattern, replacement in _SECRET_PATTERNS:
+            text = pattern.sub(replacement, text)
+        return text
+
+
+_SECRET_PATTERNS = (
+    (re.compile(r"\bsk-[A-Za-z0-9*_.\-]{2,}"), "[redacted]"),  # OpenAI-style keys, masked too
+    (re.compile(r"(?i)(api key provided:\s*)\S+?(?=[.,;]?(?:\s|$))"), r"\1[redacted]"),
+    (re.compile(r"(?<=//)[^/@\s:]+:[^/@\s]+@"), "[redacted]@"),  # user:password@ in URLs
+)
+
+# Provider knowledge: how OpenAI-compatible endpoints say "I don't support <feature>" in a 400.
+# Subjects name the feature; checked in order ("parallel_tool_calls" also contains "tool").
+_FEATURE_SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("parallel_tool_calls", re.compile(r"parallel_tool_calls")),
+    ("response_format", re.compile(r"response_format|json_schema|structured.outputs?|json.mode")),
+    ("tools", re.compile(r"\btools?\b|tool.choice|tool_calls?|function.call|\bfunctions\b")),
+)
+_UNSUPPORTED_WORDINGS = re.compile(
+    r"not supported"  # OpenAI: "'response_format' of type 'json_schema' is not supported with..."
+    r"|unsupported"  # OpenAI "Unsupported parameter: ...", LiteLLM "UnsupportedParamsError"
+    r"|not available|unavailable"  # DeepSeek: "This response_format type is unavailable now"
+    r"|unrecognized"  # OpenAI: "Unrecognized request argument supplied: tools"
+    r"|does not support|doesn't support"  # Ollama: "... does not support tools"
+    r"|enabled only for|only supported (?:for|with|on)"  # Azure: "enabled only for api versions"
+    r"|not one of the allowed values"  # Groq: "'response_format.type' : value is not one of..."
+    r"|--enable-auto-tool-choice"  # vLLM started without tool calling
+)
+# The feature works but the request's schema or arguments are wrong: not "unsupported".
+_NOT_ABOUT_SUPPORT = re.compile(r"invalid schema for|is not permitted|invalid_json_schema")
+_UNSUPPORTED_CODES = frozenset({"unsupported_parameter", "unsupported_value"})
+
+
+def unsupported_feature(
+    status_code: int, message: str, *, code: str | None = None, param: str | None = None
+) -> str | None:
+    """Tell whether an HTTP error says the endpoint does not support a request feature.
+
+    Args:
+        status_code: The HTTP status (only 400 qualifies).
+        message: The provider's error message.
+        code: The provider's error code, if any (e.g. ``"unsupported_parameter"``).
+        param: The request parameter the provider blamed, if any.
+
+    Returns:
+        ``"response_format"`` (structured outputs / JSON schema), ``"tools"``,
+        ``"parallel_tool_calls"``, the blamed parameter for other ``unsupported_parameter``
+        errors, or ``None`` when the error is about something else.
+    """
+    if status_code != 400:
+        return None
+    if code in _UNSUPPORTED_CODES and param:
+        return _feature_named_in(param.lower()) or re.split(r"[.\[]", param)[0]
+    text = message.lower()
+    if code == "invalid_json_schema" or _NOT_ABOUT_SUPPORT.search(text):
+        return None
+    if not _UNSUPPORTED_WORDINGS.search(text):
+        return None
+    return _feature_named_in(text)
+
+
+def _feature_named_in(text: str) -> str | None:
+    for feature, subject in _FEATURE_SUBJECTS:
+        if subject.search(text):
+            return feature
+    return None
+
+
+def _check_params(params: Mapping[str, Any], *, where: str) -> None:
+    reserved = sorted(set(params) & _RESERVED_PARAMS)
+    if reserved:
+        raise ConfigurationError(
+            f"{where} cannot set {', '.join(reserved)}: LM sends these from the LMRequest itself"
+        )
+
+
+def _plain(value: Any) -> Any:
+    """Copy mappings and sequences into plain dicts and lists, as the SDK serialises them."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,192 @@
+"""Configuration: process-wide defaults plus overrides scoped to the current context.
+
+`configure` sets defaults for the whole process. `context` overrides them for a block, and only
+for the code running in that block's `contextvars` context: other threads and other asyncio
+tasks keep their own view, and tasks created inside the block inherit it (as contextvars do).
+`get_settings` returns the effective values as a frozen `Settings` snapshot.
+
+Example:
+    ```python
+    import typedspy as ts
+
+    ts.configure(lm=ts.LM("gpt-4o-mini"), max_retries=3)  # whole process
+    with ts.context(lm=ts.LM("gpt-4o"), max_retries=0):   # this block, this thread/task only
+        ...
+    ```
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType, TracebackType
+from typing import Any, TypeGuard
+
+from typedspy.errors import ConfigurationError
+from typedspy.lm._base import BaseLM
+
+__all__ = ["Settings", "configure", "context", "get_settings"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective configuration: process-wide defaults overlaid with context overrides.
+
+    Attributes:
+        lm: The language model modules call when none is given to them.
+        max_retries: Semantic retries (decode or validation failures) after the first attempt.
+        mode: The output mode: ``"auto"`` (native structured outputs, falling back to prompted
+            JSON once per LM when the endpoint does not support them) or a fixed mode name.
+        token_budget: Total tokens one call may spend across its attempts; ``None`` for no limit.
+        callbacks: Objects notified of module and LM events, in order.
+        retry_wait: Seconds to wait between semantic retries.
+        track_usage: Whether token usage is recorded on predictions.
+    """
+
+    lm: BaseLM | None = None
+    max_retries: int = 2
+    mode: str = "auto"
+    token_budget: int | None = None
+    callbacks: tuple[Any, ...] = ()
+    retry_wait: float = 0.0
+    track_usage: bool = True
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
+_lock = threading.Lock()
+_defaults = Settings()
+_overrides: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "typedspy_settings_overrides", default=MappingProxyType({})
+)
+
+
+def configure(**kwargs: object) -> None:
+    """Set process-wide defaults.
+
+    This changes the defaults every thread and task sees, immediately (unlike `context`); call it
+    once at start-up. Values set by an enclosing `context` still take precedence. Tests should
+    use `context` instead, which needs no cleanup.
+
+    Args:
+        **kwargs: Any of the `Settings` fields (``lm``, ``max_retries``, ``mode``,
+            ``token_budget``, ``callbacks``, ``retry_wait``, ``track_usage``).
+
+    Raises:
+        ConfigurationError: An unknown key, or a value of the wrong type.
+    """
+    values = _checked(kwargs)
+    global _defaults
+    with _lock:
+        _defaults = dataclasses.replace(_defaults, **values)
+
+
+def context(**kwargs: object) -> _Overrides:
+    """Override settings for a block of code, in the current context only.
+
+    Works as ``with`` and ``async with``, and around ``await``. Nested blocks see the merged
+    overrides and restore the outer ones on exit. Other threads and asyncio tasks do not see
+    these overrides; tasks created inside the block inherit them.
+
+    Example:
+        ```python
+        with ts.context(lm=FakeLM(["42"]), max_retries=0) as settings:
+            assert settings.max_retries == 0
+            answer = predict(question="...")
+        ```
+
+    Args:
+        **kwargs: Any of the `Settings` fields.
+
+    Returns:
+        A context manager; entering it returns the effective `Settings`.
+
+    Raises:
+        ConfigurationError: An unknown key, or a value of the wrong type (raised immediately).
+    """
+    return _Overrides(_checked(kwargs))
+
+
+class _Overrides:
+    """The context manager `context` returns; re-entrant, and nests."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = values
+        self._tokens: list[contextvars.Token[Mapping[str, Any]]] = []
+
+    def __enter__(self) -> Settings:
+        merged = MappingProxyType({**_overrides.get(), **self._values})
+        self._tokens.append(_overrides.set(merged))
+        return get_settings()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _overrides.reset(self._tokens.pop())
+
+    async def __aenter__(self) -> Settings:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+def get_settings() -> Settings:
+    """Return the effective settings: the process-wide defaults with this context's overrides.
+
+    Returns:
+        A frozen snapshot; later `configure` or `context` calls do not change it.
+    """
+    overrides = _overrides.get()
+    return dataclasses.replace(_defaults, **overrides) if overrides else _defaults
+
+
+def _checked(values: Mapping[str, object]) -> dict[str, Any]:
+    unknown = sorted(set(values) - set(_FIELDS))
+    if unknown:
+        raise ConfigurationError(
+            f"unknown setting(s) {', '.join(map(repr, unknown))}; valid keys: {', '.join(_FIELDS)}"
+        )
+    checked: dict[str, Any] = dict(values)  # Any: each value is checked against its field below
+    if "callbacks" in checked:
+        callbacks = checked["callbacks"]
+        if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
+            raise ConfigurationError(f"callbacks must be a sequence, got {callbacks!r}")
+        checked["callbacks"] = tuple(callbacks)
+    for key, value in checked.items():
+        problem = _problem(key, value)
+        if problem:
+            raise ConfigurationError(f"setting {key}={value!r}: {problem}")
+    return checked
+
+
+def _problem(key: str, value: object) -> str | None:
+    if key == "lm" and value is not None and not isinstance(value, BaseLM):
+        return "expected an LM (typedspy.LM, typedspy.testing.FakeLM or another BaseLM) or None"
+    if key == "max_retries" and not (_is_int(value) and value >= 0):
+        return "expected an int >= 0"
+    if key == "token_budget" and not (value is None or (_is_int(value) and value > 0)):
+        return "expected an int > 0 or None"
+    if key == "mode" and not (isinstance(value, str) and value):
+        return "expected a mode name such as 'auto'"
+    if key == "retry_wait" and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+    ):
+        return "expected a number of seconds >= 0"
+    if key == "track_usage" and not isinstance(value, bool):
+        return "expected True or False"
+    return None
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,34 @@
+"""Test helpers: an offline OpenAI-compatible server, wire-format builders, schema data."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from typedspy.testing._datagen import generate_instance
+from typedspy.testing._fake_lm import FakeLM, FakeReply
+from typedspy.testing._payloads import chat_chunk, chat_completion, error_body, sse_body
+
+if TYPE_CHECKING:
+    from typedspy.testing.standin import Reply, StandIn
+
+__all__ = [
+    "FakeLM",
+    "FakeReply",
+    "Reply",
+    "StandIn",
+    "chat_chunk",
+    "chat_completion",
+    "error_body",
+    "generate_instance",
+    "sse_body",
+]
+
+
+def __getattr__(name: str) -> object:
+    # Imported on first use so `python -m typedspy.testing.standin` does not find the module
+    # already loaded by this package (runpy warns about that on stderr).
+    if name in ("Reply", "StandIn"):
+        from typedspy.testing import standin
+
+        return getattr(standin, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,353 @@
+"""The sync bridge: one persistent background loop, context propagation, errors, streaming."""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import contextvars
+import inspect
+import json
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from typedspy._runtime import iterate_sync, run_sync
+from typedspy.errors import ConfigurationError
+from typedspy.lm import LM
+from typedspy.settings import context, get_settings
+from typedspy.testing._fake_lm import FakeLM
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
+
+
+async def running_loop() -> asyncio.AbstractEventLoop:
+    return asyncio.get_running_loop()
+
+
+# --- results and errors --------------------------------------------------------------------------
+
+
+def test_returns_the_result_of_a_coroutine_or_a_factory() -> None:
+    async def add(a: int, b: int) -> int:
+        await asyncio.sleep(0)
+        return a + b
+
+    assert run_sync(add(2, 3), async_name="Calc.aadd") == 5
+    assert run_sync(lambda: add(4, 5), async_name="Calc.aadd") == 9
+
+
+def test_every_call_runs_on_the_same_background_loop() -> None:
+    loops = {run_sync(running_loop, async_name="X.acall") for _ in range(3)}
+
+    assert len(loops) == 1
+    loop_thread = run_sync(_current_thread, async_name="X.acall")
+    assert loop_thread is not threading.main_thread()
+    assert loop_thread.daemon
+
+
+async def _current_thread() -> threading.Thread:
+    return threading.current_thread()
+
+
+def test_exceptions_keep_their_type_identity_and_traceback() -> None:
+    class Boom(Exception):
+        pass
+
+    raised = Boom("inside the coroutine")
+
+    async def fail_deep_inside() -> None:
+        await asyncio.sleep(0)
+        raise raised
+
+    with pytest.raises(Boom) as info:
+        run_sync(fail_deep_inside, async_name="X.acall")
+
+    assert info.value is raised
+    frames = [frame.name for frame in traceback.extract_tb(info.value.__traceback__)]
+    assert "fail_deep_inside" in frames
+
+
+def test_a_failing_factory_raises_in_the_caller() -> None:
+    def factory() -> Any:
+        raise LookupError("no coroutine for you")
+
+    with pytest.raises(LookupError, match="no coroutine"):
+        run_sync(factory, async_name="X.acall")
+
+
+def test_refuses_inside_a_running_loop_and_names_the_async_method() -> None:
+    async def work() -> int:
+        return 1
+
+    async def caller() -> tuple[str, str]:
+        coro = work()
+        with pytest.raises(ConfigurationError) as info:
+            run_sync(coro, async_name="Predict.acall")
+        assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED  # no "never awaited"
+        with pytest.raises(ConfigurationError) as from_lm:
+            FakeLM(["unused"])("hi")
+        return str(info.value), str(from_lm.value)
+
+    predict_message, lm_message = asyncio.run(caller())
+
+    assert predict_message.startswith(
+        "Predict.__call__ cannot run inside a running event loop; use `await predict.acall(...)`"
+    )
+    assert "FakeLM.__call__" in lm_message
+    assert "`await fake_lm.acall(...)`" in lm_message
+
+
+def test_keyboard_interrupt_cancels_the_running_coroutine() -> None:
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def wait_forever() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    def interrupt_when_started() -> None:
+        if started.wait(5):
+            threading.Event().wait(0.05)  # let the caller block in run_sync
+            _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_when_started)
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(wait_forever, async_name="X.acall")
+    interrupter.join()
+
+    assert cancelled.wait(5)
+    assert run_sync(lambda: asyncio.sleep(0, "still works"), async_name="X.acall") == "still works"
+
+
+# --- contextvars ---------------------------------------------------------------------------------
+
+
+def test_the_coroutine_sees_a_copy_of_the_callers_context() -> None:
+    async def read_then_write() -> str:
+        seen = request_id.get()
+        request_id.set("changed inside")
+        return seen
+
+    token = request_id.set("from the caller")
+    try:
+        assert run_sync(read_then_write, async_name="X.acall") == "from the caller"
+        assert request_id.get() == "from the caller"  # a copy: the change stayed inside
+    finally:
+        request_id.reset(token)
+
+
+def test_settings_context_applies_on_the_loop_thread() -> None:
+    async def effective_max_retries() -> int:
+        return get_settings().max_retries
+
+    with context(max_retries=7):
+        assert run_sync(effective_max_retries, async_name="X.acall") == 7
+    assert run_sync(effective_max_retries, async_name="X.acall") == get_settings().max_retries
+
+
+def test_the_loop_starts_once_when_many_threads_race_to_use_it() -> None:
+    script = (
+        "import asyncio, threading\n"
+        "from typedspy._runtime import run_sync\n"
+        "barrier = threading.Barrier(16)\n"
+        "loops = []\n"
+        "async def loop(): return id(asyncio.get_running_loop())\n"
+        "def worker():\n"
+        "    barrier.wait()\n"
+        "    loops.append(run_sync(loop, async_name='X.acall'))\n"
+        "threads = [threading.Thread(target=worker) for _ in range(16)]\n"
+        "[t.start() for t in threads]\n"
+        "[t.join() for t in threads]\n"
+        "names = [t.name for t in threading.enumerate() if t.name == 'typedspy-loop']\n"
+        "print(len(loops), len(set(loops)), len(names))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+
+    assert done.stdout.split() == ["16", "1", "1"]
+
+
+# --- P2: one client reused across sync calls, over a real keep-alive socket ---------------------
+
+
+class _CountingServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _ChatCompletionHandler)
+        self.lock = threading.Lock()
+        self.connections = 0
+        self.requests: list[dict[str, Any]] = []
+
+
+class _ChatCompletionHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the client reuses one pooled connection
+    server: _CountingServer
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.lock:
+            self.server.connections += 1
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.server.lock:
+            self.server.requests.append(body)
+            number = len(self.server.requests)
+        reply = json.dumps(
+            {
+                "id": f"chatcmpl-{number}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": f"reply {number}"},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def chat_server() -> Iterator[_CountingServer]:
+    server = _CountingServer()
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_three_sync_calls_reuse_one_client_and_connection(chat_server: _CountingServer) -> None:
+    host, port = chat_server.server_address[:2]
+    lm = LM("stand-in", base_url=f"http://{host!s}:{port}/v1", api_key="sk-local", max_retries=0)
+
+    try:
+        replies = [lm(f"question {n}") for n in (1, 2, 3)]
+    finally:
+        lm.close()
+
+    assert replies == ["reply 1", "reply 2", "reply 3"]
+    assert [r["messages"][0]["content"] for r in chat_server.requests] == [
+        "question 1",
+        "question 2",
+        "question 3",
+    ]
+    assert chat_server.connections == 1  # the pooled keep-alive connection survived every call
+    assert lm.calls == 3
+
+
+# --- iterate_sync --------------------------------------------------------------------------------
+
+
+def test_iterate_sync_yields_every_item_in_the_callers_context() -> None:
+    async def numbers() -> AsyncIterator[str]:
+        for n in range(3):
+            await asyncio.sleep(0)
+            yield f"{request_id.get()}-{n}"
+
+    token = request_id.set("ctx")
+    try:
+        assert list(iterate_sync(numbers, async_name="Predict.astream")) == [
+            "ctx-0",
+            "ctx-1",
+            "ctx-2",
+        ]
+    finally:
+        request_id.reset(token)
+
+
+def test_breaking_out_early_closes_the_async_generator() -> None:
+    produced: list[int] = []
+    closed = threading.Event()
+
+    async def endless() -> AsyncIterator[int]:
+        try:
+            n = 0
+            while True:
+                produced.append(n)
+                yield n
+                n += 1
+        finally:
+            closed.set()
+
+    items = iterate_sync(endless, async_name="Predict.astream")
+    for item in items:
+        if item == 2:
+            break
+    assert not closed.is_set()
+
+    items.close()  # what garbage collection does for a dropped iterator
+
+    assert closed.is_set()  # close() waits for aclose() to finish
+    assert produced == [0, 1, 2]
+
+
+def test_a_dropped_iterator_closes_the_async_generator() -> None:
+    closed = threading.Event()
+
+    async def endless() -> AsyncIterator[int]:
+        try:
+            while True:
+                yield 1
+        finally:
+            closed.set()
+
+    items = iterate_sync(endless, async_name="Predict.astream")
+    assert next(items) == 1
+    del items
+
+    assert closed.wait(5)
+
+
+def test_iterate_sync_raises_the_generators_exception() -> None:
+    async def fails_after_one() -> AsyncIterator[int]:
+        yield 1
+        raise ValueError("stream broke")
+
+    items = iterate_sync(fails_after_one, async_name="Predict.astream")
+
+    assert next(items) == 1
+    with pytest.raises(ValueError, match="stream broke"):
+        next(items)
+    assert list(items) == []
+
+
+def test_iterate_sync_refuses_inside_a_running_loop() -> None:
+    async def numbers() -> AsyncIterator[int]:
+        yield 1
+
+    async def caller() -> str:
+        with pytest.raises(ConfigurationError) as info:
+            iterate_sync(numbers, async_name="Predict.astream")
+        return str(info.value)
+
+    message = asyncio.run(caller())
+    assert message.startswith("Predict.stream cannot run inside a running event loop")
+    assert "use `async for ... in predict.astream(...)`" in message
