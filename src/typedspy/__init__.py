@@ -1,0 +1,141 @@
+"""typedspy: typed, validated LLM programs over any OpenAI-compatible endpoint.
+
+Declare a `Signature`, call `Predict`, get a typed `Prediction`::
+
+    import typedspy as ts
+
+    class Answer(ts.Signature):
+        \"\"\"Answer the question.\"\"\"
+
+        question: str = ts.InputField()
+        answer: int = ts.OutputField()
+
+    ts.configure(lm=ts.LM("gpt-4o-mini"))
+    ts.Predict(Answer)(question="2 + 2?").answer  # 4
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from typedspy._types import Attempt, FieldError, Usage
+from typedspy._version import __version__
+from typedspy.callbacks import BaseCallback
+from typedspy.errors import (
+    ConfigurationError,
+    ContentFilterError,
+    InputError,
+    LMConnectionError,
+    LMError,
+    LMRateLimitError,
+    LMResponseError,
+    LMStatusError,
+    LMTimeoutError,
+    LMUnsupportedFeatureError,
+    OutputDecodeError,
+    OutputError,
+    OutputValidationError,
+    RefusalError,
+    SchemaError,
+    TokenBudgetExceededError,
+    ToolArgumentsError,
+    ToolError,
+    ToolNotFoundError,
+    TruncatedOutputError,
+    TypedspyError,
+)
+from typedspy.lm import LM, BaseLM
+from typedspy.modules import (
+    ChainOfThought,
+    ConfirmationRejected,
+    ConfirmationRequired,
+    History,
+    Module,
+    ModuleContext,
+    Predict,
+    ReAct,
+    ResumeState,
+    Trajectory,
+    confirm_first,
+    module_callback,
+    resume,
+)
+from typedspy.parse import ParseFailure, ParseResult, parse_outputs
+from typedspy.prediction import Prediction
+from typedspy.schema import CompiledSchema, compile_schema
+from typedspy.settings import configure, context, get_settings
+from typedspy.signature import InputField, OutputField, Signature, make_signature, to_jsonable
+from typedspy.tools import Tool, Toolset, tool
+
+if TYPE_CHECKING:
+    from typedspy import testing
+
+__all__ = [
+    "LM",
+    "Attempt",
+    "BaseCallback",
+    "BaseLM",
+    "ChainOfThought",
+    "CompiledSchema",
+    "ConfigurationError",
+    "ConfirmationRejected",
+    "ConfirmationRequired",
+    "ContentFilterError",
+    "FieldError",
+    "History",
+    "InputError",
+    "InputField",
+    "LMConnectionError",
+    "LMError",
+    "LMRateLimitError",
+    "LMResponseError",
+    "LMStatusError",
+    "LMTimeoutError",
+    "LMUnsupportedFeatureError",
+    "Module",
+    "ModuleContext",
+    "OutputDecodeError",
+    "OutputError",
+    "OutputField",
+    "OutputValidationError",
+    "ParseFailure",
+    "ParseResult",
+    "Predict",
+    "Prediction",
+    "ReAct",
+    "RefusalError",
+    "ResumeState",
+    "SchemaError",
+    "Signature",
+    "TokenBudgetExceededError",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolNotFoundError",
+    "Toolset",
+    "Trajectory",
+    "TruncatedOutputError",
+    "TypedspyError",
+    "Usage",
+    "__version__",
+    "compile_schema",
+    "configure",
+    "confirm_first",
+    "context",
+    "get_settings",
+    "make_signature",
+    "module_callback",
+    "parse_outputs",
+    "resume",
+    "testing",
+    "to_jsonable",
+    "tool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # typedspy.testing starts nothing at import, but users who never test need not load it.
+    if name == "testing":
+        return importlib.import_module("typedspy.testing")
+    raise AttributeError(f"module 'typedspy' has no attribute {name!r}")

@@ -1,0 +1,117 @@
+"""Callbacks: observe module and LM calls (logging, tracing) without changing them.
+
+Register objects with ``ts.configure(callbacks=[...])`` or ``ts.context(callbacks=[...])``. A
+callback implements any of the `BaseCallback` methods; a callback that raises is logged and
+ignored, so observing never breaks the call.
+
+Example:
+    ```python
+    class Printer(ts.BaseCallback):
+        def on_lm_end(self, call_id, response, exception):
+            print(call_id, response.usage if response else exception)
+
+    ts.configure(callbacks=[Printer()])
+    ```
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from typedspy.settings import get_settings
+
+if TYPE_CHECKING:
+    from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+    from typedspy.lm._stream import LMChunk, StreamAccumulator
+
+__all__ = ["BaseCallback", "complete", "module_end", "module_start", "stream"]
+
+logger = logging.getLogger("typedspy")
+
+
+class BaseCallback:
+    """Override the events you care about; every method does nothing by default.
+
+    ``call_id`` pairs a start event with its end event.
+    """
+
+    def on_module_start(self, call_id: str, instance: Any, inputs: Mapping[str, Any]) -> None:
+        """A module's call is starting."""
+
+    def on_module_end(self, call_id: str, outputs: Any, exception: BaseException | None) -> None:
+        """A module's call ended with ``outputs``, or raised ``exception``."""
+
+    def on_lm_start(self, call_id: str, instance: BaseLM, request: LMRequest) -> None:
+        """A request is about to be sent to a language model."""
+
+    def on_lm_end(
+        self, call_id: str, response: LMResponse | None, exception: BaseException | None
+    ) -> None:
+        """A language model answered with ``response``, or the request raised ``exception``."""
+
+
+def _notify(method: str, *args: Any) -> None:
+    for callback in get_settings().callbacks:
+        handler = getattr(callback, method, None)
+        if handler is None:
+            continue
+        try:
+            handler(*args)
+        except Exception:
+            logger.warning("callback %r raised in %s; ignored", callback, method, exc_info=True)
+
+
+def module_start(instance: Any, inputs: Mapping[str, Any]) -> str:
+    """Notify callbacks that a module call starts; returns the call id for `module_end`."""
+    call_id = uuid.uuid4().hex
+    _notify("on_module_start", call_id, instance, inputs)
+    return call_id
+
+
+def module_end(call_id: str, outputs: Any, exception: BaseException | None) -> None:
+    """Notify callbacks that a module call ended."""
+    _notify("on_module_end", call_id, outputs, exception)
+
+
+async def complete(lm: BaseLM, request: LMRequest) -> LMResponse:
+    """Send ``request`` through ``lm``, notifying callbacks before and after.
+
+    Every typedspy module sends its requests through here.
+    """
+    if not get_settings().callbacks:
+        return await lm.acomplete(request)
+    call_id = uuid.uuid4().hex
+    _notify("on_lm_start", call_id, lm, request)
+    try:
+        response = await lm.acomplete(request)
+    except BaseException as exc:
+        _notify("on_lm_end", call_id, None, exc)
+        raise
+    _notify("on_lm_end", call_id, response, None)
+    return response
+
+
+async def stream(
+    lm: BaseLM, request: LMRequest, accumulator: StreamAccumulator
+) -> AsyncIterator[LMChunk]:
+    """Stream ``request`` through ``lm`` into ``accumulator``, notifying callbacks.
+
+    ``on_lm_end`` receives the response the chunks add up to.
+    """
+    notify = bool(get_settings().callbacks)
+    call_id = uuid.uuid4().hex
+    if notify:
+        _notify("on_lm_start", call_id, lm, request)
+    try:
+        async for chunk in lm.astream(request):
+            accumulator.add(chunk)
+            yield chunk
+    except BaseException as exc:
+        if notify:
+            _notify("on_lm_end", call_id, None, exc)
+        raise
+    if notify:
+        _notify("on_lm_end", call_id, accumulator.response(), None)

@@ -1,0 +1,32 @@
+from typedspy.modules._callbacks import ModuleContext, module_callback
+from typedspy.modules._confirm import (
+    ConfirmationRejected,
+    ConfirmationRequired,
+    ResumeState,
+    confirm_first,
+    resume,
+)
+from typedspy.modules._cot import ChainOfThought
+from typedspy.modules._history import History
+from typedspy.modules._module import Module
+from typedspy.modules._predict import Predict
+from typedspy.modules._react import ReAct
+from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
+
+__all__ = [
+    "ChainOfThought",
+    "ConfirmationRejected",
+    "ConfirmationRequired",
+    "History",
+    "Module",
+    "ModuleContext",
+    "Predict",
+    "ReAct",
+    "ResumeState",
+    "Trajectory",
+    "TrajectoryCall",
+    "TrajectoryStep",
+    "confirm_first",
+    "module_callback",
+    "resume",
+]

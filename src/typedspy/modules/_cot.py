@@ -1,0 +1,58 @@
+"""`ChainOfThought`: Predict with a `reasoning` output written before the answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic.fields import FieldInfo
+
+from typedspy.modules._predict import ModeSetting, Predict
+from typedspy.signature import OutputField, Signature, build_signature, make_signature
+
+__all__ = ["ChainOfThought"]
+
+_DEFAULT_REASONING = "Think step by step before answering: your reasoning, briefly."
+
+
+def with_reasoning(sig: type[Signature], description: str) -> type[Signature]:
+    """``sig`` with a ``reasoning: str`` output prepended (same name and instructions)."""
+    outputs: dict[str, tuple[Any, FieldInfo]] = {
+        "reasoning": (str, OutputField(description=description))
+    }
+    outputs.update({n: (f.annotation, f) for n, f in sig.output_fields.items() if n != "reasoning"})
+    inputs = {n: (f.annotation, f) for n, f in sig.input_fields.items()}
+    derived = build_signature(sig.__name__, inputs, outputs, sig.instructions)
+    derived.__qualname__ = sig.__qualname__
+    return derived
+
+
+class ChainOfThought(Predict[Signature]):
+    """Like `Predict`, with the model writing its ``reasoning`` first (it is on the prediction).
+
+    The reasoning is the first property of the output schema, so with structured outputs the
+    model writes it before the answer fields. Modes, unions and retries behave as in `Predict`.
+
+    Example:
+        ```python
+        cot = ts.ChainOfThought("question -> answer: int")
+        pred = cot(question="What is 17 * 3?")
+        pred.reasoning, pred.answer
+        ```
+
+    Args:
+        signature: A signature class or string, as for `Predict`.
+        reasoning_description: The description of the ``reasoning`` field shown to the model.
+        **kwargs: Everything `Predict` takes (``lm``, ``mode``, ``max_retries``, ...).
+    """
+
+    def __init__(
+        self,
+        signature: type[Signature] | str,
+        *,
+        reasoning_description: str = _DEFAULT_REASONING,
+        mode: ModeSetting = "auto",
+        **kwargs: Any,
+    ) -> None:
+        base = make_signature(signature) if isinstance(signature, str) else signature
+        self.original_signature = base
+        super().__init__(with_reasoning(base, reasoning_description), mode=mode, **kwargs)

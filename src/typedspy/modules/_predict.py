@@ -1,0 +1,256 @@
+"""`Predict`: one signature, one model, typed validated outputs with bounded retry."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Generic, Literal, TypeVar, cast, get_args
+
+from pydantic import ValidationError
+
+from typedspy._runtime import run_sync
+from typedspy.adapter import Mode, build_request
+from typedspy.errors import ConfigurationError, InputError, LMUnsupportedFeatureError, OutputError
+from typedspy.lm._base import BaseLM, ChatMessage
+from typedspy.modules._attempts import CallPlan, Event, run_call
+from typedspy.modules._history import History
+from typedspy.modules._module import Module
+from typedspy.parse._report import field_errors
+from typedspy.prediction import Prediction
+from typedspy.retry import RetryPolicy
+from typedspy.schema import compile_schema
+from typedspy.settings import get_settings
+from typedspy.signature import Signature, make_signature, to_jsonable
+
+__all__ = ["Predict"]
+
+logger = logging.getLogger("typedspy")
+SigT = TypeVar("SigT", bound=Signature)
+ModeSetting = Literal["auto", "json_schema", "json_object", "prompt", "tools"]
+_MODES = ("auto", *get_args(Mode))
+# ADR-006: when an endpoint rejects response_format, "auto" steps down this chain once.
+_FALLBACK: dict[str, str] = {"json_schema": "json_object", "json_object": "prompt"}
+
+
+class Predict(Module, Generic[SigT]):
+    """Ask a model for a signature's outputs; validate them; retry with feedback when needed.
+
+    Example:
+        ```python
+        predict = ts.Predict(Decide)
+        pred = predict(task="Ship the release")
+        pred.action  # a SpawnTask, CompleteTask or Continue instance
+        ```
+
+    Args:
+        signature: A `Signature` subclass, or a string such as ``"question -> answer: int"``.
+        lm: The model to call; defaults to the one set with `ts.configure` / `ts.context`.
+        mode: ``"auto"`` (native structured outputs, stepping down to JSON mode and then a
+            prompted shape when the endpoint rejects ``response_format``), ``"json_schema"``,
+            ``"json_object"``, ``"prompt"`` or ``"tools"`` (the outputs as one forced call).
+        max_retries: Retries after a decode or validation failure (default from settings: 2).
+        demos: Few-shot examples: mappings with values for input and output fields.
+        token_budget: Stop retrying once this many tokens were spent on the call.
+        **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...).
+    """
+
+    def __init__(
+        self,
+        signature: type[SigT] | str,
+        *,
+        lm: BaseLM | None = None,
+        mode: ModeSetting = "auto",
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Any,
+    ) -> None:
+        if mode not in _MODES:
+            raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(_MODES)}")
+        if max_retries is not None and max_retries < 0:
+            raise ConfigurationError("max_retries must be 0 or more")
+        sig = make_signature(signature) if isinstance(signature, str) else signature
+        self.signature: type[SigT] = cast("type[SigT]", sig)
+        self.lm = lm
+        self.mode: ModeSetting = mode
+        self.max_retries = max_retries
+        self.demos: list[Mapping[str, Any]] = list(demos or [])
+        self.token_budget = token_budget
+        self.lm_kwargs = lm_kwargs
+        compile_schema(self.signature)  # SchemaError now, not at the first call
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.signature.__name__}, mode={self.mode!r})"
+
+    @property
+    def instructions(self) -> str:
+        """The instruction sent to the model (the signature's docstring unless replaced)."""
+        return self.signature.instructions
+
+    @instructions.setter
+    def instructions(self, text: str) -> None:
+        self.signature = cast("type[SigT]", self.signature.with_instructions(text))
+
+    def dump_state(self) -> dict[str, Any]:
+        """Instructions and demos, JSON-ready (see `Module.save`)."""
+        return {
+            "signature": self.signature.__name__,
+            "instructions": self.instructions,
+            "demos": [to_jsonable(dict(demo)) for demo in self.demos],
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore `dump_state` output."""
+        if "instructions" in state and state["instructions"] != self.instructions:
+            self.instructions = str(state["instructions"])
+        self.demos = [dict(d) for d in state.get("demos", [])]
+
+    # -- public entry points --
+
+    async def aexecute(
+        self,
+        *,
+        stream: bool = False,
+        history: History | Sequence[ChatMessage] | None = None,
+        **inputs: Any,
+    ) -> AsyncIterator[Event]:
+        """The implementation: yield stream events (when ``stream``), then the `Prediction`.
+
+        Raises:
+            InputError: Missing, unexpected or invalid inputs (before any request).
+            OutputDecodeError: No attempt produced decodable JSON.
+            OutputValidationError: The last attempt failed validation; ``errors`` name paths.
+            RefusalError: The model refused. TruncatedOutputError: it hit the token limit.
+            ContentFilterError: The provider filtered it. TokenBudgetExceededError.
+            LMError: The endpoint could not be used.
+        """
+        checked = self._check_inputs(inputs)
+        lm = self._lm()
+        mode = self._start_mode(lm)
+        turns = _history(history)
+        while True:
+            try:
+                async for event in run_call(self._plan(lm, mode, checked, turns), stream=stream):
+                    yield event
+                return
+            except LMUnsupportedFeatureError as exc:
+                step = _FALLBACK.get(mode)
+                if self.mode != "auto" or step is None or exc.feature != "response_format":
+                    raise
+                logger.warning(
+                    "%s rejected response_format %s (%s); falling back to %s for this LM",
+                    lm.model,
+                    mode,
+                    exc,
+                    step,
+                )
+                mode = cast("Mode", step)
+                lm.fallback_mode = step
+
+    async def aforward(
+        self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
+    ) -> Prediction[SigT]:
+        """Predict the outputs for ``inputs`` (see `aexecute` for the errors)."""
+        result: Any = None
+        async for event in self.aexecute(stream=False, history=history, **inputs):
+            result = event
+        return cast("Prediction[SigT]", result)
+
+    async def atry_call(
+        self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
+    ) -> Prediction[SigT] | OutputError:
+        """Like `acall`, but an output failure is returned as a value instead of raised.
+
+        Input and endpoint errors (`InputError`, `LMError`) are still raised: only the model's
+        answer can fail here.
+        """
+        try:
+            return await self.aforward(history=history, **inputs)
+        except OutputError as exc:
+            return exc
+
+    def try_call(
+        self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
+    ) -> Prediction[SigT] | OutputError:
+        """Synchronous `atry_call`."""
+        return run_sync(
+            lambda: self.atry_call(history=history, **inputs),
+            async_name=f"{type(self).__name__}.atry_call",
+        )
+
+    async def acall(self, **inputs: Any) -> Prediction[SigT]:
+        """Run in the current event loop; see `aexecute` for the errors."""
+        return cast("Prediction[SigT]", await super().acall(**inputs))
+
+    def __call__(self, **inputs: Any) -> Prediction[SigT]:
+        return cast("Prediction[SigT]", self.forward(**inputs))
+
+    # -- one call --
+
+    def _lm(self) -> BaseLM:
+        lm = self.lm or get_settings().lm
+        if lm is None:
+            raise ConfigurationError(
+                "no language model configured: pass lm= or call "
+                "ts.configure(lm=ts.LM('gpt-4o-mini'))"
+            )
+        return lm
+
+    def _start_mode(self, lm: BaseLM) -> Mode:
+        if self.mode != "auto":
+            return self.mode
+        return cast("Mode", lm.fallback_mode or "json_schema")
+
+    def _check_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        fields = self.signature.input_fields
+        missing = [n for n, f in fields.items() if n not in inputs and f.is_required()]
+        unexpected = [n for n in inputs if n not in fields]
+        if missing or unexpected:
+            parts = []
+            if missing:
+                parts.append(f"missing input(s) {', '.join(missing)}")
+            if unexpected:
+                parts.append(f"unexpected input(s) {', '.join(unexpected)}")
+            expected = ", ".join(fields) or "none"
+            raise InputError(
+                f"{self.signature.__name__}: {'; '.join(parts)} (inputs are: {expected})",
+                missing=missing,
+                unexpected=unexpected,
+            )
+        try:
+            model = self.signature.input_model.model_validate(dict(inputs))
+        except ValidationError as exc:
+            detail = "; ".join(str(e) for e in field_errors(exc)[:5])
+            raise InputError(f"{self.signature.__name__}: invalid input: {detail}") from exc
+        return {n: getattr(model, n) for n in fields if n in inputs or n in model.model_fields_set}
+
+    def _plan(
+        self, lm: BaseLM, mode: Mode, inputs: dict[str, Any], history: Sequence[ChatMessage]
+    ) -> CallPlan:
+        settings = get_settings()
+        request = build_request(
+            self.signature,
+            inputs,
+            mode=mode,
+            demos=self.demos,
+            history=history,
+            params=self.lm_kwargs,
+        )
+        retries = self.max_retries if self.max_retries is not None else settings.max_retries
+        budget = self.token_budget if self.token_budget is not None else settings.token_budget
+        return CallPlan(
+            signature=self.signature,
+            lm=lm,
+            mode=mode,
+            request=request,
+            policy=RetryPolicy(max_retries=retries, wait=settings.retry_wait),
+            budget=budget,
+        )
+
+
+def _history(history: History | Sequence[ChatMessage] | None) -> list[ChatMessage]:
+    if history is None:
+        return []
+    if isinstance(history, History):
+        return history.messages
+    return list(history)

@@ -1,0 +1,97 @@
+"""`Prediction`: a module's typed outputs, with usage, attempts and the raw completion."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from typedspy._types import Attempt, Usage
+from typedspy.signature import Signature, to_jsonable
+
+if TYPE_CHECKING:
+    from typedspy.lm._base import LMResponse
+
+__all__ = ["Prediction"]
+
+SigT = TypeVar("SigT", bound=Signature)
+
+
+class Prediction(Mapping[str, Any], Generic[SigT]):
+    """The outputs of one call: ``pred.action`` or ``pred["action"]``.
+
+    Attributes:
+        signature: The signature the outputs belong to.
+        usage: Tokens summed over every attempt of the call.
+        attempts: One record per request (raw text, errors, usage), in order.
+        raw: The text of the last completion.
+        completion: The last `LMResponse`, when the prediction came from a model.
+        extras: Additional results a module attaches (for example ReAct's ``trajectory``).
+    """
+
+    __slots__ = ("_outputs", "attempts", "completion", "extras", "raw", "signature", "usage")
+
+    def __init__(
+        self,
+        signature: type[SigT],
+        outputs: Mapping[str, Any],
+        *,
+        usage: Usage | None = None,
+        attempts: tuple[Attempt, ...] = (),
+        raw: str = "",
+        completion: LMResponse | None = None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.signature = signature
+        self._outputs = dict(outputs)
+        self.usage = usage if usage is not None else sum((a.usage for a in attempts), Usage())
+        self.attempts = attempts
+        self.raw = raw
+        self.completion = completion
+        self.extras = dict(extras or {})
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._outputs[name]
+        except KeyError:
+            try:
+                return self.extras[name]
+            except KeyError:
+                fields = ", ".join(self._outputs)
+                raise AttributeError(
+                    f"prediction has no output {name!r} (outputs: {fields})"
+                ) from None
+
+    def __getitem__(self, name: str) -> Any:
+        return self._outputs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._outputs)
+
+    def __len__(self) -> int:
+        return len(self._outputs)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Prediction):
+            return self.signature is other.signature and self._outputs == other._outputs
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self._outputs.items())
+        return f"Prediction({shown})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {slot: getattr(self, slot) for slot in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The outputs as JSON-ready data; union members carry their ``_type``."""
+        fields = self.signature.output_fields
+        return {
+            name: to_jsonable(value, fields[name].annotation if name in fields else None)
+            for name, value in self._outputs.items()
+        }
