@@ -1,0 +1,325 @@
+"""`ReAct`: a bounded tool-using loop over a signature, with a trajectory and a typed answer.
+
+Each step asks the model for tool calls (native tool calling with a strict ``finish``
+function, or, for endpoints without tools, a ``_type``-tagged union of tool arguments through
+`Predict`), runs them, and records what they returned. ``finish`` ends the run with the
+signature's outputs; running out of steps ends it with an answer extracted from the trajectory.
+A tool that needs a person's confirmation pauses the run (`ConfirmationRequired`); passing the
+answer back as ``resume_state`` continues at the same call without repeating earlier ones.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, Literal, TypeVar, cast
+
+from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError
+from typedspy.lm._base import BaseLM, ChatMessage
+from typedspy.modules._confirm import ResumeState, approvals
+from typedspy.modules._history import History
+from typedspy.modules._module import Module
+from typedspy.modules._predict import Predict
+from typedspy.modules._react_run import Run, raise_for_finish
+from typedspy.modules._react_state import resume_point
+from typedspy.modules._react_steps import (
+    FINISH,
+    TRAJECTORY_FIELD,
+    extraction_signature,
+    native_request,
+    step_signature,
+)
+from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
+from typedspy.prediction import Prediction
+from typedspy.schema import compile_schema
+from typedspy.settings import get_settings
+from typedspy.signature import Signature, make_signature, to_jsonable
+from typedspy.tools import Tool, Toolset
+
+__all__ = ["ReAct"]
+
+logger = logging.getLogger("typedspy")
+SigT = TypeVar("SigT", bound=Signature)
+ReActMode = Literal["auto", "tools", "union"]
+_MODES = ("auto", "tools", "union")
+_NO_CALL = (
+    "You replied without calling a tool. Call one of the tools, or call `finish` with the "
+    "final outputs."
+)
+# ADR-006 spirit: an endpoint that rejected tools once gets the fallback shape from then on.
+# Weakly keyed, so the memory goes away with the LM object.
+_NO_TOOLS: weakref.WeakSet[BaseLM] = weakref.WeakSet()
+
+
+class ReAct(Module, Generic[SigT]):
+    """An agent: calls tools step by step, then answers with the signature's typed outputs.
+
+    Example:
+        ```python
+        agent = ts.ReAct(AnswerQuestion, tools=[search, calculator], max_iters=8)
+        pred = agent(question="What is the population of Paris times two?")
+        pred.answer, pred.trajectory, pred.finished
+        ```
+
+    Args:
+        signature: The task: a `Signature` subclass or a string such as ``"question -> answer"``.
+        tools: `Tool` objects, signature-bound modules, or plain functions (wrapped as
+            ``@ts.tool`` would). Names must be unique; ``finish`` is reserved.
+        max_iters: The most model steps one run takes before the answer is extracted from
+            the trajectory (at least 1).
+        lm: The model; defaults to the one set with `ts.configure` / `ts.context`.
+        mode: ``"auto"`` (native tool calling, switching to the union fallback when the
+            endpoint rejects tools), ``"tools"`` (native only) or ``"union"`` (fallback only).
+        **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...).
+
+    Raises:
+        ConfigurationError: A bad mode or ``max_iters``, a tool named ``finish``, an input
+            named ``trajectory`` (or, with ``mode="union"``, ``reasoning`` or ``next``).
+        ToolError: A tool that cannot be built, or two tools with the same name.
+    """
+
+    def __init__(
+        self,
+        signature: type[SigT] | str,
+        tools: Iterable[Tool | Module | Callable[..., Any]] = (),
+        max_iters: int = 10,
+        *,
+        lm: BaseLM | None = None,
+        mode: ReActMode = "auto",
+        **lm_kwargs: Any,
+    ) -> None:
+        if mode not in _MODES:
+            raise ConfigurationError(f"unknown ReAct mode {mode!r}; use one of {list(_MODES)}")
+        if isinstance(max_iters, bool) or not isinstance(max_iters, int) or max_iters < 1:
+            raise ConfigurationError(f"max_iters must be an int >= 1, not {max_iters!r}")
+        sig = make_signature(signature) if isinstance(signature, str) else signature
+        if TRAJECTORY_FIELD in sig.input_fields:
+            raise ConfigurationError(
+                f"{sig.__name__}: ReAct uses the input name {TRAJECTORY_FIELD!r} itself; "
+                "rename that input"
+            )
+        self.signature: type[SigT] = cast("type[SigT]", sig)
+        self.tools = Toolset(tools)
+        if any(t.name == FINISH for t in self.tools):
+            raise ConfigurationError(
+                f"the tool name {FINISH!r} is reserved by ReAct for its answer"
+            )
+        self.max_iters = max_iters
+        self.lm = lm
+        self.mode: ReActMode = mode
+        self.lm_kwargs = lm_kwargs
+        compile_schema(self.signature)  # the finish tool's schema: SchemaError now, not mid-run
+        if mode == "union":
+            step_signature(sig, list(self.tools))  # its name clashes and schemas, likewise
+        self.extract: Predict[Signature] = Predict(extraction_signature(sig), **lm_kwargs)
+
+    def __repr__(self) -> str:
+        names = [t.name for t in self.tools]
+        return f"ReAct({self.signature.__name__}, tools={names}, mode={self.mode!r})"
+
+    async def acall(self, **inputs: Any) -> Prediction[SigT]:
+        """Run in the current event loop; see `aforward`."""
+        return await self.aforward(**inputs)
+
+    def __call__(self, **inputs: Any) -> Prediction[SigT]:
+        return cast("Prediction[SigT]", self.forward(**inputs))
+
+    async def aforward(
+        self,
+        *,
+        history: History | Sequence[ChatMessage] | None = None,
+        resume_state: ResumeState | None = None,
+        **inputs: Any,
+    ) -> Prediction[SigT]:
+        """Run the agent on ``inputs`` (or resume a paused run) and return its answer.
+
+        The prediction holds the signature's outputs, plus ``trajectory`` (a `Trajectory`),
+        ``finished`` (False when the answer was extracted after ``max_iters`` steps) and
+        ``steps`` in its extras, readable as attributes.
+
+        Args:
+            history: Earlier turns, sent before the inputs.
+            resume_state: The answer to a `ConfirmationRequired` this agent (or another with
+                the same signature, in any process) raised; the run continues at the paused
+                call. Inputs may then be left out: the saved ones are used.
+            **inputs: The signature's inputs.
+
+        Raises:
+            ConfirmationRequired: A tool needs a person's confirmation; ``context["react"]``
+                holds the run's state (JSON-ready) for ``resume_state``.
+            InputError: Missing, unexpected or invalid inputs.
+            ConfigurationError: No LM configured, or a ``resume_state`` from another kind of
+                run.
+            OutputError: The answer could not be extracted after ``max_iters`` steps (or the
+                model refused, or was cut off).
+            LMError: The endpoint could not be used.
+        """
+        lm = self._lm()
+        if resume_state is None:
+            run = self._new_run(lm, inputs, history, Trajectory(), self._start_mode(lm))
+            outputs, start = None, 0
+        else:
+            run, outputs = await self._resume(lm, resume_state, inputs, history)
+            start = run.step + 1
+        for index in range(start, self.max_iters):
+            if outputs is not None:
+                break
+            run.step = index
+            outputs = await self._step(run)
+        if outputs is None:
+            return await self._extracted(run)
+        return run.prediction(outputs, finished=True)
+
+    # -- setting up a run --
+
+    def _lm(self) -> BaseLM:
+        lm = self.lm or get_settings().lm
+        if lm is None:
+            raise ConfigurationError(
+                "no language model configured: pass lm= or call "
+                "ts.configure(lm=ts.LM('gpt-4o-mini'))"
+            )
+        return lm
+
+    def _start_mode(self, lm: BaseLM) -> Literal["tools", "union"]:
+        if self.mode == "union" or (self.mode == "auto" and lm in _NO_TOOLS):
+            return "union"
+        return "tools"
+
+    def _new_run(
+        self,
+        lm: BaseLM,
+        inputs: Mapping[str, Any],
+        history: History | Sequence[ChatMessage] | None,
+        trajectory: Trajectory,
+        mode: Literal["tools", "union"],
+    ) -> Run[SigT]:
+        # Checked against the task's own signature, so errors name its fields only.
+        checked = Predict(self.signature)._check_inputs(inputs)
+        return Run(
+            agent=self,
+            signature=self.signature,
+            lm=lm,
+            inputs=checked,
+            history=_messages(history),
+            trajectory=trajectory,
+            mode=mode,
+            params=self.lm_kwargs,
+            # Module callbacks change this copy: the agent's own tools stay as they were.
+            tools=Toolset(list(self.tools)),
+        )
+
+    async def _resume(
+        self,
+        lm: BaseLM,
+        state: ResumeState,
+        inputs: Mapping[str, Any],
+        history: History | Sequence[ChatMessage] | None,
+    ) -> tuple[Run[SigT], dict[str, Any] | None]:
+        point = resume_point(state, self.signature)
+        given = inputs or point.inputs
+        run = self._new_run(lm, given, history, point.trajectory, point.mode)
+        run.usage = point.usage
+        run.step = point.step
+        for tool in list(run.calls.tools):
+            if tool.name not in point.tools:
+                run.calls.tools.remove(tool.name)
+        missing = sorted(set(point.tools) - {t.name for t in run.calls.tools})
+        if missing:
+            logger.warning(
+                "resuming %s without tools added during the paused run: %s",
+                self.signature.__name__,
+                ", ".join(missing),
+            )
+        step = run.trajectory[point.step]
+        call = step.calls[point.call]
+        call.observation = await self._answer(run, call, state)
+        return run, await run.finish_step(step, point.call + 1)
+
+    async def _answer(self, run: Run[SigT], call: TrajectoryCall, state: ResumeState) -> str:
+        """The paused call's observation, from the person's answer."""
+        if state.action == "reject":
+            return f"The user rejected this call to {call.name}; it was not run."
+        if state.action == "feedback":
+            return f"The user did not run this call to {call.name} and said: {state.feedback}"
+        with approvals(state):  # the decision is consumed by this call, or dropped on exit
+            observation = await run.calls.run(call)
+        edited = state.edited_arguments
+        if edited is None:
+            return observation
+        # What ran: the edits over the paused call's validated arguments, as the tools layer
+        # merges them; the model then reads the call as it was really made.
+        original = state.tool_call.get("arguments")
+        merged = {**(original if isinstance(original, Mapping) else {}), **edited}
+        call.arguments = json.dumps(to_jsonable(merged), ensure_ascii=False, separators=(",", ":"))
+        return f"(The user edited the arguments before approving the call.) {observation}"
+
+    # -- one step --
+
+    async def _step(self, run: Run[SigT]) -> dict[str, Any] | None:
+        while run.mode == "tools":
+            try:
+                return await self._native_step(run)
+            except LMUnsupportedFeatureError as exc:
+                if exc.feature == "parallel_tool_calls" and run.parallel_tool_calls is not None:
+                    run.parallel_tool_calls = None  # the endpoint wants the parameter left out
+                    continue
+                if self.mode != "auto" or exc.feature != "tools":
+                    raise
+                logger.warning(
+                    "%s rejected tool calling (%s); ReAct falls back to a union step for this LM",
+                    run.lm.model,
+                    exc,
+                )
+                _NO_TOOLS.add(run.lm)
+                run.mode = "union"
+        return await run.union_step()
+
+    async def _native_step(self, run: Run[SigT]) -> dict[str, Any] | None:
+        request = native_request(
+            self.signature,
+            run.inputs,
+            history=run.history,
+            trajectory=run.trajectory,
+            tools=run.active_tools(),
+            parallel_tool_calls=run.parallel_tool_calls,
+            params=self.lm_kwargs,
+        )
+        response = await run.lm.acomplete(request)
+        run.record(response.usage, response)
+        raise_for_finish(self.signature, response, run.usage)
+        if not response.tool_calls:
+            run.trajectory.append(TrajectoryStep(reasoning=response.text, note=_NO_CALL))
+            return None
+        calls = [
+            TrajectoryCall(
+                id=c.id or f"call_{run.step + 1}_{n}", name=c.name, arguments=c.arguments
+            )
+            for n, c in enumerate(response.tool_calls, 1)
+        ]
+        step = TrajectoryStep(reasoning=response.text or None, calls=calls)
+        run.trajectory.append(step)
+        return await run.finish_step(step, 0)
+
+    # -- out of steps --
+
+    async def _extracted(self, run: Run[SigT]) -> Prediction[SigT]:
+        predict = copy.copy(self.extract)  # this run's LM, without touching the template
+        if predict.lm is None:
+            predict.lm = run.lm
+        pred = await predict.aforward(
+            history=run.history, **run.inputs, **{TRAJECTORY_FIELD: run.trajectory.to_text()}
+        )
+        run.record(pred.usage, pred.completion)
+        return run.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
+
+
+def _messages(history: History | Sequence[ChatMessage] | None) -> list[ChatMessage]:
+    if history is None:
+        return []
+    if isinstance(history, History):
+        return history.messages
+    return list(history)

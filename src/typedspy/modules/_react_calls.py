@@ -1,0 +1,110 @@
+"""Running one tool call of a ReAct step and turning what happened into an observation.
+
+Everything a tool can do wrong becomes text the model reads on its next step: an unknown
+name, arguments that fail validation (the tool is not called), an exception, a callback that
+fails. Only `ConfirmationRequired` leaves this module, carrying the run's state so the run can
+resume at the same call.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from typedspy.adapter import render_value
+from typedspy.errors import ToolArgumentsError, ToolNotFoundError
+from typedspy.modules._callbacks import ModuleContext, is_module_callback
+from typedspy.modules._confirm import ConfirmationRejected, ConfirmationRequired
+from typedspy.modules._trajectory import Trajectory, TrajectoryCall
+from typedspy.tools import Toolset
+
+if TYPE_CHECKING:
+    from typedspy.modules._module import Module
+
+__all__ = ["MAX_ERROR_CHARS", "CallRunner", "bounded"]
+
+MAX_ERROR_CHARS = 1000
+"""Errors shown to the model are cut to this many characters: a stack of validation messages
+or a huge exception text must not crowd out the conversation."""
+
+
+def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so when it was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
+
+
+@dataclass
+class CallRunner:
+    """Runs the tool calls of one agent run against that run's own toolset.
+
+    Attributes:
+        agent: The agent (given to module callbacks as ``context.module``).
+        tools: This run's tools; module callbacks change these, never the agent's.
+        trajectory: This run's trajectory (given to module callbacks).
+        on_pause: Called with a `ConfirmationRequired` before it propagates, to store the
+            run's state in its ``context``.
+    """
+
+    agent: Module
+    tools: Toolset
+    trajectory: Trajectory
+    on_pause: Callable[[ConfirmationRequired, TrajectoryCall], None]
+
+    async def run(self, call: TrajectoryCall) -> str:
+        """Run one (non-``finish``) call and return its observation; never raises but to pause.
+
+        Raises:
+            ConfirmationRequired: The tool asks for a confirmation; ``context`` holds the state.
+        """
+        try:
+            tool = self.tools.get(call.name)
+        except ToolNotFoundError:
+            available = ", ".join([t.name for t in self.tools] + ["finish"])
+            return f"Error: there is no tool named {call.name!r}. Available tools: {available}."
+        try:
+            result = await tool.acall(call.arguments)
+        except ToolArgumentsError as exc:
+            return bounded(
+                f"Error: the arguments for {call.name} are invalid, so it was not run: {exc}"
+            )
+        except ConfirmationRequired as exc:
+            self.on_pause(exc, call)
+            raise
+        except ConfirmationRejected as exc:
+            return bounded(f"The user rejected this call to {call.name}; it was not run. {exc}")
+        except Exception as exc:  # any failure of the user's tool is news for the model
+            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}")
+        return await self._observe(call, result)
+
+    async def _observe(self, call: TrajectoryCall, result: Any) -> str:
+        value = _single_value(result)
+        if not is_module_callback(value):
+            return render_value(value)
+        context = ModuleContext(module=self.agent, tools=self.tools, trajectory=self.trajectory)
+        try:
+            said = value(context)
+            if inspect.isawaitable(said):
+                said = await _awaited(said)
+        except ConfirmationRequired as exc:
+            self.on_pause(exc, call)
+            raise
+        except Exception as exc:  # a failing callback is reported like a failing tool
+            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}")
+        if said is None:
+            return f"{call.name} done."
+        return render_value(said)
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+def _single_value(result: Any) -> Any:
+    """A tool's outputs as the model should read them: the value itself when there is one."""
+    if isinstance(result, Mapping) and len(result) == 1:
+        return next(iter(result.values()))
+    return result

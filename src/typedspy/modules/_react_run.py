@@ -1,0 +1,239 @@
+"""The state of one ReAct run: its inputs, tools, trajectory and usage, and what steps share.
+
+A `Run` lives for one ``aforward`` call (or one resumption) and nothing of it is kept on the
+agent, so concurrent runs of one agent never see each other's tools or steps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import InitVar, dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from typedspy._types import Attempt, Usage
+from typedspy.errors import (
+    ContentFilterError,
+    OutputDecodeError,
+    OutputValidationError,
+    RefusalError,
+    TruncatedOutputError,
+)
+from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
+from typedspy.modules._confirm import ConfirmationRequired
+from typedspy.modules._module import Module
+from typedspy.modules._predict import Predict
+from typedspy.modules._react_calls import CallRunner, bounded
+from typedspy.modules._react_state import CONTEXT_KEY, pause_state
+from typedspy.modules._react_steps import FINISH, TRAJECTORY_FIELD, step_signature
+from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
+from typedspy.parse import parse_outputs
+from typedspy.prediction import Prediction
+from typedspy.signature import Signature, to_jsonable
+from typedspy.tools import Tool, Toolset
+
+__all__ = ["Run", "raise_for_finish"]
+
+SigT = TypeVar("SigT", bound=Signature)
+
+ACCEPTED = "Done: the final answer was accepted."
+_SKIPPED = "Not run: `finish` was called before it."
+_MAX_FINISH_ERRORS = 10
+
+
+@dataclass
+class Run(Generic[SigT]):
+    """One run of a ReAct agent.
+
+    Attributes:
+        agent: The agent (given to module callbacks).
+        signature: The task's signature.
+        lm: The model this run calls.
+        inputs: The validated inputs.
+        history: Turns sent before the inputs.
+        trajectory: The steps so far.
+        mode: ``"tools"`` (native tool calling) or ``"union"`` (the fallback).
+        params: Request parameters.
+        tools: This run's own tools (module callbacks change them); kept by ``calls``.
+        parallel_tool_calls: What to send as ``parallel_tool_calls`` (None: leave it out).
+        step: The index of the current step.
+        usage: Tokens spent by the run.
+        completion: The last response.
+        calls: Runs tool calls against this run's tools.
+    """
+
+    agent: Module
+    signature: type[SigT]
+    lm: BaseLM
+    inputs: dict[str, Any]
+    history: list[ChatMessage]
+    trajectory: Trajectory
+    mode: Literal["tools", "union"]
+    params: Mapping[str, Any]
+    tools: InitVar[Toolset]
+    parallel_tool_calls: bool | None = False  # strict tools and parallel calls do not mix
+    step: int = 0
+    usage: Usage = field(default_factory=Usage)
+    completion: LMResponse | None = None
+    calls: CallRunner = field(init=False)
+    _steppers: list[tuple[tuple[Tool, ...], type[Signature], dict[type[BaseModel], str]]] = field(
+        default_factory=list
+    )
+
+    def __post_init__(self, tools: Toolset) -> None:
+        self.calls = CallRunner(self.agent, tools, self.trajectory, self._pause)
+
+    def record(self, usage: Usage, completion: LMResponse | None) -> None:
+        """Count a response's tokens (and keep it as the last one)."""
+        self.usage += usage
+        if completion is not None:
+            self.completion = completion
+
+    def active_tools(self) -> list[Tool]:
+        """The tools offered at this step (a tool named ``finish`` would be unreachable)."""
+        return [t for t in self.calls.tools if t.name != FINISH]
+
+    def prediction(
+        self,
+        outputs: Mapping[str, Any],
+        *,
+        finished: bool,
+        attempts: tuple[Attempt, ...] = (),
+        raw: str = "",
+    ) -> Prediction[SigT]:
+        """The run's result, with the trajectory in its extras."""
+        extras = {
+            "trajectory": self.trajectory,
+            "finished": finished,
+            "steps": len(self.trajectory),
+        }
+        return Prediction(
+            self.signature,
+            outputs,
+            usage=self.usage,
+            attempts=attempts,
+            raw=raw,
+            completion=self.completion,
+            extras=extras,
+        )
+
+    # -- running the calls of a step --
+
+    async def finish_step(self, step: TrajectoryStep, start: int) -> dict[str, Any] | None:
+        """Run ``step.calls[start:]`` in order; the outputs when a valid ``finish`` was among them.
+
+        Raises:
+            ConfirmationRequired: A tool paused the run (its state is in ``context``).
+        """
+        outputs: dict[str, Any] | None = None
+        for call in step.calls[start:]:
+            if outputs is not None:
+                call.observation = _SKIPPED
+            elif call.name == FINISH:
+                outputs = self._finish(call)
+            else:
+                call.observation = await self.calls.run(call)
+        return outputs
+
+    def _finish(self, call: TrajectoryCall) -> dict[str, Any] | None:
+        result = parse_outputs(self.signature, call.arguments)
+        if result.ok and result.value is not None:
+            call.observation = ACCEPTED
+            return dict(result.value)
+        errors = [f"- {e}" for e in result.errors[:_MAX_FINISH_ERRORS]]
+        call.observation = bounded(
+            "Error: the outputs given to finish are invalid, so the run goes on:\n"
+            + "\n".join(errors)
+            + "\nCall finish again with valid outputs."
+        )
+        return None
+
+    def _pause(self, exc: ConfirmationRequired, call: TrajectoryCall) -> None:
+        step = self.trajectory[self.step]
+        exc.context[CONTEXT_KEY] = pause_state(
+            signature=self.signature,
+            inputs=self.inputs,
+            trajectory=self.trajectory,
+            step=self.step,
+            call=next(i for i, c in enumerate(step.calls) if c is call),
+            mode=self.mode,
+            tools=[t.name for t in self.calls.tools],
+            usage=self.usage,
+        )
+        exc.tool_call["id"] = call.id
+
+    # -- the union fallback --
+
+    async def union_step(self) -> dict[str, Any] | None:
+        """One step through `Predict` over a signature whose output is the tagged union."""
+        step_sig, members = self._stepper(tuple(self.active_tools()))
+        predict: Predict[Signature] = Predict(step_sig, lm=self.lm, **self.params)
+        try:
+            pred = await predict.aforward(
+                history=self.history,
+                **self.inputs,
+                **{TRAJECTORY_FIELD: self.trajectory.to_text()},
+            )
+        except (OutputDecodeError, OutputValidationError) as exc:
+            # One unreadable step should not end the run: the model sees why and tries again.
+            self.record(exc.usage, None)
+            note = bounded(f"Your previous step could not be used: {exc}")
+            self.trajectory.append(TrajectoryStep(note=note))
+            return None
+        self.record(pred.usage, pred.completion)
+        choice = pred["next"]
+        name = members[type(choice)]
+        call_id = f"call_{self.step + 1}_1"
+        reasoning = pred["reasoning"] or None
+        if name == FINISH:
+            outputs = {n: getattr(choice, n) for n in self.signature.output_fields}
+            shown = _arguments(choice, self.signature.output_fields)
+            call = TrajectoryCall(call_id, FINISH, shown, ACCEPTED)
+            self.trajectory.append(TrajectoryStep(reasoning=reasoning, calls=[call]))
+            return outputs
+        tool = self.calls.tools.get(name)
+        call = TrajectoryCall(call_id, name, _arguments(choice, tool.signature.input_fields))
+        step = TrajectoryStep(reasoning=reasoning, calls=[call])
+        self.trajectory.append(step)
+        return await self.finish_step(step, 0)
+
+    def _stepper(
+        self, tools: tuple[Tool, ...]
+    ) -> tuple[type[Signature], dict[type[BaseModel], str]]:
+        # Rebuilt only when a module callback changed the tools since the last step.
+        for known, step_sig, members in self._steppers:
+            if len(known) == len(tools) and all(a is b for a, b in zip(known, tools, strict=True)):
+                return step_sig, members
+        step_sig, members = step_signature(self.signature, tools)
+        self._steppers.append((tools, step_sig, members))
+        return step_sig, members
+
+
+def _arguments(choice: BaseModel, fields: Mapping[str, Any]) -> str:
+    """A union member's values as the JSON arguments of the call it stands for."""
+    data = {n: to_jsonable(getattr(choice, n), fields[n].annotation) for n in fields}
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def raise_for_finish(sig: type[Signature], response: LMResponse, usage: Usage) -> None:
+    """Refusal, truncation and filtering end the run: another step would not fix them."""
+    name = sig.__name__
+    if response.refusal is not None:
+        raise RefusalError(
+            f"{name}: the model refused: {response.refusal}", refusal=response.refusal, usage=usage
+        )
+    if response.finish_reason == "length":
+        raise TruncatedOutputError(
+            f"{name}: a ReAct step hit the token limit after "
+            f"{response.usage.completion_tokens} tokens; raise max_tokens",
+            usage=usage,
+            raw=response.text or "",
+        )
+    if response.finish_reason == "content_filter":
+        raise ContentFilterError(
+            f"{name}: the provider's content filter stopped a ReAct step",
+            usage=usage,
+            raw=response.text or "",
+        )

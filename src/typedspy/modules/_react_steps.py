@@ -1,0 +1,192 @@
+"""What ReAct sends for one step: the native tool-calling request and the fallback signature.
+
+Native tool calling: the conversation (system, inputs, then the trajectory as assistant
+``tool_calls`` and ``role: tool`` messages) with every tool plus a strict ``finish`` function
+whose parameters are the signature's output schema. Fallback for endpoints without tool
+calling: a signature whose one output ``next`` is a ``_type``-tagged union of each tool's
+arguments and a ``finish`` member holding the outputs, asked through `Predict`.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic.fields import FieldInfo
+
+from typedspy.adapter import format_inputs
+from typedspy.errors import ConfigurationError
+from typedspy.lm._base import ChatMessage, LMRequest
+from typedspy.modules._trajectory import Trajectory
+from typedspy.schema import compile_schema
+from typedspy.signature import InputField, OutputField, Signature, build_signature
+from typedspy.signature._fields import without_role
+
+if TYPE_CHECKING:
+    from typedspy.tools import Tool
+
+__all__ = [
+    "FINISH",
+    "TRAJECTORY_FIELD",
+    "extraction_signature",
+    "finish_tool",
+    "native_request",
+    "step_signature",
+]
+
+FINISH = "finish"
+TRAJECTORY_FIELD = "trajectory"
+
+_AGENT_RULES = (
+    "Work step by step with the tools; each result comes back to you as the tool's reply. "
+    "Call one tool at a time. When you know the outputs, call `finish` with them: its "
+    "arguments are the final answer."
+)
+_FINISH_DESCRIPTION = (
+    "Give the final answer and stop. Call this once you know the outputs; its arguments are "
+    "the outputs."
+)
+_UNION_RULES = (
+    "You are an agent working step by step. `trajectory` lists the tool calls made so far and "
+    "what they returned. Choose the next step: in `next`, either call one tool (its `_type` is "
+    "the tool's name, the other properties its arguments) or, when you know the outputs, "
+    "`finish` with the final outputs."
+)
+_EXTRACT_RULES = (
+    "An agent worked on this task with tools; `trajectory` lists its steps and what the tools "
+    "returned. It ran out of steps before giving its answer: give the outputs now, based on "
+    "what it found."
+)
+
+
+def _field_lines(fields: Mapping[str, FieldInfo]) -> list[str]:
+    return [f"- {n}: {i.description}" if i.description else f"- {n}" for n, i in fields.items()]
+
+
+def _system_prompt(sig: type[Signature]) -> str:
+    lines = [sig.instructions, ""]
+    if sig.input_fields:
+        lines += ["Inputs:", *_field_lines(sig.input_fields)]
+    lines += ["Outputs (the arguments of `finish`):", *_field_lines(sig.output_fields), ""]
+    lines.append(_AGENT_RULES)
+    return "\n".join(lines)
+
+
+def finish_tool(sig: type[Signature]) -> dict[str, Any]:
+    """The ``finish`` function: strict, its parameters the signature's output schema."""
+    compiled = compile_schema(sig, "openai-strict")
+    return {
+        "type": "function",
+        "function": {
+            "name": FINISH,
+            "description": _FINISH_DESCRIPTION,
+            "parameters": compiled.schema,
+            "strict": True,
+        },
+    }
+
+
+def native_request(
+    sig: type[Signature],
+    inputs: Mapping[str, Any],
+    *,
+    history: Sequence[ChatMessage],
+    trajectory: Trajectory,
+    tools: Sequence[Tool],
+    parallel_tool_calls: bool | None,
+    params: Mapping[str, Any],
+) -> LMRequest:
+    """One native tool-calling step.
+
+    ``tool_choice`` is ``"required"``: every reply is then a tool call or ``finish``, so the
+    loop always moves and a plain-text reply cannot be mistaken for an answer.
+    """
+    messages: list[ChatMessage] = [{"role": "system", "content": _system_prompt(sig)}]
+    messages.extend(history)
+    messages.append({"role": "user", "content": format_inputs(sig, inputs)})
+    messages.extend(trajectory.to_messages())
+    specs = [tool.to_openai_tool() for tool in tools]
+    specs.append(finish_tool(sig))
+    return LMRequest(
+        messages=tuple(messages),
+        tools=tuple(specs),
+        tool_choice="required",
+        parallel_tool_calls=parallel_tool_calls,
+        params=dict(params),
+    )
+
+
+def _plain_fields(fields: Mapping[str, FieldInfo]) -> dict[str, Any]:
+    return {n: (i.annotation, without_role(i)) for n, i in fields.items()}
+
+
+def _member(name: str, doc: str, fields: Mapping[str, FieldInfo]) -> type[BaseModel]:
+    # The class is named after the tool, so the union's `_type` tag is the tool's own name,
+    # the same name the model sees for it in native tool calling.
+    model: type[BaseModel] = create_model(
+        name,
+        __doc__=doc or None,
+        __config__=ConfigDict(protected_namespaces=()),
+        **_plain_fields(fields),
+    )
+    return model
+
+
+def step_signature(
+    sig: type[Signature], tools: Sequence[Tool]
+) -> tuple[type[Signature], dict[type[BaseModel], str]]:
+    """The fallback step: inputs + ``trajectory`` text -> ``reasoning`` and ``next``.
+
+    Returns:
+        The signature, and each union member class mapped to its tool name (``finish`` too).
+
+    Raises:
+        ConfigurationError: The task has an input named ``reasoning`` or ``next``.
+    """
+    taken = sorted({"reasoning", "next"} & set(sig.input_fields))
+    if taken:
+        raise ConfigurationError(
+            f"{sig.__name__}: the ReAct fallback step uses the output names 'reasoning' and "
+            f"'next'; rename the input(s) {', '.join(taken)}"
+        )
+    members: dict[type[BaseModel], str] = {}
+    for tool in tools:
+        members[_member(tool.name, tool.description, tool.signature.input_fields)] = tool.name
+    finish_doc = "The final answer: the outputs of the task."
+    members[_member(FINISH, finish_doc, sig.output_fields)] = FINISH
+    choice: Any = functools.reduce(operator.or_, members)
+    listing = "\n".join(f"- {t.name}: {t.description}" for t in tools) or "- (none)"
+    instructions = (
+        f"{sig.instructions}\n\n{_UNION_RULES}\n\nTools:\n{listing}\n- {FINISH}: {finish_doc}"
+    )
+    inputs: dict[str, tuple[Any, FieldInfo]] = {
+        n: (i.annotation, i) for n, i in sig.input_fields.items()
+    }
+    inputs[TRAJECTORY_FIELD] = (
+        str,
+        InputField(description="the steps so far: tool calls and what they returned"),
+    )
+    outputs: dict[str, tuple[Any, FieldInfo]] = {
+        "reasoning": (str, OutputField(description="what you know so far and what to do next")),
+        "next": (choice, OutputField(description="one tool call, or finish")),
+    }
+    step = build_signature(f"{sig.__name__}Step", inputs, outputs, instructions)
+    return step, members
+
+
+def extraction_signature(sig: type[Signature]) -> type[Signature]:
+    """Inputs + ``trajectory`` text -> the signature's outputs, for a run out of steps."""
+    inputs: dict[str, tuple[Any, FieldInfo]] = {
+        n: (i.annotation, i) for n, i in sig.input_fields.items()
+    }
+    inputs[TRAJECTORY_FIELD] = (
+        str,
+        InputField(description="the agent's steps: tool calls and what they returned"),
+    )
+    outputs = {n: (i.annotation, i) for n, i in sig.output_fields.items()}
+    return build_signature(
+        f"{sig.__name__}Extract", inputs, outputs, f"{sig.instructions}\n\n{_EXTRACT_RULES}"
+    )

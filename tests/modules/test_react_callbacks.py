@@ -1,0 +1,140 @@
+"""ReAct module callbacks: a tool returns a marked callable that changes this run's tools."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import respx
+from react_wire import (
+    BASE_URL,
+    bodies,
+    calls_reply,
+    finish_reply,
+    make_lm,
+    tool_message,
+    tool_names,
+)
+
+import typedspy as ts
+from typedspy.modules._callbacks import ModuleContext, is_module_callback, module_callback
+from typedspy.modules._react import ReAct
+from typedspy.modules._trajectory import Trajectory
+from typedspy.tools import Tool, tool
+
+
+class AnswerQuestion(ts.Signature):
+    """Answer the question using the tools."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+@pytest.fixture
+def router() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE_URL, assert_all_called=True) as mock:
+        yield mock
+
+
+@pytest.fixture
+def log() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def calculator(log: list[str]) -> Tool:
+    @tool
+    def calculator(expression: str) -> float:
+        """Evaluate an arithmetic expression."""
+        log.append(expression)
+        return 42.0
+
+    return calculator
+
+
+@pytest.fixture
+def search() -> Tool:
+    @tool
+    def search(query: str) -> str:
+        """Search the web."""
+        return "nothing"
+
+    return search
+
+
+def test_the_marker_marks_and_is_recognised() -> None:
+    def plain(context: ModuleContext) -> str:
+        return "x"
+
+    assert not is_module_callback(plain)
+    assert module_callback(plain) is plain
+    assert is_module_callback(plain)
+    assert not is_module_callback("a string")
+
+
+def test_a_module_callback_adds_a_tool_for_the_rest_of_this_run_only(
+    router: respx.MockRouter, calculator: Tool, log: list[str]
+) -> None:
+    seen: list[ModuleContext] = []
+    names_then: list[str] = []
+
+    @tool
+    def load_calculator():  # type: ignore[no-untyped-def]
+        """Make the calculator tool available."""
+
+        @module_callback
+        def add(context: ModuleContext) -> str:
+            seen.append(context)
+            names_then.extend(c.name for c in context.trajectory.calls)
+            context.tools.add(calculator)
+            return "The calculator is loaded."
+
+        return add
+
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            calls_reply(("c1", "load_calculator", {})),
+            calls_reply(("c2", "calculator", {"expression": "6 * 7"})),
+            finish_reply(answer="42"),
+            finish_reply(answer="again"),
+        ]
+    )
+    agent = ReAct(AnswerQuestion, tools=[load_calculator], lm=make_lm())
+    assert agent(question="6 * 7?").answer == "42"
+    assert agent(question="second run").answer == "again"
+
+    sent = bodies(route)
+    assert tool_names(sent[0]) == ["load_calculator", "finish"]
+    assert sent[1]["messages"][-1] == tool_message("c1", "The calculator is loaded.")
+    assert tool_names(sent[1]) == ["load_calculator", "calculator", "finish"]
+    assert log == ["6 * 7"]
+    assert tool_names(sent[3]) == ["load_calculator", "finish"]  # the next run starts afresh
+    assert [t.name for t in agent.tools] == ["load_calculator"]
+    assert seen[0].module is agent
+    assert isinstance(seen[0].trajectory, Trajectory)
+    assert names_then == ["load_calculator"]  # the running call is already in the trajectory
+
+
+def test_an_async_module_callback_can_remove_a_tool(router: respx.MockRouter, search: Any) -> None:
+    @tool
+    async def forget_search(why: str) -> Any:
+        """Drop the search tool."""
+
+        @module_callback
+        async def drop(context: ModuleContext) -> None:
+            context.tools.remove("search")
+
+        return drop
+
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            calls_reply(("c1", "forget_search", {"why": "done"})),
+            finish_reply(answer="a"),
+        ]
+    )
+    ReAct(AnswerQuestion, tools=[search, forget_search], lm=make_lm())(question="q")
+
+    sent = bodies(route)
+    assert tool_names(sent[1]) == ["forget_search", "finish"]
+    assert sent[1]["messages"][-1]["content"] == "forget_search done."

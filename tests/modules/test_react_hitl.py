@@ -1,0 +1,274 @@
+"""ReAct with a tool that needs a person's confirmation: pause, answer, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import respx
+from react_wire import BASE_URL, assistant, bodies, calls_reply, make_lm, tool_message
+from react_wire import finish_reply as finish_with
+
+import typedspy as ts
+from typedspy.errors import ConfigurationError
+from typedspy.modules._confirm import ConfirmationRequired, ResumeState, confirm_first
+from typedspy.modules._react import ReAct
+from typedspy.tools import Tool, tool
+
+QUESTION = "Tell Bob the launch moved."
+SEARCH = ("call_s", "search", {"query": "launch date"})
+EMAIL = ("call_e", "send_email", {"to": "bob@example.com", "body": "The launch moved."})
+EMAIL_ARGS = {"to": "bob@example.com", "body": "The launch moved."}
+
+
+class Notify(ts.Signature):
+    """Notify people about changes."""
+
+    question: str = ts.InputField()
+    summary: str = ts.OutputField()
+
+
+def finish_reply(summary: str = "Bob was told.") -> httpx.Response:
+    return finish_with("call_f", summary=summary)
+
+
+@pytest.fixture
+def router() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE_URL, assert_all_called=True) as mock:
+        yield mock
+
+
+@pytest.fixture
+def counts() -> Counter[str]:
+    return Counter()
+
+
+@pytest.fixture
+def sent() -> list[tuple[str, str]]:
+    return []
+
+
+@pytest.fixture
+def tools(counts: Counter[str], sent: list[tuple[str, str]]) -> list[Tool]:
+    @tool
+    def search(query: str) -> str:
+        """Search the calendar."""
+        counts["search"] += 1
+        return "The launch is on Friday."
+
+    @confirm_first(question="Send an email to {to}?")
+    @tool
+    def send_email(to: str, body: str) -> str:
+        """Send an email."""
+        counts["send_email"] += 1
+        sent.append((to, body))
+        return f"sent to {to}"
+
+    return [search, send_email]
+
+
+def paused(agent: ReAct[Notify]) -> ConfirmationRequired:
+    with pytest.raises(ConfirmationRequired) as info:
+        agent(question=QUESTION)
+    return info.value
+
+
+def test_the_pause_carries_the_run_state(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    router.post("/chat/completions").mock(side_effect=[calls_reply(SEARCH), calls_reply(EMAIL)])
+    exc = paused(ReAct(Notify, tools=tools, lm=make_lm()))
+
+    assert exc.question == "Send an email to bob@example.com?"
+    assert exc.tool_call == {"name": "send_email", "arguments": EMAIL_ARGS, "id": "call_e"}
+    state = exc.context["react"]
+    assert (state["step"], state["call"], state["mode"]) == (1, 0, "tools")
+    assert state["inputs"] == {"question": QUESTION}
+    assert state["pending_call"]["name"] == "send_email"
+    assert state["trajectory"][0]["calls"][0]["observation"] == "The launch is on Friday."
+    assert state["trajectory"][1]["calls"][0]["observation"] is None
+    assert state["tools"] == ["search", "send_email"]
+    assert json.loads(json.dumps(exc.context)) == exc.context
+    assert counts == Counter(search=1)
+
+
+def test_approved_call_runs_once_and_earlier_calls_are_not_repeated(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str], sent: list[Any]
+) -> None:
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(SEARCH), calls_reply(EMAIL), finish_reply()]
+    )
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    exc = paused(agent)
+    pred = agent(question=QUESTION, resume_state=ResumeState(exc, "yes"))
+
+    assert pred.summary == "Bob was told."
+    assert counts == Counter(search=1, send_email=1)
+    assert sent == [("bob@example.com", "The launch moved.")]
+    requests = bodies(route)
+    assert len(requests) == 3
+    assert requests[2]["messages"][2:] == [
+        assistant(SEARCH),
+        tool_message("call_s", "The launch is on Friday."),
+        assistant(EMAIL),
+        tool_message("call_e", "sent to bob@example.com"),
+    ]
+    assert pred.steps == 3
+
+
+def test_rejected_call_is_not_run_and_the_model_is_told(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(SEARCH), calls_reply(EMAIL), finish_reply("Not sent.")]
+    )
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    pred = agent(question=QUESTION, resume_state=ResumeState(paused(agent), "no"))
+
+    assert pred.summary == "Not sent."
+    assert counts == Counter(search=1)
+    assert bodies(route)[2]["messages"][-1] == tool_message(
+        "call_e", "The user rejected this call to send_email; it was not run."
+    )
+
+
+def test_edited_arguments_run_and_the_model_sees_the_call_as_made(
+    router: respx.MockRouter, tools: list[Tool], sent: list[Any]
+) -> None:
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(SEARCH), calls_reply(EMAIL), finish_reply()]
+    )
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    state = ResumeState(paused(agent), {"to": "carol@example.com"})
+    agent(question=QUESTION, resume_state=state)
+
+    assert sent == [("carol@example.com", "The launch moved.")]
+    edited = ("call_e", "send_email", {"to": "carol@example.com", "body": "The launch moved."})
+    assert bodies(route)[2]["messages"][-2:] == [
+        assistant(edited),
+        tool_message(
+            "call_e",
+            "(The user edited the arguments before approving the call.) sent to carol@example.com",
+        ),
+    ]
+
+
+def test_feedback_becomes_the_observation(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(SEARCH), calls_reply(EMAIL), finish_reply()]
+    )
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    agent(question=QUESTION, resume_state=ResumeState(paused(agent), "Wait until Monday"))
+
+    assert counts["send_email"] == 0
+    assert bodies(route)[2]["messages"][-1]["content"] == (
+        "The user did not run this call to send_email and said: Wait until Monday"
+    )
+
+
+def test_resume_from_json_in_a_fresh_agent(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(SEARCH), calls_reply(EMAIL), finish_reply()]
+    )
+    saved = ResumeState(paused(ReAct(Notify, tools=tools, lm=make_lm())), "approve").to_json()
+
+    fresh = ReAct(Notify, tools=tools, lm=make_lm())  # as a new process would build it
+    pred = fresh(resume_state=ResumeState.from_json(saved))  # the saved inputs are used
+
+    assert pred.summary == "Bob was told."
+    assert counts == Counter(search=1, send_email=1)
+    requests = bodies(route)
+    assert len(requests) == 3
+    assert requests[2]["messages"][1]["content"] == f"<question>\n{QUESTION}\n</question>"
+    spent = sum(json.loads(c.response.content)["usage"]["total_tokens"] for c in route.calls)
+    assert pred.usage.total_tokens == spent
+
+
+def test_parallel_calls_resume_after_the_paused_one(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    again = ("call_s2", "search", {"query": "venue"})
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(SEARCH, EMAIL, again), finish_reply()]
+    )
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    exc = paused(agent)
+    assert exc.context["react"]["call"] == 1
+    assert counts == Counter(search=1)
+    agent(question=QUESTION, resume_state=ResumeState(exc, True))
+
+    assert counts == Counter(search=2, send_email=1)
+    assert bodies(route)[1]["messages"][2:] == [
+        assistant(SEARCH, EMAIL, again),
+        tool_message("call_s", "The launch is on Friday."),
+        tool_message("call_e", "sent to bob@example.com"),
+        tool_message("call_s2", "The launch is on Friday."),
+    ]
+
+
+def test_an_approval_covers_the_paused_call_only(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    repeat = ("call_e2", "send_email", EMAIL_ARGS)
+    router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL), calls_reply(repeat)])
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    first = paused(agent)
+    with pytest.raises(ConfirmationRequired) as info:
+        agent(question=QUESTION, resume_state=ResumeState(first, "yes"))
+
+    assert counts == Counter(send_email=1)
+    assert info.value.confirmation_id == first.confirmation_id
+    assert info.value.context["react"]["step"] == 1
+    assert info.value.tool_call["id"] == "call_e2"
+
+
+def test_concurrent_runs_do_not_share_approvals(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    def model(request: httpx.Request) -> httpx.Response:
+        last = json.loads(request.content)["messages"][-1]
+        return finish_reply() if last["role"] == "tool" else calls_reply(EMAIL)
+
+    router.post("/chat/completions").mock(side_effect=model)
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    approved = ResumeState(paused(agent), "yes")
+
+    async def both() -> tuple[Any, ...]:
+        return await asyncio.gather(
+            agent.acall(question=QUESTION, resume_state=approved),
+            agent.acall(question=QUESTION),
+            return_exceptions=True,
+        )
+
+    resumed, fresh = asyncio.run(both())
+    assert resumed.summary == "Bob was told."
+    assert isinstance(fresh, ConfirmationRequired)
+    assert counts == Counter(send_email=1)
+
+
+def test_a_resume_state_from_elsewhere_is_refused(tools: list[Tool]) -> None:
+    foreign = ConfirmationRequired("Run it?", confirmation_id="abc", tool_call={"name": "x"})
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    with pytest.raises(ConfigurationError, match="not raised by a ReAct run"):
+        agent(question=QUESTION, resume_state=ResumeState(foreign, "yes"))
+    other: ReAct[ts.Signature] = ReAct("question -> answer", tools=tools, lm=make_lm())
+    state = {"signature": "Notify", "trajectory": []}
+    mismatched = ConfirmationRequired("Run?", confirmation_id="abc", context={"react": state})
+    with pytest.raises(ConfigurationError, match="'Notify'"):
+        other(question="q", resume_state=ResumeState(mismatched, "yes"))
+
+
+def test_a_malformed_saved_state_is_a_configuration_error(tools: list[Tool]) -> None:
+    state = {"signature": "Notify", "trajectory": [{"calls": "nope"}], "step": 0, "call": 0}
+    broken = ConfirmationRequired("Run?", confirmation_id="abc", context={"react": state})
+    with pytest.raises(ConfigurationError, match="malformed"):
+        ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState(broken, "yes"))
