@@ -15,7 +15,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from typedspy.parse._extract import split_marker_sections
 from typedspy.signature import Signature
-from typedspy.signature._unions import TYPE_KEY, _resolve_name, is_model, wire_names
+from typedspy.signature._dispatch import TYPE_KEY, is_model, resolve_name, wire_names
 
 __all__ = ["PartialParser"]
 
@@ -39,7 +39,7 @@ def _partial_model(annotation: Any, value: Any) -> Any:
         return value
     chosen: type[BaseModel] | None = members[0] if len(members) == 1 else None
     if chosen is None and isinstance(value.get(TYPE_KEY), str):
-        index = _resolve_name(value[TYPE_KEY], wire_names(members))
+        index = resolve_name(value[TYPE_KEY], wire_names(members))
         chosen = None if index is None else members[index]
     if chosen is None:
         return dict(value)

@@ -1,0 +1,258 @@
+"""Dispatch for tagged unions: `_type` names, name resolution, the structural fallback.
+
+`UnionInfo` is what one rewritten union consults at validation time (ADR-002): a `_type` that
+names a member is authoritative; without it, the member whose required fields are present;
+otherwise one error at the union listing each member's complaint.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from dataclasses import dataclass, field
+from typing import Any, Union, get_origin
+
+from pydantic import BaseModel, Discriminator, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
+
+__all__ = [
+    "NOMATCH_TAG",
+    "OTHER_TAG",
+    "TAG_PREFIX",
+    "TYPE_KEY",
+    "UnionInfo",
+    "decode_json_once",
+    "is_model",
+    "is_union",
+    "pairs_to_dict",
+    "resolve_name",
+    "strip_type_key",
+    "user_discriminated",
+    "wire_names",
+]
+
+TYPE_KEY = "_type"
+TAG_PREFIX = "\ue000"  # private-use char: error locations starting with it are union choices
+OTHER_TAG = TAG_PREFIX + "other"
+NOMATCH_TAG = TAG_PREFIX + "nomatch"
+_MISSING = object()
+
+
+def is_model(tp: object) -> bool:
+    """Whether ``tp`` is a Pydantic model class."""
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def is_union(tp: object) -> bool:
+    return get_origin(tp) in (Union, types.UnionType)
+
+
+def _qualified(cls: type) -> str:
+    # Classes defined inside functions have "<locals>" in their qualname; users never write that.
+    return cls.__qualname__.rsplit("<locals>.", 1)[-1]
+
+
+def wire_names(models: list[type[BaseModel]]) -> list[str]:
+    """The `_type` value of each model in one union.
+
+    ``__name__`` where it is unique within the union, else the qualified name (``Tasks.Created``),
+    else module and qualified name, else (classes made by a factory share all three) that name
+    numbered in declaration order (``mod.X_1``, ``mod.X_2``).
+    """
+    simple = [m.__name__ for m in models]
+    qualified = [_qualified(m) for m in models]
+    out = []
+    for m, s, q in zip(models, simple, qualified, strict=True):
+        if simple.count(s) == 1:
+            out.append(s)
+        elif qualified.count(q) == 1:
+            out.append(q)
+        else:
+            out.append(f"{m.__module__}.{q}")
+    for name in {n for n in out if out.count(n) > 1}:
+        number = 0
+        for i, given in enumerate(out):
+            if given == name:
+                number += 1
+                while f"{name}_{number}" in out:
+                    number += 1
+                out[i] = f"{name}_{number}"
+    return out
+
+
+def _segments(name: str) -> list[str]:
+    return [s for s in name.replace("::", ".").split(".") if s]
+
+
+def _norm(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch not in "_- ")
+
+
+def resolve_name(given: str, names: list[str]) -> int | None:
+    """Index of the member ``given`` names: exact, qualified tail, then case/separator-blind."""
+    if given in names:
+        return names.index(given)
+    given_segs = _segments(given)
+    for normalise in (lambda s: s, _norm):
+        g = [normalise(s) for s in given_segs]
+        hits = []
+        for i, name in enumerate(names):
+            n = [normalise(s) for s in _segments(name)]
+            k = min(len(g), len(n))
+            if k and g[-k:] == n[-k:]:
+                hits.append(i)
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            return None  # ambiguous: "Created" when both Tasks.Created and Events.Created exist
+    return None
+
+
+def strip_type_key(value: Any) -> Any:
+    if isinstance(value, dict) and TYPE_KEY in value:
+        return {k: v for k, v in value.items() if k != TYPE_KEY}
+    return value
+
+
+def decode_json_once(value: Any) -> Any:
+    """Decode a string that holds a JSON object or array (double-encoded output), once."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
+            try:
+                decoded = json.loads(text)
+            except ValueError:
+                return value
+            if isinstance(decoded, (dict, list)):
+                return decoded
+    return value
+
+
+def pairs_to_dict(value: Any) -> Any:
+    """Accept a mapping sent as ``[{"key": k, "value": v}, ...]`` (ADR-003: dicts under strict)."""
+    value = decode_json_once(value)
+    if isinstance(value, list) and all(
+        isinstance(p, dict) and set(p) == {"key", "value"} for p in value
+    ):
+        return {p["key"]: p["value"] for p in value}
+    return value
+
+
+def _short(exc: ValidationError, limit: int = 2) -> str:
+    parts = []
+    for err in exc.errors(include_url=False)[:limit]:
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(TAG_PREFIX))
+        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+    more = exc.error_count() - limit
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+@dataclass
+class UnionInfo:
+    """What one tagged union needs at validation time."""
+
+    names: list[str]
+    classes: list[type[BaseModel]]
+    choice_types: list[Any]
+    has_other: bool
+    _adapters: list[TypeAdapter[Any]] = field(default_factory=list)
+    _required: list[set[str]] = field(default_factory=list)
+    _declared: list[set[str]] = field(default_factory=list)
+    _resolved: dict[str, int | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for cls in self.classes:
+            keys = {f.alias or n for n, f in cls.model_fields.items()} | set(cls.model_fields)
+            req = {f.alias or n for n, f in cls.model_fields.items() if f.is_required()}
+            self._declared.append(keys)
+            self._required.append(req)
+
+    def adapters(self) -> list[TypeAdapter[Any]]:
+        if not self._adapters:  # built lazily: only the structural fallback needs them
+            self._adapters = [TypeAdapter(tp) for tp in self.choice_types]
+        return self._adapters
+
+    def resolve(self, given: object) -> int | None:
+        if not isinstance(given, str):
+            return None
+        if given not in self._resolved:
+            if len(self._resolved) > 256:
+                self._resolved.clear()  # bounded: the model may invent many names
+            self._resolved[given] = resolve_name(given, self.names)
+        return self._resolved[given]
+
+    def structural(self, value: dict[str, Any]) -> int | None:
+        """The member a ``_type``-less object is meant to be (ADR-003 fallback order).
+
+        Members whose required fields are all present are eligible; a single eligible member
+        wins, else the one sharing the most keys with the value, else the first of the tied
+        ones that validates. The chosen member reports its own errors at their own paths.
+        """
+        eligible = [i for i, req in enumerate(self._required) if req <= value.keys()]
+        if len(eligible) <= 1:
+            return eligible[0] if eligible else None
+        scores = {i: sum(1 for k in value if k in self._declared[i]) for i in eligible}
+        top = max(scores.values())
+        best = [i for i in eligible if scores[i] == top]
+        if len(best) == 1:
+            return best[0]
+        adapters = self.adapters()
+        for i in best:
+            try:
+                adapters[i].validate_python(value)
+            except ValidationError:
+                continue
+            return i
+        return None
+
+    def discriminate(self, value: Any) -> str:
+        if isinstance(value, dict):
+            given = value.get(TYPE_KEY, _MISSING)
+            if given is not _MISSING:
+                index = self.resolve(given)
+                return NOMATCH_TAG if index is None else TAG_PREFIX + self.names[index]
+            index = self.structural(value)
+            if index is not None:
+                return TAG_PREFIX + self.names[index]
+            return OTHER_TAG if self.has_other else NOMATCH_TAG
+        for name, cls in zip(self.names, self.classes, strict=True):
+            if isinstance(value, cls):
+                return TAG_PREFIX + name
+        return OTHER_TAG if self.has_other else NOMATCH_TAG
+
+    def no_match(self, value: Any) -> Any:
+        expected = ", ".join(self.names)
+        if isinstance(value, dict) and TYPE_KEY in value:
+            raise PydanticCustomError(
+                "union_tag_invalid",
+                "_type {given} names no member of this union (expected one of: {expected})",
+                {"given": json.dumps(value[TYPE_KEY], default=str)[:60], "expected": expected},
+            )
+        if not isinstance(value, dict):
+            raise PydanticCustomError(
+                "union_no_match",
+                "expected an object with _type one of: {expected}",
+                {"expected": expected},
+            )
+        complaints = []
+        for name, adapter in zip(self.names, self.adapters(), strict=True):
+            try:
+                adapter.validate_python(value)
+            except ValidationError as exc:
+                complaints.append(f"{name}: {_short(exc)}")
+        raise PydanticCustomError(
+            "union_no_match",
+            "no member of the union matched ({detail})",
+            {"detail": " | ".join(complaints)},
+        )
+
+
+def user_discriminated(metadata: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether annotation metadata declares the user's own discriminator for a union."""
+    for m in metadata:
+        if isinstance(m, Discriminator):
+            return True
+        if isinstance(m, FieldInfo) and m.discriminator is not None:
+            return True
+    return False
