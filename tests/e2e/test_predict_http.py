@@ -363,7 +363,9 @@ def test_json_object_request_has_json_mode_and_the_word_json(llm: respx.MockRout
     (body,) = sent(route)
     assert body["response_format"] == {"type": "json_object"}
     assert any("JSON" in m["content"] for m in body["messages"])
-    assert ts.compile_schema(Decide, "json-schema").shape in body["messages"][0]["content"]
+    schema = ts.compile_schema(Decide, "json-schema").schema
+    fenced = "```json\n" + json.dumps(schema, separators=(",", ":")) + "\n```"
+    assert fenced in body["messages"][0]["content"]
     assert pred.action == SpawnTask(description="cut the release branch", priority="high")
     assert pred.confidence == 0.25
 

@@ -77,6 +77,13 @@ def _system(sig: type[Signature], compiled: CompiledSchema, mode: Mode) -> str:
     if mode == "json_schema" or mode == "tools":
         outputs = "\n".join(_describe(n, i, False) for n, i in sig.output_fields.items())
         lines += ["Outputs:", outputs]
+    elif mode == "json_object":
+        # JSON mode enforces only "some JSON": the schema itself must travel in the prompt.
+        schema = json.dumps(compiled.schema, ensure_ascii=False, separators=(",", ":"))
+        lines += [
+            "Reply with one JSON object that matches this JSON schema, nothing else:",
+            f"```json\n{schema}\n```",
+        ]
     else:
         lines += [
             "Reply with one JSON object of this shape (types in place of values), nothing else:",

@@ -50,7 +50,7 @@ class ChainOfThought(Predict[Signature]):
         signature: type[Signature] | str,
         *,
         reasoning_description: str = _DEFAULT_REASONING,
-        mode: ModeSetting = "auto",
+        mode: ModeSetting | None = None,
         **kwargs: Any,
     ) -> None:
         base = make_signature(signature) if isinstance(signature, str) else signature

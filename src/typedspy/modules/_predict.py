@@ -48,6 +48,7 @@ class Predict(Module, Generic[SigT]):
         mode: ``"auto"`` (native structured outputs, stepping down to JSON mode and then a
             prompted shape when the endpoint rejects ``response_format``), ``"json_schema"``,
             ``"json_object"``, ``"prompt"`` or ``"tools"`` (the outputs as one forced call).
+            Defaults to the ``mode`` setting (``"auto"``).
         max_retries: Retries after a decode or validation failure (default from settings: 2).
         demos: Few-shot examples: mappings with values for input and output fields.
         token_budget: Stop retrying once this many tokens were spent on the call.
@@ -59,20 +60,20 @@ class Predict(Module, Generic[SigT]):
         signature: type[SigT] | str,
         *,
         lm: BaseLM | None = None,
-        mode: ModeSetting = "auto",
+        mode: ModeSetting | None = None,
         max_retries: int | None = None,
         demos: Sequence[Mapping[str, Any]] | None = None,
         token_budget: int | None = None,
         **lm_kwargs: Any,
     ) -> None:
-        if mode not in _MODES:
+        if mode is not None and mode not in _MODES:
             raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(_MODES)}")
         if max_retries is not None and max_retries < 0:
             raise ConfigurationError("max_retries must be 0 or more")
         sig = make_signature(signature) if isinstance(signature, str) else signature
         self.signature: type[SigT] = cast("type[SigT]", sig)
         self.lm = lm
-        self.mode: ModeSetting = mode
+        self.mode: ModeSetting | None = mode
         self.max_retries = max_retries
         self.demos: list[Mapping[str, Any]] = list(demos or [])
         self.token_budget = token_budget
@@ -135,7 +136,7 @@ class Predict(Module, Generic[SigT]):
                 return
             except LMUnsupportedFeatureError as exc:
                 step = _FALLBACK.get(mode)
-                if self.mode != "auto" or step is None or exc.feature != "response_format":
+                if self._mode() != "auto" or step is None or exc.feature != "response_format":
                     raise
                 logger.warning(
                     "%s rejected response_format %s (%s); falling back to %s for this LM",
@@ -196,9 +197,16 @@ class Predict(Module, Generic[SigT]):
             )
         return lm
 
+    def _mode(self) -> str:
+        mode = self.mode or get_settings().mode
+        if mode not in _MODES:
+            raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(_MODES)}")
+        return mode
+
     def _start_mode(self, lm: BaseLM) -> Mode:
-        if self.mode != "auto":
-            return self.mode
+        mode = self._mode()
+        if mode != "auto":
+            return cast("Mode", mode)
         return cast("Mode", lm.fallback_mode or "json_schema")
 
     def _check_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -165,6 +165,8 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # Connections are cut in stop(), so there is nothing worth waiting for on close.
     block_on_close = False
+    # The default backlog of 5 refuses bursts of new connections (hundreds of concurrent calls).
+    request_queue_size = 256
 
     def __init__(self, address: tuple[str, int], handler: type[_Handler], standin: StandIn) -> None:
         self.standin = standin
