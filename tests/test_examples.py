@@ -1,0 +1,49 @@
+"""Every example runs offline, as the README promises (each against the bundled stand-in)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+
+
+def run(path: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_there_are_examples() -> None:
+    assert len(EXAMPLES) >= 3
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs_offline(path: Path) -> None:
+    assert run(path).strip()
+
+
+def test_quickstart_says_it_is_offline_and_prints_typed_results() -> None:
+    out = run(EXAMPLES[0].parent / "quickstart.py")
+    assert out.startswith("offline: OPENAI_API_KEY and OPENAI_BASE_URL are not set")
+    assert out.count("confidence") == 3
+    assert any(kind in out for kind in ("SpawnTask:", "CompleteTask:", "Continue:"))
+
+
+def test_parsing_example_shows_each_outcome() -> None:
+    out = run(EXAMPLES[0].parent / "01_schema_and_parsing.py")
+    assert "ok: SpawnTask(description='Tag v2.1', priority='high')" in out
+    assert "ok: CompleteTask(task_id='T-7', result='done')" in out
+    assert '_type "Launch" names no member of this union' in out

@@ -1,0 +1,68 @@
+"""The public surface: every export exists, is documented, and the list is in order."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+import typedspy as ts
+
+PACKAGES = [
+    "typedspy",
+    "typedspy.lm",
+    "typedspy.modules",
+    "typedspy.schema",
+    "typedspy.signature",
+    "typedspy.testing",
+    "typedspy.tools",
+    "typedspy.streaming",
+]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_names_exist(name: str) -> None:
+    module = importlib.import_module(name)
+    missing = [n for n in module.__all__ if not hasattr(module, n)]
+    assert missing == []
+
+
+def test_top_level_all_is_sorted_case_insensitively_within_groups() -> None:
+    # ruff's RUF022 order: SCREAMING_CASE first, then CamelCase, then the rest, each sorted.
+    def group(n: str) -> int:
+        if n.isupper() and len(n) > 1:
+            return 0
+        return 1 if n[:1].isupper() else 2
+
+    assert ts.__all__ == sorted(ts.__all__, key=lambda n: (group(n), n))
+
+
+def test_every_public_callable_and_class_has_a_docstring() -> None:
+    undocumented = []
+    for name in ts.__all__:
+        obj = getattr(ts, name)
+        if (inspect.isclass(obj) or inspect.isfunction(obj)) and not inspect.getdoc(obj):
+            undocumented.append(name)
+    assert undocumented == []
+
+
+def test_errors_share_one_root_and_refine_builtins() -> None:
+    assert issubclass(ts.SchemaError, TypeError)
+    assert issubclass(ts.ConfigurationError, ValueError)
+    assert issubclass(ts.InputError, ts.ConfigurationError)
+    exceptions = [
+        getattr(ts, n)
+        for n in ts.__all__
+        if inspect.isclass(getattr(ts, n)) and issubclass(getattr(ts, n), BaseException)
+    ]
+    # Pauses are control flow, not failures (ADR-012); everything else shares the root.
+    failures = [e for e in exceptions if e is not ts.ConfirmationRequired]
+    assert len(failures) > 15
+    assert all(issubclass(e, ts.TypedspyError) for e in failures)
+
+
+def test_package_ships_type_information() -> None:
+    from pathlib import Path
+
+    assert (Path(ts.__file__).parent / "py.typed").is_file()
