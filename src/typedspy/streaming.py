@@ -15,9 +15,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from typedspy._types import FieldError
 
@@ -35,7 +36,9 @@ __all__ = [
 class OutputDelta:
     """Raw text as it arrives, attributed to the output field it belongs to.
 
-    ``field`` is ``None`` for text outside any field (whitespace, a fence, prose).
+    The text of a field's value has that field's name; everything else (braces, keys, colons,
+    commas, ``[[ ## field ## ]]`` markers, a fence or prose around the JSON) has ``None``. A
+    chunk that spans two fields comes as two deltas; all the deltas joined are the completion.
     """
 
     field: str | None
@@ -44,12 +47,14 @@ class OutputDelta:
 
 @dataclass(frozen=True)
 class PartialPrediction:
-    """The outputs parsed so far, emitted whenever a field's parsed value changes.
+    """The outputs parsed so far, emitted whenever they change (a field completing included).
 
     Attributes:
-        values: Completed fields as validated typed values, and the field in progress as a
-            partial value: for a union or model field, an instance of the member class (named
-            by ``_type``) built, unvalidated, from the keys seen so far.
+        values: Completed fields as validated typed values (validated by the signature's output
+            model, as the final validation does; one that fails is left out), and the field in
+            progress as a partial value: text so far, items so far, and for a union or model
+            field an instance of the member class (named by a complete ``_type``) built,
+            unvalidated, from the keys seen so far.
         in_progress: The name of the field still being written, if any.
     """
 
@@ -59,7 +64,10 @@ class PartialPrediction:
 
 @dataclass(frozen=True)
 class ToolCallStarted:
-    """An orchestrator is about to run a tool."""
+    """An orchestrator is about to run a tool.
+
+    ``arguments`` is the decoded JSON object, or the raw text when it is not one.
+    """
 
     call_id: str
     name: str
@@ -68,7 +76,11 @@ class ToolCallStarted:
 
 @dataclass(frozen=True)
 class ToolCallFinished:
-    """A tool call ended; ``observation`` is what the model will see."""
+    """A tool call ended; ``observation`` is what the model will see.
+
+    ``error`` is True when the tool produced no result: an unknown tool, invalid arguments,
+    an exception, a refused confirmation.
+    """
 
     call_id: str
     name: str
@@ -78,7 +90,14 @@ class ToolCallFinished:
 
 @dataclass(frozen=True)
 class RetryStarted:
-    """An attempt failed validation at its end; the next attempt starts streaming now."""
+    """An attempt's output failed to decode or validate at its end; the next attempt starts.
+
+    Partial values shown before it belong to the failed attempt.
+
+    Attributes:
+        attempt: The number of the attempt starting now (2 for the first retry).
+        errors: What was wrong with the failed attempt's output.
+    """
 
     attempt: int
     errors: tuple[FieldError, ...] = field(default_factory=tuple)
@@ -86,3 +105,21 @@ class RetryStarted:
 
 StreamEvent = OutputDelta | PartialPrediction | ToolCallStarted | ToolCallFinished | RetryStarted
 """Every event type except the final `Prediction`."""
+
+
+_T = TypeVar("_T")
+
+
+@asynccontextmanager
+async def closing(iterator: AsyncIterator[_T]) -> AsyncIterator[AsyncIterator[_T]]:
+    """``contextlib.aclosing`` for any async iterator: ``aclose()`` it on exit, if it can.
+
+    Every layer of a streamed call closes the one it consumes this way, so a consumer that
+    stops early closes the HTTP stream at once, not when an abandoned generator is collected.
+    """
+    try:
+        yield iterator
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()

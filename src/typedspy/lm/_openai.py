@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, AsyncStream
 
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
@@ -59,6 +59,13 @@ class LM(BaseLM):
     ``OPENAI_API_KEY``). Keyword arguments beyond those are request defaults, sent with every
     request and overridden per request by `LMRequest.params`; names the SDK does not know
     (e.g. ``top_k`` for vLLM) go into the request body through ``extra_body``.
+
+    A pickled `LM` keeps its model, ``base_url``, defaults, ``max_retries``, ``timeout`` and
+    ``fallback_mode``, never the API key nor the client: once unpickled it builds a client on
+    first use, the SDK reading ``OPENAI_API_KEY`` again (or build a new `LM` with ``api_key=``).
+    An injected client is replaced by one built from its ``base_url``, ``max_retries`` and
+    (numeric) ``timeout``; its headers and HTTP client are not kept. ``copy.copy`` and
+    ``copy.deepcopy`` return the LM itself: copied modules share it.
 
     Example:
         ```python
@@ -187,28 +194,48 @@ class LM(BaseLM):
     async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
         """Stream one completion (``stream=True`` with ``include_usage``), chunk by chunk.
 
-        Closing the iterator early (or cancelling its consumer) closes the HTTP response.
+        The last chunk carries the usage (``stream_options.include_usage``). Closing the
+        iterator early (``aclose``, or cancelling its consumer) closes the HTTP response, so the
+        connection is released and the server sees the client go.
 
         Raises:
-            The same errors as `acomplete`, when the request is sent.
+            The same errors as `acomplete`, when the request is sent or while it streams;
+            `LMResponseError` for a chunk that is not JSON.
         """
         kwargs = self._create_kwargs(request)
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
+        stream: AsyncStream[object] | None = None
+        usage: Usage | None = None
         try:
-            stream = await self.client.chat.completions.create(**kwargs)
-        except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
-        usage = None
-        try:
-            async for chunk in stream:
-                piece = LMChunk.from_dict(chunk.to_dict())
+            try:
+                raw = await self.client.chat.completions.with_raw_response.create(**kwargs)
+                # ADR-008: the chunks as decoded JSON, read leniently like `acomplete` reads its
+                # body (the SDK still decodes the SSE, raises error events, maps transport
+                # errors); building its typed chunk models would cost more than all of ours.
+                stream = raw.parse(to=AsyncStream[object])
+            except openai.OpenAIError as exc:
+                raise self._translate(exc) from exc
+            while True:
+                try:
+                    data = await stream.__anext__()
+                except StopAsyncIteration:
+                    break
+                except openai.OpenAIError as exc:
+                    raise self._translate(exc) from exc
+                except ValueError as exc:  # a data line that is not JSON
+                    raise LMResponseError(
+                        f"{self.model}: the endpoint streamed a chunk that is not JSON: "
+                        f"{self._redact(str(exc))[:200]}"
+                    ) from exc
+                if not isinstance(data, Mapping):
+                    continue
+                piece = LMChunk.from_dict(data)
                 usage = piece.usage or usage
                 yield piece
-        except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
         finally:
-            await stream.close()
+            if stream is not None:
+                await stream.close()
         with self._lock:
             self._usage += usage or Usage()
             self._calls += 1
@@ -225,6 +252,36 @@ class LM(BaseLM):
 
     def __repr__(self) -> str:
         return f"LM(model={self.model!r}, base_url={self._shown_base_url()!r})"
+
+    # A pickle holds the configuration, never the API key nor the client (docs/modules.md).
+    def __getstate__(self) -> dict[str, Any]:
+        injected = None if self._owns_client else self._client
+        timeout = injected.timeout if injected is not None else self._timeout
+        return {
+            "model": self.model,
+            "base_url": str(injected.base_url) if injected is not None else self._base_url,
+            "max_retries": injected.max_retries if injected is not None else self._max_retries,
+            "timeout": timeout if isinstance(timeout, (int, float)) else None,
+            "defaults": dict(self.defaults),
+            "fallback_mode": self.fallback_mode,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        LM.__init__(
+            self,
+            state["model"],
+            base_url=state["base_url"],
+            max_retries=state["max_retries"],
+            timeout=state["timeout"],
+            **state["defaults"],
+        )
+        self.fallback_mode = state["fallback_mode"]
+
+    def __copy__(self) -> LM:
+        return self  # a handle on an endpoint: copies of modules share it (key and client too)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LM:
+        return self
 
     def _build_client(self) -> AsyncOpenAI:
         options: dict[str, Any] = {"max_retries": self._max_retries}

@@ -6,12 +6,13 @@ The accumulator has no I/O, so the same code turns any sequence of chunks into t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from typedspy._types import Usage
-from typedspy.lm._base import LMResponse, ToolCall
+from typedspy.lm._base import LMResponse, ToolCall, _content_text, _usage
 
 __all__ = ["LMChunk", "StreamAccumulator", "ToolCallDelta", "chunk_of"]
 
@@ -47,37 +48,53 @@ class LMChunk:
 
     @classmethod
     def from_dict(cls, chunk: Mapping[str, Any]) -> LMChunk:
-        """Read a decoded ``chat.completion.chunk`` body."""
-        choices = chunk.get("choices") or []
-        first = next((c for c in choices if isinstance(c, Mapping) and c.get("index", 0) == 0), {})
-        delta = first.get("delta") or {}
-        calls = tuple(
-            ToolCallDelta(
-                index=int(tc.get("index", 0) or 0),
-                id=tc.get("id") or None,
-                name=(tc.get("function") or {}).get("name") or None,
-                arguments=(tc.get("function") or {}).get("arguments") or "",
-            )
-            for tc in delta.get("tool_calls") or []
-            if isinstance(tc, Mapping)
+        """Read a decoded ``chat.completion.chunk`` body (values of the wrong type are skipped)."""
+        choices = chunk.get("choices")
+        first: Mapping[str, Any] = next(
+            (
+                c
+                for c in (choices if isinstance(choices, list) else [])
+                if isinstance(c, Mapping) and c.get("index", 0) in (0, None)
+            ),
+            {},
         )
+        delta = first.get("delta")
+        delta = delta if isinstance(delta, Mapping) else {}
+        calls = delta.get("tool_calls")
         usage = chunk.get("usage")
+        model = chunk.get("model")
         return cls(
-            text=delta.get("content") or "",
-            refusal=delta.get("refusal") or "",
-            tool_calls=calls,
-            finish_reason=first.get("finish_reason") or None,
-            usage=_usage(usage) if isinstance(usage, Mapping) else None,
-            model=chunk.get("model") or None,
+            text=_content_text(delta.get("content")) or "",
+            refusal=_text(delta.get("refusal")),
+            tool_calls=tuple(
+                _call_delta(tc, position)
+                for position, tc in enumerate(calls if isinstance(calls, list) else [])
+                if isinstance(tc, Mapping)
+            ),
+            finish_reason=_text(first.get("finish_reason")) or None,
+            usage=_usage(dict(usage)) if isinstance(usage, Mapping) else None,
+            model=model if isinstance(model, str) and model else None,
         )
 
 
-def _usage(data: Mapping[str, Any]) -> Usage:
-    def number(key: str) -> int:
-        value = data.get(key)
-        return value if isinstance(value, int) else 0
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
-    return Usage(number("prompt_tokens"), number("completion_tokens"), number("total_tokens"))
+
+def _call_delta(data: Mapping[str, Any], position: int) -> ToolCallDelta:
+    function = data.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    index = data.get("index")
+    arguments = function.get("arguments")
+    if arguments is not None and not isinstance(arguments, str):  # the object itself, at once
+        arguments = json.dumps(arguments)
+    return ToolCallDelta(
+        # A server that leaves out `index` sends each call whole, in order.
+        index=index if isinstance(index, int) and not isinstance(index, bool) else position,
+        id=_text(data.get("id")) or None,
+        name=_text(function.get("name")) or None,
+        arguments=arguments or "",
+    )
 
 
 @dataclass
@@ -102,6 +119,16 @@ class StreamAccumulator:
     def text(self) -> str:
         """The content received so far."""
         return "".join(self._text)
+
+    @property
+    def first_call(self) -> int | None:
+        """The index of the first tool call (the one a forced call's outputs are in), if any."""
+        return min(self._calls) if self._calls else None
+
+    def call_name(self, index: int) -> str:
+        """The function name of the tool call at ``index`` ("" until it arrived)."""
+        parts = self._calls.get(index)
+        return parts.name if parts is not None else ""
 
     def add(self, chunk: LMChunk) -> None:
         """Take one chunk into account."""
@@ -128,16 +155,38 @@ class StreamAccumulator:
             ToolCall(id=p.id, name=p.name, arguments="".join(p.arguments))
             for _, p in sorted(self._calls.items())
         )
-        text = "".join(self._text)
-        refusal = "".join(self._refusal)
+        joined = "".join(self._text)
+        refusal = "".join(self._refusal) or None
+        text = joined if joined or not (refusal or calls) else None
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": refusal}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in calls
+            ]
+        usage = self.usage
+        raw = {  # the completion the chunks add up to, as a non-streamed body would hold it
+            "object": "chat.completion",
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+        }
         return LMResponse(
-            text=text if text or not (refusal or calls) else None,
-            refusal=refusal or None,
+            text=text,
+            refusal=refusal,
             finish_reason=self.finish_reason,
             tool_calls=calls,
-            usage=self.usage,
+            usage=usage,
             model=self.model,
-            raw={"streamed": True},
+            raw=raw,
         )
 
 

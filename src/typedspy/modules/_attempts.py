@@ -33,7 +33,7 @@ from typedspy.prediction import Prediction
 from typedspy.retry import RetryableFailure, RetryPolicy, feedback_messages
 from typedspy.schema import compile_schema
 from typedspy.signature import Signature
-from typedspy.streaming import OutputDelta, PartialPrediction, RetryStarted, StreamEvent
+from typedspy.streaming import OutputDelta, PartialPrediction, RetryStarted, StreamEvent, closing
 
 __all__ = ["CallPlan", "run_call"]
 
@@ -68,15 +68,17 @@ async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
         LMError: The endpoint could not be used.
     """
     try:
-        async for slot in plan.policy.attempts():
-            if slot.number > 1:
-                yield RetryStarted(slot.number, plan.attempts[-1].errors)
-            try:
-                async for event in _attempt(plan, slot.number, stream):
-                    yield event
-                return
-            except RetryableFailure as exc:
-                slot.fail(exc)
+        async with closing(plan.policy.attempts()) as slots:
+            async for slot in slots:
+                if slot.number > 1:
+                    yield RetryStarted(slot.number, plan.attempts[-1].errors)
+                try:
+                    async with closing(_attempt(plan, slot.number, stream)) as events:
+                        async for event in events:
+                            yield event
+                    return
+                except RetryableFailure as exc:
+                    slot.fail(exc)
     except RetryableFailure as exc:
         result: ParseResult = exc.failure
         all_decode = all(a.kind == "decode_failed" for a in plan.attempts)
@@ -88,22 +90,14 @@ async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
 async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[Event]:
     request = replace(plan.request, messages=plan.request.messages + tuple(plan.feedback))
     if stream:
-        accumulator = StreamAccumulator(plan.lm.model)
-        parser = PartialParser(plan.signature)
-        shown: dict[str, Any] = {}
-        async for chunk in callbacks.stream(plan.lm, request, accumulator):
-            piece = chunk.text
-            if plan.mode == "tools" and chunk.tool_calls:
-                piece = "".join(c.arguments for c in chunk.tool_calls if c.index == 0)
-            if not piece:
-                continue
-            source = accumulator.text if plan.mode != "tools" else _first_arguments(accumulator)
-            values = parser.feed(source)
-            yield OutputDelta(parser.current, piece)
-            if values != shown:
-                shown = values
-                yield PartialPrediction(values, parser.current)
-        response = accumulator.response()
+        response: LMResponse | None = None
+        async with closing(_streamed(plan, request)) as items:
+            async for item in items:
+                if isinstance(item, LMResponse):
+                    response = item
+                else:
+                    yield item
+        assert response is not None
     else:
         response = await callbacks.complete(plan.lm, request)
     text, tool_call = _reply_text(response, plan.mode)
@@ -129,9 +123,41 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
     raise RetryableFailure(result)
 
 
-def _first_arguments(accumulator: StreamAccumulator) -> str:
-    calls = accumulator.response().tool_calls
-    return calls[0].arguments if calls else ""
+async def _streamed(plan: CallPlan, request: LMRequest) -> AsyncIterator[StreamEvent | LMResponse]:
+    """Stream one completion: its deltas and partial outputs, then the `LMResponse` it adds up to.
+
+    The output text is the content, or in ``tools`` mode the arguments of the first tool call
+    (the one `_reply_text` reads).
+    """
+    accumulator = StreamAccumulator(plan.lm.model)
+    parser = PartialParser(plan.signature)
+    async with closing(callbacks.stream(plan.lm, request, accumulator)) as chunks:
+        async for chunk in chunks:
+            if plan.mode == "tools":
+                first = accumulator.first_call
+                piece = "".join(c.arguments for c in chunk.tool_calls if c.index == first)
+            else:
+                piece = chunk.text
+            if piece:
+                for event in parsed_events(parser, piece):
+                    yield event
+    for event in parsed_events(parser, None):
+        yield event
+    yield accumulator.response()
+
+
+def parsed_events(parser: PartialParser, piece: str | None) -> list[StreamEvent]:
+    """The events one piece of output text makes (``None``: the text held back at the end).
+
+    An `OutputDelta` per field the piece touches, then a `PartialPrediction` when the values
+    changed (a field completing, and so now validated, counts as a change).
+    """
+    segments = parser.feed(piece) if piece is not None else parser.flush()
+    events: list[StreamEvent] = [OutputDelta(name, text) for name, text in segments]
+    values = parser.news()
+    if values is not None:
+        events.append(PartialPrediction(values, parser.current))
+    return events
 
 
 def _raise_for_finish(plan: CallPlan, number: int, response: LMResponse, text: str | None) -> None:

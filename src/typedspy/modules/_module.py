@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from typedspy import callbacks
 from typedspy._runtime import iterate_sync, run_sync
 from typedspy.errors import ConfigurationError
+from typedspy.streaming import closing
 
 __all__ = ["Module"]
 
@@ -58,9 +59,12 @@ class Module:
         call_id = callbacks.module_start(self, inputs)
         result: Any = None
         try:
-            async for event in self.aexecute(stream=True, **inputs):
-                result = event
-                yield event
+            # closing: when the consumer stops early, the call (and its HTTP stream) is closed
+            # now, not whenever the abandoned generator is garbage collected.
+            async with closing(self.aexecute(stream=True, **inputs)) as events:
+                async for event in events:
+                    result = event
+                    yield event
         except BaseException as exc:
             callbacks.module_end(call_id, None, exc)
             raise
@@ -68,6 +72,10 @@ class Module:
 
     def stream(self, **inputs: Any) -> Iterator[Any]:
         """Synchronous `astream`: iterate events from a plain ``for`` loop.
+
+        Leaving the loop early (``break``, an exception) closes the call and its HTTP stream
+        once the iterator is released; ``with contextlib.closing(module.stream(...)) as
+        events:`` closes it at the end of the block on every Python implementation.
 
         Raises:
             ConfigurationError: Called from a thread that runs an event loop; use `astream`.
@@ -120,29 +128,51 @@ class Module:
         """The learnable state (instructions and demos) of every predictor, by attribute path."""
         return {name: predictor.dump_state() for name, predictor in self._predictors()}
 
-    def load_state(self, state: dict[str, Any]) -> None:
-        """Restore state from `dump_state`.
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore state from `dump_state`: all of it, or nothing when it does not fit.
 
         Raises:
-            ConfigurationError: The state names a predictor this module does not have.
+            ConfigurationError: The state is for another module structure (it names predictors
+                this module does not have, lacks some it has, or holds another signature's
+                state at a path); the message names the paths.
         """
+        cls = type(self).__name__
+        if not isinstance(state, Mapping):
+            raise ConfigurationError(
+                f"saved state for {cls} must map predictor paths to their state, "
+                f"not be a {type(state).__name__}"
+            )
         predictors = dict(self._predictors())
         unknown = sorted(set(state) - set(predictors))
-        if unknown:
+        missing = sorted(set(predictors) - set(state))
+        if unknown or missing:
+            found = [f"paths {unknown} that {cls} does not have"] if unknown else []
+            found += [f"no state for its paths {missing}"] if missing else []
             raise ConfigurationError(
-                f"saved state has predictors {unknown} that {type(self).__name__} does not have "
-                f"(it has {sorted(predictors)})"
+                f"saved state does not fit {cls}: it has {' and '.join(found)} "
+                f"({cls}'s predictors are at {sorted(predictors)})"
             )
+        read = {}
         for name, value in state.items():
-            predictors[name].load_state(value)
+            try:
+                read[name] = predictors[name]._read_state(value)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"saved state at {name!r}: {exc}") from exc
+        for name, value in read.items():
+            predictors[name]._apply_state(value)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write `dump_state` to a JSON file."""
+        """Write `dump_state` to a UTF-8 JSON file.
+
+        The file maps each predictor's attribute path (``"draft"``, ``"steps[0]"``,
+        ``"experts['math']"``) to ``{"signature", "instructions", "demos"}``; a `Predict` saved
+        on its own writes that object alone.
+        """
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.dump_state(), f, ensure_ascii=False, indent=2)
 
     def load(self, path: str | os.PathLike[str]) -> None:
-        """Read state written by `save`."""
+        """Read state written by `save` (see `load_state` for the errors)."""
         with open(path, encoding="utf-8") as f:
             self.load_state(json.load(f))
 

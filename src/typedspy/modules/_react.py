@@ -14,11 +14,11 @@ import copy
 import json
 import logging
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast
 
 from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError
-from typedspy.lm._base import BaseLM, ChatMessage
+from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
 from typedspy.modules._confirm import ResumeState, approvals
 from typedspy.modules._history import History
 from typedspy.modules._module import Module
@@ -32,11 +32,13 @@ from typedspy.modules._react_steps import (
     native_request,
     step_signature,
 )
+from typedspy.modules._react_stream import finished, native_response, started
 from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 from typedspy.prediction import Prediction
 from typedspy.schema import compile_schema
 from typedspy.settings import get_settings
 from typedspy.signature import Signature, make_signature, to_jsonable
+from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import Tool, Toolset
 
 __all__ = ["ReAct"]
@@ -121,8 +123,8 @@ class ReAct(Module, Generic[SigT]):
         return f"ReAct({self.signature.__name__}, tools={names}, mode={self.mode!r})"
 
     async def acall(self, **inputs: Any) -> Prediction[SigT]:
-        """Run in the current event loop; see `aforward`."""
-        return await self.aforward(**inputs)
+        """Run in the current event loop; see `aexecute`."""
+        return cast("Prediction[SigT]", await super().acall(**inputs))
 
     def __call__(self, **inputs: Any) -> Prediction[SigT]:
         return cast("Prediction[SigT]", self.forward(**inputs))
@@ -136,11 +138,35 @@ class ReAct(Module, Generic[SigT]):
     ) -> Prediction[SigT]:
         """Run the agent on ``inputs`` (or resume a paused run) and return its answer.
 
-        The prediction holds the signature's outputs, plus ``trajectory`` (a `Trajectory`),
-        ``finished`` (False when the answer was extracted after ``max_iters`` steps) and
-        ``steps`` in its extras, readable as attributes.
+        See `aexecute` for the arguments, the prediction and the errors.
+        """
+        result: Any = None
+        async with closing(
+            self.aexecute(stream=False, history=history, resume_state=resume_state, **inputs)
+        ) as events:
+            async for event in events:
+                result = event
+        return cast("Prediction[SigT]", result)
+
+    async def aexecute(
+        self,
+        *,
+        stream: bool = False,
+        history: History | Sequence[ChatMessage] | None = None,
+        resume_state: ResumeState | None = None,
+        **inputs: Any,
+    ) -> AsyncIterator[StreamEvent | Prediction[SigT]]:
+        """The run, as events: each tool call between `ToolCallStarted` and `ToolCallFinished`.
+
+        With ``stream``, every request streams, and the outputs are streamed as they are
+        written: the arguments of a native ``finish`` call, or the extraction after
+        ``max_iters`` steps, yield `OutputDelta` and `PartialPrediction` events. The last
+        event is the `Prediction`: the signature's outputs, plus ``trajectory`` (a
+        `Trajectory`), ``finished`` (False when the answer was extracted after ``max_iters``
+        steps) and ``steps`` in its extras, readable as attributes.
 
         Args:
+            stream: Stream the requests and yield partial outputs.
             history: Earlier turns, sent before the inputs.
             resume_state: The answer to a `ConfirmationRequired` this agent (or another with
                 the same signature, in any process) raised; the run continues at the paused
@@ -160,18 +186,31 @@ class ReAct(Module, Generic[SigT]):
         lm = self._lm()
         if resume_state is None:
             run = self._new_run(lm, inputs, history, Trajectory(), self._start_mode(lm))
-            outputs, start = None, 0
+            start = 0
         else:
-            run, outputs = await self._resume(lm, resume_state, inputs, history)
+            run, paused = self._resume(lm, resume_state, inputs, history)
+            step = run.trajectory[run.step]
+            call = step.calls[paused]
+            yield started(call)
+            call.observation, failed = await self._answer(run, call, resume_state)
+            yield finished(call, failed)
+            async with closing(run.run_calls(step, paused + 1)) as calls:
+                async for event in calls:
+                    yield event
             start = run.step + 1
         for index in range(start, self.max_iters):
-            if outputs is not None:
+            if run.answer is not None:
                 break
             run.step = index
-            outputs = await self._step(run)
-        if outputs is None:
-            return await self._extracted(run)
-        return run.prediction(outputs, finished=True)
+            async with closing(self._step(run, stream)) as events:
+                async for event in events:
+                    yield event
+        if run.answer is None:
+            async with closing(self._extracted(run, stream)) as events:
+                async for extracted in events:
+                    yield extracted
+            return
+        yield run.prediction(run.answer, finished=True)
 
     # -- setting up a run --
 
@@ -212,13 +251,14 @@ class ReAct(Module, Generic[SigT]):
             tools=Toolset(list(self.tools)),
         )
 
-    async def _resume(
+    def _resume(
         self,
         lm: BaseLM,
         state: ResumeState,
         inputs: Mapping[str, Any],
         history: History | Sequence[ChatMessage] | None,
-    ) -> tuple[Run[SigT], dict[str, Any] | None]:
+    ) -> tuple[Run[SigT], int]:
+        """The paused run, set up again at its step, and the index of its paused call."""
         point = resume_point(state, self.signature)
         given = inputs or point.inputs
         run = self._new_run(lm, given, history, point.trajectory, point.mode)
@@ -234,35 +274,45 @@ class ReAct(Module, Generic[SigT]):
                 self.signature.__name__,
                 ", ".join(missing),
             )
-        step = run.trajectory[point.step]
-        call = step.calls[point.call]
-        call.observation = await self._answer(run, call, state)
-        return run, await run.finish_step(step, point.call + 1)
+        return run, point.call
 
-    async def _answer(self, run: Run[SigT], call: TrajectoryCall, state: ResumeState) -> str:
-        """The paused call's observation, from the person's answer."""
+    async def _answer(
+        self, run: Run[SigT], call: TrajectoryCall, state: ResumeState
+    ) -> tuple[str, bool]:
+        """The paused call's observation, from the person's answer (and whether it failed)."""
         if state.action == "reject":
-            return f"The user rejected this call to {call.name}; it was not run."
+            return f"The user rejected this call to {call.name}; it was not run.", True
         if state.action == "feedback":
-            return f"The user did not run this call to {call.name} and said: {state.feedback}"
+            return (
+                f"The user did not run this call to {call.name} and said: {state.feedback}",
+                True,
+            )
         with approvals(state):  # the decision is consumed by this call, or dropped on exit
-            observation = await run.calls.run(call)
+            observation, failed = await run.calls.run_checked(call)
         edited = state.edited_arguments
         if edited is None:
-            return observation
+            return observation, failed
         # What ran: the edits over the paused call's validated arguments, as the tools layer
         # merges them; the model then reads the call as it was really made.
         original = state.tool_call.get("arguments")
         merged = {**(original if isinstance(original, Mapping) else {}), **edited}
         call.arguments = json.dumps(to_jsonable(merged), ensure_ascii=False, separators=(",", ":"))
-        return f"(The user edited the arguments before approving the call.) {observation}"
+        return f"(The user edited the arguments before approving the call.) {observation}", failed
 
     # -- one step --
 
-    async def _step(self, run: Run[SigT]) -> dict[str, Any] | None:
+    async def _step(self, run: Run[SigT], stream: bool) -> AsyncIterator[StreamEvent]:
+        """One model step and its tool calls (a valid ``finish`` sets ``run.answer``)."""
+        response: LMResponse | None = None
         while run.mode == "tools":
             try:
-                return await self._native_step(run)
+                async with closing(self._ask(run, stream)) as items:
+                    async for item in items:
+                        if isinstance(item, LMResponse):
+                            response = item
+                        else:
+                            yield item
+                break
             except LMUnsupportedFeatureError as exc:
                 if exc.feature == "parallel_tool_calls" and run.parallel_tool_calls is not None:
                     run.parallel_tool_calls = None  # the endpoint wants the parameter left out
@@ -276,9 +326,17 @@ class ReAct(Module, Generic[SigT]):
                 )
                 _NO_TOOLS.add(run.lm)
                 run.mode = "union"
-        return await run.union_step()
+        if run.mode == "tools":
+            assert response is not None
+            step = self._native_step(run, response)
+        else:
+            step = await run.union_step(stream=stream)
+        if step is not None:
+            async with closing(run.run_calls(step, 0)) as events:
+                async for event in events:
+                    yield event
 
-    async def _native_step(self, run: Run[SigT]) -> dict[str, Any] | None:
+    def _ask(self, run: Run[SigT], stream: bool) -> AsyncIterator[StreamEvent | LMResponse]:
         request = native_request(
             self.signature,
             run.inputs,
@@ -288,7 +346,10 @@ class ReAct(Module, Generic[SigT]):
             parallel_tool_calls=run.parallel_tool_calls,
             params=self.lm_kwargs,
         )
-        response = await run.lm.acomplete(request)
+        return native_response(run.lm, request, self.signature, stream=stream)
+
+    def _native_step(self, run: Run[SigT], response: LMResponse) -> TrajectoryStep | None:
+        """Record a native step's response; the step whose calls are to run, if any."""
         run.record(response.usage, response)
         raise_for_finish(self.signature, response, run.usage)
         if not response.tool_calls:
@@ -302,19 +363,33 @@ class ReAct(Module, Generic[SigT]):
         ]
         step = TrajectoryStep(reasoning=response.text or None, calls=calls)
         run.trajectory.append(step)
-        return await run.finish_step(step, 0)
+        return step
 
     # -- out of steps --
 
-    async def _extracted(self, run: Run[SigT]) -> Prediction[SigT]:
+    async def _extracted(
+        self, run: Run[SigT], stream: bool
+    ) -> AsyncIterator[StreamEvent | Prediction[SigT]]:
+        """The answer extracted from the trajectory; its partial outputs when streaming."""
         predict = copy.copy(self.extract)  # this run's LM, without touching the template
         if predict.lm is None:
             predict.lm = run.lm
-        pred = await predict.aforward(
-            history=run.history, **run.inputs, **{TRAJECTORY_FIELD: run.trajectory.to_text()}
-        )
+        pred: Any = None
+        async with closing(
+            predict.aexecute(
+                stream=stream,
+                history=run.history,
+                **run.inputs,
+                **{TRAJECTORY_FIELD: run.trajectory.to_text()},
+            )
+        ) as events:
+            async for event in events:
+                if isinstance(event, Prediction):
+                    pred = event
+                else:
+                    yield event
         run.record(pred.usage, pred.completion)
-        return run.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
+        yield run.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
 
 
 def _messages(history: History | Sequence[ChatMessage] | None) -> list[ChatMessage]:

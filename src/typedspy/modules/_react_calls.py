@@ -60,30 +60,42 @@ class CallRunner:
         Raises:
             ConfirmationRequired: The tool asks for a confirmation; ``context`` holds the state.
         """
+        observation, _ = await self.run_checked(call)
+        return observation
+
+    async def run_checked(self, call: TrajectoryCall) -> tuple[str, bool]:
+        """Like `run`, and say whether the call failed (the observation reports an error).
+
+        Raises:
+            ConfirmationRequired: The tool asks for a confirmation; ``context`` holds the state.
+        """
         try:
             tool = self.tools.get(call.name)
         except ToolNotFoundError:
             available = ", ".join([t.name for t in self.tools] + ["finish"])
-            return f"Error: there is no tool named {call.name!r}. Available tools: {available}."
+            return (
+                f"Error: there is no tool named {call.name!r}. Available tools: {available}.",
+                True,
+            )
         try:
             result = await tool.acall(call.arguments)
         except ToolArgumentsError as exc:
-            return bounded(
-                f"Error: the arguments for {call.name} are invalid, so it was not run: {exc}"
-            )
+            message = f"Error: the arguments for {call.name} are invalid, so it was not run: {exc}"
+            return bounded(message), True
         except ConfirmationRequired as exc:
             self.on_pause(exc, call)
             raise
         except ConfirmationRejected as exc:
-            return bounded(f"The user rejected this call to {call.name}; it was not run. {exc}")
+            message = f"The user rejected this call to {call.name}; it was not run. {exc}"
+            return bounded(message), True
         except Exception as exc:  # any failure of the user's tool is news for the model
-            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}")
+            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
         return await self._observe(call, result)
 
-    async def _observe(self, call: TrajectoryCall, result: Any) -> str:
+    async def _observe(self, call: TrajectoryCall, result: Any) -> tuple[str, bool]:
         value = _single_value(result)
         if not is_module_callback(value):
-            return render_value(value)
+            return render_value(value), False
         context = ModuleContext(module=self.agent, tools=self.tools, trajectory=self.trajectory)
         try:
             said = value(context)
@@ -93,10 +105,10 @@ class CallRunner:
             self.on_pause(exc, call)
             raise
         except Exception as exc:  # a failing callback is reported like a failing tool
-            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}")
+            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
         if said is None:
-            return f"{call.name} done."
-        return render_value(said)
+            return f"{call.name} done.", False
+        return render_value(said), False
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:

@@ -7,7 +7,7 @@ agent, so concurrent runs of one agent never see each other's tools or steps.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -28,10 +28,12 @@ from typedspy.modules._predict import Predict
 from typedspy.modules._react_calls import CallRunner, bounded
 from typedspy.modules._react_state import CONTEXT_KEY, pause_state
 from typedspy.modules._react_steps import FINISH, TRAJECTORY_FIELD, step_signature
+from typedspy.modules._react_stream import finished, started
 from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 from typedspy.parse import parse_outputs
 from typedspy.prediction import Prediction
 from typedspy.signature import Signature, to_jsonable
+from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import Tool, Toolset
 
 __all__ = ["Run", "raise_for_finish"]
@@ -61,6 +63,7 @@ class Run(Generic[SigT]):
         step: The index of the current step.
         usage: Tokens spent by the run.
         completion: The last response.
+        answer: The outputs, once a valid ``finish`` was called.
         calls: Runs tool calls against this run's tools.
     """
 
@@ -77,6 +80,7 @@ class Run(Generic[SigT]):
     step: int = 0
     usage: Usage = field(default_factory=Usage)
     completion: LMResponse | None = None
+    answer: dict[str, Any] | None = None
     calls: CallRunner = field(init=False)
     _steppers: list[tuple[tuple[Tool, ...], type[Signature], dict[type[BaseModel], str]]] = field(
         default_factory=list
@@ -121,21 +125,24 @@ class Run(Generic[SigT]):
 
     # -- running the calls of a step --
 
-    async def finish_step(self, step: TrajectoryStep, start: int) -> dict[str, Any] | None:
-        """Run ``step.calls[start:]`` in order; the outputs when a valid ``finish`` was among them.
+    async def run_calls(self, step: TrajectoryStep, start: int) -> AsyncIterator[StreamEvent]:
+        """Run ``step.calls[start:]`` in order, with an event before and after each tool call.
+
+        A valid ``finish`` among them sets `answer`; the calls after it are skipped.
 
         Raises:
-            ConfirmationRequired: A tool paused the run (its state is in ``context``).
+            ConfirmationRequired: A tool paused the run (its state is in ``context``); its
+                `ToolCallStarted` was yielded, its `ToolCallFinished` comes on resumption.
         """
-        outputs: dict[str, Any] | None = None
         for call in step.calls[start:]:
-            if outputs is not None:
+            if self.answer is not None:
                 call.observation = _SKIPPED
             elif call.name == FINISH:
-                outputs = self._finish(call)
+                self.answer = self._finish(call)
             else:
-                call.observation = await self.calls.run(call)
-        return outputs
+                yield started(call)
+                call.observation, failed = await self.calls.run_checked(call)
+                yield finished(call, failed)
 
     def _finish(self, call: TrajectoryCall) -> dict[str, Any] | None:
         result = parse_outputs(self.signature, call.arguments)
@@ -166,16 +173,28 @@ class Run(Generic[SigT]):
 
     # -- the union fallback --
 
-    async def union_step(self) -> dict[str, Any] | None:
-        """One step through `Predict` over a signature whose output is the tagged union."""
+    async def union_step(self, *, stream: bool) -> TrajectoryStep | None:
+        """One step through `Predict` over a signature whose output is the tagged union.
+
+        Returns the step whose tool call is to run, or None: the step chose ``finish`` (then
+        `answer` is set), or its output could not be used (then a note says why). With
+        ``stream``, the request streams; its partial events (of the step signature, not the
+        task's) are not passed on.
+        """
         step_sig, members = self._stepper(tuple(self.active_tools()))
         predict: Predict[Signature] = Predict(step_sig, lm=self.lm, **self.params)
+        pred: Any = None
         try:
-            pred = await predict.aforward(
-                history=self.history,
-                **self.inputs,
-                **{TRAJECTORY_FIELD: self.trajectory.to_text()},
-            )
+            async with closing(
+                predict.aexecute(
+                    stream=stream,
+                    history=self.history,
+                    **self.inputs,
+                    **{TRAJECTORY_FIELD: self.trajectory.to_text()},
+                )
+            ) as events:
+                async for event in events:
+                    pred = event
         except (OutputDecodeError, OutputValidationError) as exc:
             # One unreadable step should not end the run: the model sees why and tries again.
             self.record(exc.usage, None)
@@ -188,16 +207,16 @@ class Run(Generic[SigT]):
         call_id = f"call_{self.step + 1}_1"
         reasoning = pred["reasoning"] or None
         if name == FINISH:
-            outputs = {n: getattr(choice, n) for n in self.signature.output_fields}
+            self.answer = {n: getattr(choice, n) for n in self.signature.output_fields}
             shown = _arguments(choice, self.signature.output_fields)
             call = TrajectoryCall(call_id, FINISH, shown, ACCEPTED)
             self.trajectory.append(TrajectoryStep(reasoning=reasoning, calls=[call]))
-            return outputs
+            return None
         tool = self.calls.tools.get(name)
         call = TrajectoryCall(call_id, name, _arguments(choice, tool.signature.input_fields))
         step = TrajectoryStep(reasoning=reasoning, calls=[call])
         self.trajectory.append(step)
-        return await self.finish_step(step, 0)
+        return step
 
     def _stepper(
         self, tools: tuple[Tool, ...]

@@ -1,124 +1,332 @@
 """Incremental parsing of a streamed completion into partial typed outputs.
 
-Partial JSON is read by jiter's partial mode (a maintained incremental parser that ships with
-the openai SDK), never by hand. Fields before the one in progress are complete and are validated
-once, then cached; the field in progress is shown as a partial value.
+`PartialParser` is fed the completion piece by piece. It says which output field each piece of
+text belongs to, and what the outputs look like so far:
+
+* Values are read by jiter's partial mode (a maintained incremental parser that ships with the
+  openai SDK), never by hand. A light scan of the top-level object's structure (strings,
+  brackets, ``:`` and ``,`` at depth one; no values decoded) tells where each member starts and
+  ends, so a member followed by ``,`` or the closing brace is known to be complete.
+* A complete field is validated exactly as the final validation does (the signature's output
+  model, field by field), once; a field that fails is left out (the final validation reports it).
+* The field in progress is shown as it stands: partial text, the items so far, and for a model
+  or union field an instance of the member class named by ``_type`` (once that name is complete),
+  built unvalidated from the keys seen so far.
+* ``[[ ## field ## ]]`` marker output is read section by section; text before the JSON object
+  (prose, a ```json fence) belongs to no field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any, get_args, get_origin
+import functools
+import re
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from jiter import from_json
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel
 
-from typedspy.parse._extract import split_marker_sections
+from typedspy.parse._scan import JsonScan
+from typedspy.parse._sections import _MARKER, split_marker_sections
+from typedspy.parse._validate import _section_value
 from typedspy.signature import Signature
-from typedspy.signature._dispatch import TYPE_KEY, is_model, resolve_name, wire_names
+from typedspy.signature._dispatch import TYPE_KEY, is_model, is_union, resolve_name, wire_names
 
-__all__ = ["PartialParser"]
+__all__ = ["PartialParser", "Segment"]
 
-_UNSET = object()
+Segment = tuple[str | None, str]
+"""A piece of the completion and the output field it belongs to (``None``: no field)."""
 
-
-def _members(annotation: Any) -> list[type[BaseModel]]:
-    while get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    if is_model(annotation):
-        return [annotation]
-    return [a for a in get_args(annotation) if is_model(a)]
-
-
-def _partial_model(annotation: Any, value: Any) -> Any:
-    """The member class ``value`` is heading for, built from what has arrived so far."""
-    if not isinstance(value, Mapping):
-        return value
-    members = _members(annotation)
-    if not members:
-        return value
-    chosen: type[BaseModel] | None = members[0] if len(members) == 1 else None
-    if chosen is None and isinstance(value.get(TYPE_KEY), str):
-        index = resolve_name(value[TYPE_KEY], wire_names(members))
-        chosen = None if index is None else members[index]
-    if chosen is None:
-        return dict(value)
-    known = {k: v for k, v in value.items() if k in chosen.model_fields}
-    return chosen.model_construct(**known)
+_UNSET: Any = object()
+# A proper prefix of a ``[[ ## name ## ]]`` marker, at the very end of the text.
+_MARKER_PREFIX = re.compile(r"\[(?:\[ *(?:#(?:# *(?:\w+ *(?:#(?:# *\]?)?)?)?)?)?)?")
+_MARKER_WINDOW = 100  # how far back a marker that is still arriving can start
+# The text ends inside the value of a "_type" key: the member's name is not complete yet.
+_OPEN_TYPE = re.compile(r'"_type"\s*:\s*"[^"]*$')
+_SEQUENCES = (list, tuple, set, frozenset)
 
 
 class PartialParser:
-    """Feed it the whole text received so far; it says what the outputs look like now."""
+    """Feed it a completion piece by piece; it attributes the text and shows the outputs so far.
+
+    Example:
+        ```python
+        parser = PartialParser(Decide)
+        for piece in pieces:
+            for field, text in parser.feed(piece):
+                ...  # text belongs to output field `field` (None: to no field)
+            parser.values()  # {"action": SpawnTask(description="cut th"), ...}
+        parser.flush()  # text held back at the end (a marker that never completed)
+        ```
+    """
 
     def __init__(self, sig: type[Signature]) -> None:
         self._fields = sig.output_fields
-        self._adapters: dict[str, TypeAdapter[Any]] = {}
-        self._done: dict[str, Any] = {}
-        self.current: str | None = None
+        self._model = sig.output_model
+        self._instance = self._model.model_construct()
+        self._done: dict[str, tuple[Any, Any]] = {}
+        self._text = ""
+        self._mode: Literal["json", "markers"] | None = None
+        self._scan: JsonScan | None = None
+        self._owner: str | None = None  # the field the text fed so far ends in
+        self._emitted = 0  # text before this index was returned by feed
+        self._section: str | None = None  # markers: the section being written
+        self._values: dict[str, Any] = {}
+        self._parsed = -1  # length of the text `_values` was computed from
+        self._shown: tuple[dict[str, Any], frozenset[str]] = ({}, frozenset())
 
-    def _validated(self, name: str, value: Any) -> Any:
-        if name not in self._done:
-            adapter = self._adapters.get(name)
-            if adapter is None:
-                info = self._fields[name]
-                adapter = TypeAdapter(Annotated[info.annotation, info])  # type: ignore[arg-type]
-                self._adapters[name] = adapter
-            try:
-                self._done[name] = adapter.validate_python(value)
-            except ValidationError:
-                self._done[name] = _UNSET  # the final validation reports it
-        return self._done[name]
+    @property
+    def text(self) -> str:
+        """Everything fed so far."""
+        return self._text
 
-    def _from_data(self, data: Mapping[str, Any], closed: bool) -> dict[str, Any]:
-        keys = [k for k in data if k in self._fields]
-        last = None if closed or not keys else keys[-1]
-        values: dict[str, Any] = {}
-        for key in keys:
-            if key == last:
-                values[key] = _partial_model(self._fields[key].annotation, data[key])
-            else:
-                done = self._validated(key, data[key])
-                if done is not _UNSET:
-                    values[key] = done
-        self.current = last
+    @property
+    def current(self) -> str | None:
+        """The output field being written, if any."""
+        if self._scan is not None:
+            name = self._scan.member if self._scan.end < 0 else None
+        else:
+            name = self._section
+        return name if name in self._fields else None
+
+    def feed(self, piece: str) -> list[Segment]:
+        """Take the next piece of the completion; return it split by the field it belongs to.
+
+        In marker mode, text that may be the start of a ``[[ ## ... ## ]]`` marker is held
+        back until it is complete (see `flush`); the segments returned over a whole stream
+        (flush included) add up to the whole text.
+        """
+        self._text += piece
+        if self._mode is None:
+            self._detect()
+        if self._scan is not None:
+            return self._segments(len(self._text), self._scan.scan(self._text, self._fields))
+        end = self._held_back()  # a marker may be arriving (before the mode is known, too)
+        return self._marker_segments(end) if self._mode == "markers" else self._segments(end, [])
+
+    def flush(self) -> list[Segment]:
+        """The text still held back (the stream ended): attributed as it stands."""
+        if self._emitted >= len(self._text):
+            return []
+        return self._marker_segments(len(self._text), final=True)
+
+    def values(self) -> dict[str, Any]:
+        """The outputs as far as the text fed so far shows them (see the module docstring)."""
+        if self._parsed != len(self._text):
+            self._parsed = len(self._text)
+            if self._mode == "json":
+                self._values = self._json_values()
+            elif self._mode == "markers":
+                self._values = self._marker_values()
+        return dict(self._values)
+
+    def news(self) -> dict[str, Any] | None:
+        """`values`, when they changed since the last call (a field completing counts too)."""
+        values = self.values()
+        complete = frozenset(values) - {self.current}
+        if (values, complete) == self._shown:
+            return None
+        self._shown = (values, complete)
         return values
 
-    def _from_sections(self, sections: Mapping[str, str]) -> dict[str, Any]:
-        names = [n for n in sections if n in self._fields]
-        last = names[-1] if names else None
-        values: dict[str, Any] = {}
-        for name in names:
-            text = sections[name]
-            if name == last:
-                values[name] = text
-            elif self._fields[name].annotation is str:
-                values[name] = text
-        self.current = last
-        return values
+    # -- where the output starts --
 
-    def feed(self, text: str) -> dict[str, Any]:
-        """The outputs as far as ``text`` (everything received so far) shows them."""
-        if "[[ ##" in text:
-            sections = split_marker_sections(text)
-            if sections:
-                return self._from_sections(sections)
-        start = text.find("{")
-        if start < 0:
-            return {}
-        body = text[start:]
+    def _detect(self) -> None:
+        text = self._text
+        brace = text.find("{", self._emitted)
+        marker = _MARKER.search(text, self._emitted)
+        if marker is not None and (brace < 0 or marker.start() < brace):
+            self._mode = "markers"
+        elif brace >= 0:
+            self._mode = "json"
+            self._scan = JsonScan(brace)
+
+    # -- attribution --
+
+    def _segments(self, end: int, changes: list[tuple[int, str | None]]) -> list[Segment]:
+        out: list[Segment] = []
+        owner, pos = self._owner, self._emitted
+        for index, new in changes:
+            if index > pos and new != owner:
+                _append(out, owner, self._text[pos:index])
+                pos = index
+            owner = new
+        if end > pos:
+            _append(out, owner, self._text[pos:end])
+        self._owner, self._emitted = owner, end
+        return out
+
+    def _held_back(self) -> int:
+        """Where a marker that may still be arriving starts (the text's length if none)."""
+        text = self._text
+        low = max(self._emitted, len(text) - _MARKER_WINDOW)
+        at = text.find("[", low)
+        while at >= 0:
+            if _MARKER_PREFIX.fullmatch(text, at):
+                return at
+            at = text.find("[", at + 1)
+        return len(text)
+
+    def _marker_segments(self, end: int, *, final: bool = False) -> list[Segment]:
+        changes: list[tuple[int, str | None]] = []
+        for marker in _MARKER.finditer(self._text, self._emitted, end):
+            name = marker.group(1)
+            self._section = None if name == "completed" else name
+            changes.append((marker.start(), None))
+            changes.append((marker.end(), name if name in self._fields else None))
+        if final:
+            self._section = None
+        return self._segments(end, changes)
+
+    # -- values --
+
+    def _json_values(self) -> dict[str, Any]:
+        scan = self._scan
+        assert scan is not None
+        end = scan.end if scan.end >= 0 else len(self._text)
+        body = self._text[scan.start : end]
         try:
-            data = from_json(body.encode(), partial_mode="trailing-strings")
-        except ValueError:
-            return {}
+            data = from_json(body.encode(), partial_mode="trailing-strings", allow_inf_nan=False)
+        except ValueError:  # not JSON after all (or malformed): keep what was shown
+            return self._values
         if not isinstance(data, dict):
-            return {}
-        closed = body.rstrip().rstrip("`").rstrip().endswith("}") and _complete(body)
-        return self._from_data(data, closed)
+            return self._values
+        open_member = self.current
+        values: dict[str, Any] = {}
+        for key, raw in data.items():
+            info = self._fields.get(key)
+            if info is None:
+                continue
+            if key == open_member:
+                if _OPEN_TYPE.search(body, max(0, len(body) - 256)):
+                    _drop_open_type(raw)
+                values[key] = _partial_value(info.annotation, raw)
+            else:
+                value = self._validated(key, raw)
+                if value is not _UNSET:
+                    values[key] = value
+        return values
+
+    def _marker_values(self) -> dict[str, Any]:
+        sections = split_marker_sections(self._text[: self._emitted]) or {}
+        in_progress = self.current
+        values: dict[str, Any] = {}
+        for name, body in sections.items():
+            info = self._fields.get(name)
+            if info is None:
+                continue
+            if name == in_progress:
+                value = _partial_section(info.annotation, body)
+            else:
+                ok, decoded, _ = _section_value(info.annotation, body)
+                value = self._validated(name, decoded, key=body) if ok else _UNSET
+            if value is not _UNSET:
+                values[name] = value
+        return values
+
+    def _validated(self, name: str, raw: Any, *, key: Any = _UNSET) -> Any:
+        """A complete field's value, validated by the output model itself (cached)."""
+        key = raw if key is _UNSET else key
+        cached = self._done.get(name)
+        if cached is not None and type(cached[0]) is type(key) and cached[0] == key:
+            return cached[1]
+        try:
+            self._model.__pydantic_validator__.validate_assignment(self._instance, name, raw)
+            value = self._instance.__dict__[name]
+        except Exception:  # invalid (or a user validator raised): the final validation reports it
+            value = _UNSET
+        self._done[name] = (key, value)
+        return value
 
 
-def _complete(body: str) -> bool:
+def _append(out: list[Segment], owner: str | None, text: str) -> None:
+    if out and out[-1][0] == owner:
+        out[-1] = (owner, out[-1][1] + text)
+    else:
+        out.append((owner, text))
+
+
+def _drop_open_type(value: Any) -> None:
+    """Remove the ``_type`` whose name is still arriving (the last key on the right edge)."""
+    while True:
+        if isinstance(value, dict) and value:
+            last = next(reversed(value))
+            if last == TYPE_KEY and isinstance(value[last], str):
+                del value[last]
+                return
+            value = value[last]
+        elif isinstance(value, list) and value:
+            value = value[-1]
+        else:
+            return
+
+
+def _partial_section(annotation: Any, body: str) -> Any:
+    """The section being written: its text for a ``str`` field, else its partial JSON value."""
+    options = _shape(annotation)[0]
+    if str in options and all(o in (str, type(None)) for o in options):
+        return body
+    if body.startswith("```"):  # an opening fence: the JSON starts on the next line
+        newline = body.find("\n")
+        body = body[newline + 1 :] if newline >= 0 else ""
     try:
-        from_json(body.rstrip().rstrip("`").rstrip().encode())
+        data = from_json(body.encode(), partial_mode="trailing-strings", allow_inf_nan=False)
     except ValueError:
-        return False
-    return True
+        return _UNSET
+    if _OPEN_TYPE.search(body, max(0, len(body) - 256)):
+        _drop_open_type(data)
+    return _partial_value(annotation, data)
+
+
+def _options(annotation: Any) -> tuple[Any, ...]:
+    """The members of a union (``Annotated`` stripped), or the annotation itself."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if is_union(annotation) or get_origin(annotation) is Union:
+        return tuple(o for arg in get_args(annotation) for o in _options(arg))
+    return (annotation,)
+
+
+_Shape = tuple[tuple[Any, ...], Any, tuple[type[BaseModel], ...], list[str]]
+
+
+def _shape(annotation: Any) -> _Shape:
+    """What `_partial_value` needs of an annotation: its options, list item type, models."""
+    try:
+        return _cached_shape(annotation)
+    except TypeError:  # an unhashable annotation: worked out each time
+        return _cached_shape.__wrapped__(annotation)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_shape(annotation: Any) -> _Shape:
+    options = _options(annotation)
+    item = next((get_args(o)[0] for o in options if _is_sequence(o)), None)
+    members = tuple(o for o in options if is_model(o))
+    return options, item, members, wire_names(list(members)) if len(members) > 1 else []
+
+
+def _partial_value(annotation: Any, value: Any) -> Any:
+    """``value`` (partial JSON) shaped like ``annotation`` as far as it can be: models built."""
+    if isinstance(value, list):
+        item = _shape(annotation)[1]
+        return value if item is None else [_partial_value(item, v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    _, _, members, names = _shape(annotation)
+    chosen: type[BaseModel] | None = members[0] if len(members) == 1 else None
+    tag = value.get(TYPE_KEY)
+    if names and isinstance(tag, str):
+        index = resolve_name(tag, names)
+        chosen = None if index is None else members[index]
+    if chosen is None:
+        return value
+    known = {}
+    for name, info in chosen.model_fields.items():
+        key = name if name in value else info.alias
+        if key is not None and key in value:
+            known[name] = _partial_value(info.annotation, value[key])
+    return chosen.model_construct(**known)
+
+
+def _is_sequence(annotation: Any) -> bool:
+    return get_origin(annotation) in _SEQUENCES and bool(get_args(annotation))
