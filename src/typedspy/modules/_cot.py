@@ -31,6 +31,8 @@ class ChainOfThought(Predict[Signature]):
 
     The reasoning is the first property of the output schema, so with structured outputs the
     model writes it before the answer fields. Modes, unions and retries behave as in `Predict`.
+    ``original_signature`` keeps the signature without ``reasoning``: it is the contract
+    `Tool.from_module` exposes, and new instructions (set or loaded) apply to both.
 
     Example:
         ```python
@@ -56,3 +58,13 @@ class ChainOfThought(Predict[Signature]):
         base = make_signature(signature) if isinstance(signature, str) else signature
         self.original_signature = base
         super().__init__(with_reasoning(base, reasoning_description), mode=mode, **kwargs)
+
+    @property
+    def instructions(self) -> str:
+        """The instruction sent to the model (the signature's docstring unless replaced)."""
+        return self.signature.instructions
+
+    @instructions.setter
+    def instructions(self, text: str) -> None:
+        self.signature = self.signature.with_instructions(text)
+        self.original_signature = self.original_signature.with_instructions(text)

@@ -30,6 +30,7 @@ ModeSetting = Literal["auto", "json_schema", "json_object", "prompt", "tools"]
 _MODES = ("auto", *get_args(Mode))
 # ADR-006: when an endpoint rejects response_format, "auto" steps down this chain once.
 _FALLBACK: dict[str, str] = {"json_schema": "json_object", "json_object": "prompt"}
+_STATE_KEYS = ("signature", "instructions", "demos")
 
 
 class Predict(Module, Generic[SigT]):
@@ -93,18 +94,52 @@ class Predict(Module, Generic[SigT]):
         self.signature = cast("type[SigT]", self.signature.with_instructions(text))
 
     def dump_state(self) -> dict[str, Any]:
-        """Instructions and demos, JSON-ready (see `Module.save`)."""
+        """Instructions and demos, JSON-ready (see `Module.save`).
+
+        Demo values are written as the prompt shows them (`to_jsonable` with each field's
+        type: union members carry ``_type``); `load_state` validates them back into values.
+        """
         return {
             "signature": self.signature.__name__,
             "instructions": self.instructions,
-            "demos": [to_jsonable(dict(demo)) for demo in self.demos],
+            "demos": [_jsonable_demo(self.signature, demo) for demo in self.demos],
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore `dump_state` output."""
-        if "instructions" in state and state["instructions"] != self.instructions:
-            self.instructions = str(state["instructions"])
-        self.demos = [dict(d) for d in state.get("demos", [])]
+        """Restore `dump_state` output.
+
+        Raises:
+            ConfigurationError: The state is not a predictor's, or is for another signature.
+        """
+        self._apply_state(self._read_state(state))
+
+    def _read_state(self, state: object) -> tuple[str | None, list[Mapping[str, Any]]]:
+        """Check `dump_state` output and type its demos; nothing is changed yet."""
+        name = self.signature.__name__
+        if not isinstance(state, Mapping) or not set(state) <= set(_STATE_KEYS):
+            keys = sorted(state) if isinstance(state, Mapping) else type(state).__name__
+            raise ConfigurationError(
+                f"state for {self!r} must hold {', '.join(_STATE_KEYS)}, not {keys} "
+                "(was it saved from a module with several predictors?)"
+            )
+        if state.get("signature", name) != name:
+            raise ConfigurationError(
+                f"state saved for signature {state['signature']} cannot load into {self!r}"
+            )
+        demos = state.get("demos", [])
+        if not isinstance(demos, list) or not all(isinstance(d, Mapping) for d in demos):
+            raise ConfigurationError(f"state for {self!r}: demos must be a list of objects")
+        instructions = state.get("instructions")
+        return (
+            None if instructions is None else str(instructions),
+            [_typed_demo(self.signature, demo) for demo in demos],
+        )
+
+    def _apply_state(self, read: tuple[str | None, list[Mapping[str, Any]]]) -> None:
+        instructions, demos = read
+        if instructions is not None and instructions != self.instructions:
+            self.instructions = instructions
+        self.demos = demos
 
     # -- public entry points --
 
@@ -254,6 +289,36 @@ class Predict(Module, Generic[SigT]):
             policy=RetryPolicy(max_retries=retries, wait=settings.retry_wait),
             budget=budget,
         )
+
+
+def _jsonable_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
+    fields = {**sig.input_fields, **sig.output_fields}
+    return {
+        k: to_jsonable(v, fields[k].annotation if k in fields else None) for k, v in demo.items()
+    }
+
+
+def _typed_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved demo's values validated back into typed values (models, union members, dates).
+
+    A value that does not validate (or a key that is not a field) is kept as saved: it is
+    already in the form the prompt shows.
+    """
+    typed = dict(demo)
+    for model, fields in (
+        (sig.input_model, sig.input_fields),
+        (sig.output_model, sig.output_fields),
+    ):
+        for name in fields:
+            if name not in demo:
+                continue
+            holder = model.model_construct()
+            try:
+                model.__pydantic_validator__.validate_assignment(holder, name, demo[name])
+            except ValidationError:
+                continue
+            typed[name] = getattr(holder, name)
+    return typed
 
 
 def _history(history: History | Sequence[ChatMessage] | None) -> list[ChatMessage]:

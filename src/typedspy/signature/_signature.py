@@ -140,6 +140,8 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
     rewriter = TypeRewriter()
     input_model = _fields_model(f"{cls.__name__}Inputs", inputs, rewriter, decode_strings=False)
     output_model = _fields_model(f"{cls.__name__}Outputs", outputs, rewriter, decode_strings=True)
+    input_model.__typedspy_owner__ = (cls, "input_model")
+    output_model.__typedspy_owner__ = (cls, "output_model")
     doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else ""
     if not doc or cls.__doc__ == Signature.__doc__:
         parent = next((b for b in cls.__mro__[1:] if b.__dict__.get("__typedspy_spec__")), None)
@@ -169,7 +171,7 @@ def _wants_container(tp: Any) -> bool:
 
 def _fields_model(
     name: str, fields: dict[str, FieldInfo], rewriter: TypeRewriter, *, decode_strings: bool
-) -> type[BaseModel]:
+) -> type[_FieldsModel]:
     definitions: dict[str, Any] = {}
     for field_name, info in fields.items():
         annotation = rewriter.rewrite(info.annotation, discriminated=info.discriminator is not None)
@@ -177,10 +179,19 @@ def _fields_model(
             # A model that double-encodes a nested value sends it as a JSON string: decode once.
             annotation = Annotated[annotation, BeforeValidator(decode_json_once)]
         definitions[field_name] = (annotation, without_role(info))
-    model: type[BaseModel] = create_model(
-        name, __config__=ConfigDict(extra="ignore", protected_namespaces=()), **definitions
-    )
+    model: type[_FieldsModel] = create_model(name, __base__=_FieldsModel, **definitions)
     return model
+
+
+class _FieldsModelMeta(ModelMetaclass):
+    """The metaclass of signatures' input and output models, so that they pickle (below)."""
+
+
+class _FieldsModel(BaseModel, metaclass=_FieldsModelMeta):
+    """The base of a signature's input and output models."""
+
+    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+    __typedspy_owner__: ClassVar[tuple[type[Signature], str] | None] = None
 
 
 def build_signature(
@@ -249,4 +260,11 @@ def _reduce_signature(cls: type[Signature]) -> str | tuple[Any, ...]:
     )
 
 
+def _reduce_fields_model(model: type[_FieldsModel]) -> str | tuple[Any, ...]:
+    """Pickle ``Sig.input_model`` / ``Sig.output_model`` as that attribute of the signature."""
+    owner = model.__dict__.get("__typedspy_owner__")
+    return model.__qualname__ if owner is None else (getattr, owner)
+
+
 copyreg.pickle(_SignatureMeta, _reduce_signature)  # type: ignore[arg-type]
+copyreg.pickle(_FieldsModelMeta, _reduce_fields_model)  # type: ignore[arg-type]

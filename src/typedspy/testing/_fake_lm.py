@@ -86,6 +86,14 @@ class FakeLM(BaseLM):
     def __repr__(self) -> str:
         return f"FakeLM(model={self.model!r}, remaining={self.remaining})"
 
+    def __getstate__(self) -> dict[str, object]:
+        # Replies and requests pickle (scripted callables only if they are importable).
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
 
 def _text_response(text: str, request: LMRequest, model: str) -> LMResponse:
     prompt_chars = sum(len(str(message.get("content") or "")) for message in request.messages)

@@ -106,9 +106,11 @@ class Tool:
     ) -> Tool:
         """Wrap a module bound to a signature: ``Predict(Sig)`` or a subclass with ``signature``.
 
-        The module runs through ``acall``; a subclass that only overrides a synchronous
-        ``forward`` runs that in a worker thread. A `confirm_first` mark on the module or its
-        class is kept.
+        A module's ``original_signature``, when it has one, comes first: the tool for
+        ``ChainOfThought(Sig)`` has ``Sig``'s contract, and its ``reasoning`` output is dropped
+        from the result. The module runs through ``acall``; a subclass that only overrides a
+        synchronous ``forward`` runs that in a worker thread. A `confirm_first` mark on the
+        module or its class is kept.
 
         Args:
             module: A module instance with a ``signature`` attribute.
@@ -122,7 +124,11 @@ class Tool:
             raise ToolError(f"pass a module instance, not the class: {module.__name__}()")
         if not isinstance(module, Module):
             raise ToolError(f"Tool.from_module needs a Module instance, not {module!r}")
-        signature = getattr(module, "signature", None)
+        # A module that adds outputs of its own (ChainOfThought's `reasoning`) keeps the
+        # signature it was given as `original_signature`: that is the tool's contract.
+        signature = getattr(module, "original_signature", None)
+        if not (isinstance(signature, type) and issubclass(signature, Signature)):
+            signature = getattr(module, "signature", None)
         if not (isinstance(signature, type) and issubclass(signature, Signature)):
             raise ToolError(
                 f"{type(module).__name__} is not bound to a signature: set "
