@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from typedspy.settings import get_settings
+from typedspy.streaming import closing
 
 if TYPE_CHECKING:
     from typedspy.lm._base import BaseLM, LMRequest, LMResponse
@@ -105,13 +106,18 @@ async def stream(
     call_id = uuid.uuid4().hex
     if notify:
         _notify("on_lm_start", call_id, lm, request)
-    try:
-        async for chunk in lm.astream(request):
-            accumulator.add(chunk)
-            yield chunk
-    except BaseException as exc:
-        if notify:
-            _notify("on_lm_end", call_id, None, exc)
-        raise
+    async with closing(lm.astream(request)) as chunks:  # closes the HTTP response at once
+        try:
+            async for chunk in chunks:
+                accumulator.add(chunk)
+                yield chunk
+        except GeneratorExit:  # the consumer stopped early: not a failure of the request
+            if notify:
+                _notify("on_lm_end", call_id, None, None)
+            raise
+        except BaseException as exc:
+            if notify:
+                _notify("on_lm_end", call_id, None, exc)
+            raise
     if notify:
         _notify("on_lm_end", call_id, accumulator.response(), None)

@@ -28,7 +28,7 @@ from typing import Any, TypeGuard
 from typedspy.errors import ConfigurationError
 from typedspy.lm._base import BaseLM
 
-__all__ = ["Settings", "configure", "context", "get_settings"]
+__all__ = ["Settings", "configure", "context", "get_settings", "resolve_lm"]
 
 
 @dataclass(frozen=True)
@@ -190,3 +190,17 @@ def _problem(key: str, value: object) -> str | None:
 
 def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def resolve_lm(lm: BaseLM | None) -> BaseLM:
+    """``lm`` if given, else the configured one.
+
+    Raises:
+        ConfigurationError: Neither is set.
+    """
+    chosen = lm or get_settings().lm
+    if chosen is None:
+        raise ConfigurationError(
+            "no language model configured: pass lm= or call ts.configure(lm=ts.LM('gpt-4o-mini'))"
+        )
+    return chosen

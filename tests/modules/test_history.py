@@ -224,11 +224,6 @@ def test_react_sends_history_turns_before_the_inputs(router: respx.MockRouter) -
     assert len(history) == 2  # the run does not write into the caller's history
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ReAct's native request sends the history's system prompt as a second system "
-    "message (modules/_react_steps.native_request); Predict merges it into the first",
-)
 def test_react_sends_one_system_message_with_the_history_prompt(
     router: respx.MockRouter,
 ) -> None:

@@ -17,7 +17,14 @@ from typedspy.lm._base import ChatMessage, LMRequest
 from typedspy.schema import CompiledSchema, compile_schema
 from typedspy.signature import Signature, to_jsonable
 
-__all__ = ["Mode", "build_request", "format_inputs", "format_outputs", "render_value"]
+__all__ = [
+    "Mode",
+    "build_request",
+    "format_inputs",
+    "format_outputs",
+    "render_value",
+    "with_history",
+]
 
 Mode = Literal["json_schema", "json_object", "prompt", "tools"]
 
@@ -114,6 +121,20 @@ def _prompt_for(sig: type[Signature], mode: Mode) -> _Prompt:
     return _Prompt(system, None, (tool,), {"type": "function", "function": {"name": strict.name}})
 
 
+def with_history(
+    system: str, history: Sequence[ChatMessage]
+) -> tuple[ChatMessage, list[ChatMessage]]:
+    """Typedspy's system turn joined with a conversation's own, and the other turns.
+
+    A conversation's system prompt (`History.messages` puts it first) joins typedspy's system
+    turn: one system message, always first, never one in the middle of the turns.
+    """
+    extra = [str(m.get("content") or "") for m in history if m.get("role") == "system"]
+    content = "\n\n".join([system, *(text for text in extra if text)])
+    turns = [m for m in history if m.get("role") != "system"]
+    return {"role": "system", "content": content}, turns
+
+
 def build_request(
     sig: type[Signature],
     inputs: Mapping[str, Any],
@@ -135,15 +156,12 @@ def build_request(
         params: Request parameters (temperature, max_tokens, ...).
     """
     prompt = _prompt_for(sig, mode)
-    # A conversation's own system prompt (History.messages puts it first) joins typedspy's
-    # system turn: one system message, always first, never one in the middle of the turns.
-    extra = [str(m.get("content") or "") for m in history if m.get("role") == "system"]
-    system = "\n\n".join([prompt.system, *(text for text in extra if text)])
-    messages: list[ChatMessage] = [{"role": "system", "content": system}]
+    system, turns = with_history(prompt.system, history)
+    messages: list[ChatMessage] = [system]
     for demo in demos:
         messages.append({"role": "user", "content": format_inputs(sig, demo)})
         messages.append({"role": "assistant", "content": format_outputs(sig, demo)})
-    messages.extend(m for m in history if m.get("role") != "system")
+    messages.extend(turns)
     messages.append({"role": "user", "content": format_inputs(sig, inputs)})
     return LMRequest(
         messages=tuple(messages),

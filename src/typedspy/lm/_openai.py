@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import re
 import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -33,6 +32,7 @@ from typedspy.errors import (
 )
 from typedspy.lm._base import BaseLM, LMRequest, LMResponse
 from typedspy.lm._stream import LMChunk
+from typedspy.lm._wordings import redact_patterns, unsupported_feature
 
 __all__ = ["LM", "unsupported_feature"]
 
@@ -369,72 +369,7 @@ class LM(BaseLM):
         for secret in secrets:
             if isinstance(secret, str) and len(secret) >= 6:
                 text = text.replace(secret, "[redacted]")
-        for pattern, replacement in _SECRET_PATTERNS:
-            text = pattern.sub(replacement, text)
-        return text
-
-
-_SECRET_PATTERNS = (
-    (re.compile(r"\bsk-[A-Za-z0-9*_.\-]{2,}"), "[redacted]"),  # OpenAI-style keys, masked too
-    (re.compile(r"(?i)(api key provided:\s*)\S+?(?=[.,;]?(?:\s|$))"), r"\1[redacted]"),
-    (re.compile(r"(?<=//)[^/@\s:]+:[^/@\s]+@"), "[redacted]@"),  # user:password@ in URLs
-)
-
-# Provider knowledge: how OpenAI-compatible endpoints say "I don't support <feature>" in a 400.
-# Subjects name the feature; checked in order ("parallel_tool_calls" also contains "tool").
-_FEATURE_SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("parallel_tool_calls", re.compile(r"parallel_tool_calls")),
-    ("response_format", re.compile(r"response_format|json_schema|structured.outputs?|json.mode")),
-    ("tools", re.compile(r"\btools?\b|tool.choice|tool_calls?|function.call|\bfunctions\b")),
-)
-_UNSUPPORTED_WORDINGS = re.compile(
-    r"not supported"  # OpenAI: "'response_format' of type 'json_schema' is not supported with..."
-    r"|unsupported"  # OpenAI "Unsupported parameter: ...", LiteLLM "UnsupportedParamsError"
-    r"|not available|unavailable"  # DeepSeek: "This response_format type is unavailable now"
-    r"|unrecognized"  # OpenAI: "Unrecognized request argument supplied: tools"
-    r"|does not support|doesn't support"  # Ollama: "... does not support tools"
-    r"|enabled only for|only supported (?:for|with|on)"  # Azure: "enabled only for api versions"
-    r"|not one of the allowed values"  # Groq: "'response_format.type' : value is not one of..."
-    r"|--enable-auto-tool-choice"  # vLLM started without tool calling
-)
-# The feature works but the request's schema or arguments are wrong: not "unsupported".
-_NOT_ABOUT_SUPPORT = re.compile(r"invalid schema for|is not permitted|invalid_json_schema")
-_UNSUPPORTED_CODES = frozenset({"unsupported_parameter", "unsupported_value"})
-
-
-def unsupported_feature(
-    status_code: int, message: str, *, code: str | None = None, param: str | None = None
-) -> str | None:
-    """Tell whether an HTTP error says the endpoint does not support a request feature.
-
-    Args:
-        status_code: The HTTP status (only 400 qualifies).
-        message: The provider's error message.
-        code: The provider's error code, if any (e.g. ``"unsupported_parameter"``).
-        param: The request parameter the provider blamed, if any.
-
-    Returns:
-        ``"response_format"`` (structured outputs / JSON schema), ``"tools"``,
-        ``"parallel_tool_calls"``, the blamed parameter for other ``unsupported_parameter``
-        errors, or ``None`` when the error is about something else.
-    """
-    if status_code != 400:
-        return None
-    if code in _UNSUPPORTED_CODES and param:
-        return _feature_named_in(param.lower()) or re.split(r"[.\[]", param)[0]
-    text = message.lower()
-    if code == "invalid_json_schema" or _NOT_ABOUT_SUPPORT.search(text):
-        return None
-    if not _UNSUPPORTED_WORDINGS.search(text):
-        return None
-    return _feature_named_in(text)
-
-
-def _feature_named_in(text: str) -> str | None:
-    for feature, subject in _FEATURE_SUBJECTS:
-        if subject.search(text):
-            return feature
-    return None
+        return redact_patterns(text)
 
 
 def _check_params(params: Mapping[str, Any], *, where: str) -> None:

@@ -65,6 +65,9 @@ class Module:
                 async for event in events:
                     result = event
                     yield event
+        except GeneratorExit:  # the consumer stopped early: the call ends without a result
+            callbacks.module_end(call_id, None, None)
+            raise
         except BaseException as exc:
             callbacks.module_end(call_id, None, exc)
             raise

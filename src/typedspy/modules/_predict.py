@@ -19,8 +19,9 @@ from typedspy.parse._report import field_errors
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryPolicy
 from typedspy.schema import compile_schema
-from typedspy.settings import get_settings
+from typedspy.settings import get_settings, resolve_lm
 from typedspy.signature import Signature, make_signature, to_jsonable
+from typedspy.streaming import closing
 
 __all__ = ["Predict"]
 
@@ -166,8 +167,10 @@ class Predict(Module, Generic[SigT]):
         turns = _history(history)
         while True:
             try:
-                async for event in run_call(self._plan(lm, mode, checked, turns), stream=stream):
-                    yield event
+                plan = self._plan(lm, mode, checked, turns)
+                async with closing(run_call(plan, stream=stream)) as events:
+                    async for event in events:
+                        yield event
                 return
             except LMUnsupportedFeatureError as exc:
                 step = _FALLBACK.get(mode)
@@ -224,13 +227,7 @@ class Predict(Module, Generic[SigT]):
     # -- one call --
 
     def _lm(self) -> BaseLM:
-        lm = self.lm or get_settings().lm
-        if lm is None:
-            raise ConfigurationError(
-                "no language model configured: pass lm= or call "
-                "ts.configure(lm=ts.LM('gpt-4o-mini'))"
-            )
-        return lm
+        return resolve_lm(self.lm)
 
     def _mode(self) -> str:
         mode = self.mode or get_settings().mode

@@ -36,7 +36,7 @@ from typedspy.modules._react_stream import finished, native_response, started
 from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 from typedspy.prediction import Prediction
 from typedspy.schema import compile_schema
-from typedspy.settings import get_settings
+from typedspy.settings import resolve_lm
 from typedspy.signature import Signature, make_signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import Tool, Toolset
@@ -215,13 +215,7 @@ class ReAct(Module, Generic[SigT]):
     # -- setting up a run --
 
     def _lm(self) -> BaseLM:
-        lm = self.lm or get_settings().lm
-        if lm is None:
-            raise ConfigurationError(
-                "no language model configured: pass lm= or call "
-                "ts.configure(lm=ts.LM('gpt-4o-mini'))"
-            )
-        return lm
+        return resolve_lm(self.lm)
 
     def _start_mode(self, lm: BaseLM) -> Literal["tools", "union"]:
         if self.mode == "union" or (self.mode == "auto" and lm in _NO_TOOLS):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
-from typedspy.adapter import format_inputs
+from typedspy.adapter import format_inputs, with_history
 from typedspy.errors import ConfigurationError
 from typedspy.lm._base import ChatMessage, LMRequest
 from typedspy.modules._trajectory import Trajectory
@@ -104,8 +104,8 @@ def native_request(
     ``tool_choice`` is ``"required"``: every reply is then a tool call or ``finish``, so the
     loop always moves and a plain-text reply cannot be mistaken for an answer.
     """
-    messages: list[ChatMessage] = [{"role": "system", "content": _system_prompt(sig)}]
-    messages.extend(history)
+    system, turns = with_history(_system_prompt(sig), history)
+    messages: list[ChatMessage] = [system, *turns]
     messages.append({"role": "user", "content": format_inputs(sig, inputs)})
     messages.extend(trajectory.to_messages())
     specs = [tool.to_openai_tool() for tool in tools]

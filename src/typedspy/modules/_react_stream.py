@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from typedspy import callbacks
 from typedspy.lm._base import BaseLM, LMRequest, LMResponse
 from typedspy.lm._stream import StreamAccumulator
 from typedspy.modules._attempts import parsed_events
@@ -48,14 +49,13 @@ async def native_response(
 ) -> AsyncIterator[StreamEvent | LMResponse]:
     """A native step's completion: its ``finish`` partials when streaming, then the response."""
     if not stream:
-        yield await lm.acomplete(request)
+        yield await callbacks.complete(lm, request)
         return
     accumulator = StreamAccumulator(lm.model)
     parser: PartialParser | None = None
     finish: int | None = None
-    async with closing(lm.astream(request)) as chunks:
+    async with closing(callbacks.stream(lm, request, accumulator)) as chunks:
         async for chunk in chunks:
-            accumulator.add(chunk)
             for piece in chunk.tool_calls:
                 if finish is None and accumulator.call_name(piece.index) == FINISH:
                     finish, parser = piece.index, PartialParser(signature)
