@@ -24,36 +24,15 @@ import respx
 from pydantic import AfterValidator, BaseModel
 
 import typedspy as ts
+from agent_models import FEEDBACK_LABEL as LABEL
+from agent_models import CompleteTask, Continue, Decide, SpawnTask
 from typedspy.testing import chat_completion, error_body
 
 RECORDED = Path(__file__).resolve().parent.parent / "fixtures" / "recorded"
 BASE_URL = "https://llm.test/v1"
-LABEL = "[Automated feedback from typedspy's output validation, not a message from the user.]"
 
 
 # -- signatures -------------------------------------------------------------------------------
-
-
-class SpawnTask(BaseModel):
-    description: str
-    priority: Literal["low", "high"]
-
-
-class CompleteTask(BaseModel):
-    task_id: str
-    result: str
-
-
-class Continue(BaseModel):
-    reason: str
-
-
-class Decide(ts.Signature):
-    """Decide the agent's next action."""
-
-    task: str = ts.InputField(description="what the user asked for")
-    action: SpawnTask | CompleteTask | Continue = ts.OutputField()
-    confidence: float = ts.OutputField(ge=0, le=1)
 
 
 class Location(ts.Signature):

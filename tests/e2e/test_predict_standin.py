@@ -21,31 +21,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 import typedspy as ts
+from agent_models import FEEDBACK_LABEL as LABEL
+from agent_models import CompleteTask, Continue, Decide, SpawnTask
 from typedspy.testing import Reply, StandIn
-
-LABEL = "[Automated feedback from typedspy's output validation, not a message from the user.]"
-
-
-class SpawnTask(BaseModel):
-    description: str
-    priority: Literal["low", "high"]
-
-
-class CompleteTask(BaseModel):
-    task_id: str
-    result: str
-
-
-class Continue(BaseModel):
-    reason: str
-
-
-class Decide(ts.Signature):
-    """Decide the agent's next action."""
-
-    task: str = ts.InputField(description="what the user asked for")
-    action: SpawnTask | CompleteTask | Continue = ts.OutputField()
-    confidence: float = ts.OutputField(ge=0, le=1)
 
 
 class Step(BaseModel):

@@ -10,12 +10,12 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import pytest
-from pydantic import BaseModel
 
 import typedspy as ts
+from agent_models import Decide, SpawnTask
 from typedspy.modules._confirm import ConfirmationRequired, ResumeState, confirm_first
 from typedspy.modules._react import ReAct
 from typedspy.streaming import (
@@ -27,28 +27,6 @@ from typedspy.streaming import (
 )
 from typedspy.testing import Reply, StandIn
 from typedspy.tools import tool
-
-
-class SpawnTask(BaseModel):
-    description: str
-    priority: Literal["low", "high"]
-
-
-class CompleteTask(BaseModel):
-    task_id: str
-    result: str
-
-
-class Continue(BaseModel):
-    reason: str
-
-
-class Decide(ts.Signature):
-    """Decide the agent's next action."""
-
-    task: str = ts.InputField(description="what the user asked for")
-    action: SpawnTask | CompleteTask | Continue = ts.OutputField()
-    confidence: float = ts.OutputField(ge=0, le=1)
 
 
 class Answer(ts.Signature):
