@@ -17,13 +17,8 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from typedspy.parse._lenient import (
-    GAP,
-    STRING_REST,
-    LenientDecodeError,
-    scan_strict,
-    scan_value,
-)
+from typedspy.parse._lenient import GAP, STRING_REST, LenientDecodeError, scan_value
+from typedspy.parse._strict_json import scan_strict
 
 __all__ = [
     "MAX_CANDIDATES",

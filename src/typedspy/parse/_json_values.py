@@ -1,0 +1,51 @@
+"""The values and errors the lenient decoder produces (shared by its strict fast path)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["MAX_DEPTH", "ErrorKind", "LenientDecodeError", "NonFinite"]
+
+MAX_DEPTH = 256
+"""Deepest nesting of objects and arrays accepted."""
+
+ErrorKind = Literal["syntax", "truncated", "depth"]
+
+
+@dataclass(frozen=True, repr=False, slots=True)
+class NonFinite:
+    """A ``NaN``, ``Infinity`` or ``-Infinity`` token, or a number too large for a float.
+
+    Not a float, so numeric Pydantic fields reject it rather than accept a value the model most
+    likely did not mean.
+
+    Attributes:
+        token: ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``.
+    """
+
+    token: str
+
+    def __post_init__(self) -> None:
+        if self.token not in ("NaN", "Infinity", "-Infinity"):
+            raise ValueError(f"not a non-finite token: {self.token!r}")
+
+    def __repr__(self) -> str:
+        return self.token
+
+
+class LenientDecodeError(Exception):
+    """The text is not a JSON value, even leniently.
+
+    Attributes:
+        message: What went wrong, and at which offset.
+        offset: Where the decoder gave up.
+        kind: ``"truncated"`` (the text ended mid-value), ``"depth"`` (nesting deeper than
+            `MAX_DEPTH`) or ``"syntax"``.
+    """
+
+    def __init__(self, message: str, offset: int, kind: ErrorKind = "syntax") -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.kind: ErrorKind = kind
