@@ -29,7 +29,7 @@ from typedspy.streaming import (
     ToolCallStarted,
 )
 from typedspy.testing import chat_completion, error_body, sse_body
-from typedspy.testing._responder import completion_chunks
+from typedspy.testing._payloads import completion_chunks
 from typedspy.tools import tool
 
 RECORDED = Path(__file__).resolve().parent.parent / "fixtures" / "recorded"

@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "chat_chunk",
     "chat_completion",
+    "completion_chunks",
     "error_body",
     "sse_body",
     "sse_event",
@@ -238,3 +239,54 @@ def _full_usage(usage: Mapping[str, int]) -> dict[str, int]:
     out = {"prompt_tokens": 0, "completion_tokens": 0, **usage}
     out.setdefault("total_tokens", out["prompt_tokens"] + out["completion_tokens"])
     return out
+
+
+_PIECE = 8  # characters per streamed delta
+
+
+def completion_chunks(completion: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    """Split a ``chat.completion`` body into the chunks OpenAI would stream for it.
+
+    Args:
+        completion: A body shaped like :func:`chat_completion`'s.
+        include_usage: Add the usage-only chunk (and ``usage: null`` on the others), as
+            ``stream_options.include_usage`` asks.
+
+    Returns:
+        The chunks: role, content/refusal/tool-call pieces, finish reason, then usage.
+        A body that is not a completion is sent as a single chunk.
+    """
+    try:
+        choice = completion["choices"][0]
+        message = choice["message"]
+        common: dict[str, Any] = {
+            "model": completion.get("model", "standin-1"),
+            "id": completion.get("id", "chatcmpl-standin"),
+            "created": completion.get("created"),
+        }
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return [completion]
+    content, refusal = message.get("content"), message.get("refusal")
+    chunks = [chat_chunk(role="assistant", content="" if content is not None else None, **common)]
+    chunks += [chat_chunk(content=p, **common) for p in _pieces(content)]
+    chunks += [chat_chunk(refusal=p, **common) for p in _pieces(refusal)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function", {})
+        head = {"index": index, "id": call.get("id"), "name": function.get("name"), "arguments": ""}
+        chunks.append(chat_chunk(tool_calls=[head], **common))
+        chunks += [
+            chat_chunk(tool_calls=[{"index": index, "arguments": p}], **common)
+            for p in _pieces(function.get("arguments"))
+        ]
+    chunks.append(chat_chunk(finish_reason=choice.get("finish_reason") or "stop", **common))
+    if include_usage:
+        for chunk in chunks:
+            chunk["usage"] = None
+        chunks.append(chat_chunk(usage=completion.get("usage") or usage_for(""), **common))
+    return chunks
+
+
+def _pieces(text: object) -> list[str]:
+    if not isinstance(text, str):
+        return []
+    return [text[i : i + _PIECE] for i in range(0, len(text), _PIECE)]

@@ -17,12 +17,16 @@ from typing import Any
 
 from typedspy.schema.targets._openai_rules import check_name, check_openai_strict, format_violation
 from typedspy.testing._datagen import generate_instance
-from typedspy.testing._payloads import chat_chunk, chat_completion, error_body, usage_for
+from typedspy.testing._payloads import (
+    chat_completion,
+    completion_chunks,
+    error_body,
+    usage_for,
+)
 
-__all__ = ["PLAIN_REPLY", "Outcome", "Reply", "Responder", "completion_chunks"]
+__all__ = ["PLAIN_REPLY", "Outcome", "Reply", "Responder"]
 
 PLAIN_REPLY = "standin reply"
-_PIECE = 8  # characters per streamed delta
 _FENCED_JSON = re.compile(r"```json\s*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _EMPTY_PARAMETERS = {
     "type": "object",
@@ -356,51 +360,3 @@ def _finish(completion: dict[str, Any], req: dict[str, Any], headers: dict[str, 
     options = req.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
     return Outcome(200, completion, headers, completion_chunks(completion, include_usage))
-
-
-def completion_chunks(completion: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
-    """Split a ``chat.completion`` body into the chunks OpenAI would stream for it.
-
-    Args:
-        completion: A body shaped like :func:`chat_completion`'s.
-        include_usage: Add the usage-only chunk (and ``usage: null`` on the others), as
-            ``stream_options.include_usage`` asks.
-
-    Returns:
-        The chunks: role, content/refusal/tool-call pieces, finish reason, then usage.
-        A body that is not a completion is sent as a single chunk.
-    """
-    try:
-        choice = completion["choices"][0]
-        message = choice["message"]
-        common: dict[str, Any] = {
-            "model": completion.get("model", "standin-1"),
-            "id": completion.get("id", "chatcmpl-standin"),
-            "created": completion.get("created"),
-        }
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return [completion]
-    content, refusal = message.get("content"), message.get("refusal")
-    chunks = [chat_chunk(role="assistant", content="" if content is not None else None, **common)]
-    chunks += [chat_chunk(content=p, **common) for p in _pieces(content)]
-    chunks += [chat_chunk(refusal=p, **common) for p in _pieces(refusal)]
-    for index, call in enumerate(message.get("tool_calls") or []):
-        function = call.get("function", {})
-        head = {"index": index, "id": call.get("id"), "name": function.get("name"), "arguments": ""}
-        chunks.append(chat_chunk(tool_calls=[head], **common))
-        chunks += [
-            chat_chunk(tool_calls=[{"index": index, "arguments": p}], **common)
-            for p in _pieces(function.get("arguments"))
-        ]
-    chunks.append(chat_chunk(finish_reason=choice.get("finish_reason") or "stop", **common))
-    if include_usage:
-        for chunk in chunks:
-            chunk["usage"] = None
-        chunks.append(chat_chunk(usage=completion.get("usage") or usage_for(""), **common))
-    return chunks
-
-
-def _pieces(text: object) -> list[str]:
-    if not isinstance(text, str):
-        return []
-    return [text[i : i + _PIECE] for i in range(0, len(text), _PIECE)]
