@@ -1,7 +1,11 @@
-"""The DSPy.rb agent signature shared by the benchmarks."""
+"""What the benchmarks share: the DSPy.rb agent signature, and the stand-in in a process."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 from pydantic import BaseModel
@@ -44,3 +48,20 @@ class PlainPlan(BaseModel):
 
     steps: list[SpawnTask | CompleteTask | Continue]
     confidence: float
+
+
+@contextmanager
+def standin_process() -> Iterator[str]:
+    """The stand-in in its own process, so the server does not compete for our GIL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "typedspy.testing.standin", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        yield line.rsplit(" ", 1)[-1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

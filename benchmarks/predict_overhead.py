@@ -12,13 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Literal
 
+from _agent import standin_process
 from bpe_openai import get_encoding
 from openai import AsyncOpenAI
 from pydantic import BaseModel
@@ -54,23 +51,6 @@ TEXT = "The deploy failed again and the customer is waiting. Can someone look at
 SEQUENTIAL = 300
 CONCURRENCY = 64
 CONCURRENT_CALLS = 640
-
-
-@contextmanager
-def standin_process() -> Iterator[str]:
-    """The stand-in in its own process, so the server does not compete for our GIL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "typedspy.testing.standin", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        yield line.rsplit(" ", 1)[-1].strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 async def _raw(client: AsyncOpenAI, body: dict[str, Any]) -> object:

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,7 @@ from openai import AsyncOpenAI
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _agent import Decide, Plan
+from _agent import Decide, Plan, standin_process
 
 import typedspy as ts
 from typedspy.adapter import build_request
@@ -43,23 +41,6 @@ TASK = "The deploy failed again and the customer is waiting. Plan the next steps
 CALLS = 200
 REPLAYS = 2000
 ROUNDS = 3
-
-
-@contextmanager
-def standin_process() -> Iterator[str]:
-    """The stand-in in its own process, so the server does not compete for our GIL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "typedspy.testing.standin", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        yield line.rsplit(" ", 1)[-1].strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def request_body(signature: type[ts.Signature]) -> dict[str, Any]:

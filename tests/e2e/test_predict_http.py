@@ -12,10 +12,8 @@ import enum
 import functools
 import json
 import logging
-import ssl
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal
 
 import httpx
 import openai
@@ -27,35 +25,9 @@ import typedspy as ts
 from agent_models import FEEDBACK_LABEL as LABEL
 from agent_models import CompleteTask, Continue, Decide, SpawnTask
 from typedspy.testing import chat_completion, error_body
-
-RECORDED = Path(__file__).resolve().parent.parent / "fixtures" / "recorded"
-BASE_URL = "https://llm.test/v1"
-
+from wire import BASE_URL, Author, Book, Location, load, make_lm, sent
 
 # -- signatures -------------------------------------------------------------------------------
-
-
-class Location(ts.Signature):
-    """Report the weather."""
-
-    question: str = ts.InputField()
-    city: str = ts.OutputField()
-    temperature: float = ts.OutputField()
-    units: Literal["c", "f"] = ts.OutputField()
-
-
-class Author(BaseModel):
-    first_name: str
-    last_name: str
-
-
-class Book(ts.Signature):
-    """Recommend a book."""
-
-    request: str = ts.InputField()
-    title: str = ts.OutputField()
-    author: Author = ts.OutputField()
-    rating: int = ts.OutputField()
 
 
 class CityLocation(ts.Signature):
@@ -240,26 +212,6 @@ class Triage(ts.Signature):
 
 
 @functools.cache
-def tls_context() -> ssl.SSLContext:
-    # Loading the CA bundle costs ~0.2 s per client; respx answers before TLS anyway.
-    return ssl.create_default_context()
-
-
-def make_lm(*, max_retries: int = 0, model: str = "gpt-4o-mini") -> ts.LM:
-    client = openai.AsyncOpenAI(
-        base_url=BASE_URL,
-        api_key="sk-test",
-        max_retries=max_retries,
-        http_client=cast(Any, httpx.AsyncClient(verify=tls_context())),  # respx patches httpx
-    )
-    return ts.LM(model, client=client)
-
-
-def load(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((RECORDED / name).read_text())
-    return data
-
-
 def replay(name: str) -> httpx.Response:
     fx = load(name)
     assert fx["stream"] is None, "Predict does not stream; replay JSON bodies only"
@@ -283,10 +235,6 @@ def tool_reply(
 ) -> httpx.Response:
     calls = [{"id": call_id, "name": name, "arguments": arguments}]
     return ok(None, tool_calls=calls, finish_reason="tool_calls", **kwargs)
-
-
-def sent(route: respx.Route) -> list[dict[str, Any]]:
-    return [json.loads(call.request.content) for call in route.calls]
 
 
 def usage(prompt: int, completion: int) -> dict[str, int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Literal, cast
 
 import httpx
@@ -31,32 +30,7 @@ from typedspy.streaming import (
 from typedspy.testing import chat_completion, error_body, sse_body
 from typedspy.testing._payloads import completion_chunks
 from typedspy.tools import tool
-
-RECORDED = Path(__file__).resolve().parent.parent / "fixtures" / "recorded"
-BASE_URL = "https://llm.test/v1"
-
-
-class Location(ts.Signature):
-    """Report the weather."""
-
-    question: str = ts.InputField()
-    city: str = ts.OutputField()
-    temperature: float = ts.OutputField()
-    units: Literal["c", "f"] = ts.OutputField()
-
-
-class Author(BaseModel):
-    first_name: str
-    last_name: str
-
-
-class Book(ts.Signature):
-    """Recommend a book."""
-
-    request: str = ts.InputField()
-    title: str = ts.OutputField()
-    author: Author = ts.OutputField()
-    rating: int = ts.OutputField()
+from wire import BASE_URL, Author, Book, Location, load, sent
 
 
 class Conditions(BaseModel):
@@ -91,11 +65,6 @@ class Answer(ts.Signature):
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def load(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((RECORDED / name).read_text())
-    return data
 
 
 def sse(name: str) -> httpx.Response:
@@ -155,10 +124,6 @@ def make_lm() -> ts.LM:
         http_client=cast(Any, httpx.AsyncClient()),  # respx patches httpx, not httpx2
     )
     return ts.LM("gpt-4o", client=client)
-
-
-def sent(route: respx.Route) -> list[dict[str, Any]]:
-    return [json.loads(call.request.content) for call in route.calls]
 
 
 async def collect(module: ts.Module, **inputs: Any) -> list[Any]:
