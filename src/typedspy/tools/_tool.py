@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import importlib
 import inspect
+import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, SupportsIndex
 
 from pydantic import BaseModel
 
@@ -97,6 +99,15 @@ class Tool:
     def __repr__(self) -> str:
         confirm = ", requires_confirmation=True" if self.requires_confirmation else ""
         return f"Tool({self.name!r}, signature={self.signature.__name__}{confirm})"
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        # `@ts.tool` rebinds the function's module-level name to this Tool, so the function can
+        # no longer be pickled by reference; the Tool itself can, under that same name.
+        module = getattr(self.impl, "__module__", None)
+        qualname = getattr(self.impl, "__qualname__", "")
+        if module and "<locals>" not in qualname and _lookup(module, qualname) is self:
+            return (_lookup, (module, qualname))
+        return super().__reduce_ex__(protocol)
 
     # -- construction ------------------------------------------------------------------------
 
@@ -342,3 +353,11 @@ def _module_impl(module: Module) -> Callable[..., Any]:
     if not async_overridden and cls.forward is not Module.forward:
         return module.forward  # a code-backed module that only wrote a synchronous forward
     return module.acall
+
+
+def _lookup(module: str, qualname: str) -> Any:
+    """The object a module-level dotted name refers to (None when there is none)."""
+    target: Any = sys.modules.get(module) or importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    return target
