@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+import typedspy as ts
 from typedspy._types import FieldError
 from typedspy.parse._report import field_errors
 from typedspy.schema import compile_schema
@@ -260,3 +261,27 @@ def test_model_used_plain_and_in_a_union() -> None:
     )
     assert (value.plain, value.either) == (A(a=1), A(a=2))
     assert type(value.plain) is A
+
+
+class _Go(BaseModel):
+    speed: int
+
+
+class _Stop(BaseModel):
+    reason: str
+
+
+def test_object_matching_no_model_lists_the_models_complaints_not_the_str_member() -> None:
+    sig = ts.make_signature("q -> v: Go | Stop | str", types={"Go": _Go, "Stop": _Stop})
+    result = ts.parse_outputs(sig, '{"v": {"pace": 3}}')
+    assert result.kind == "validation_failed"
+    (error,) = result.errors
+    assert error.path == ("v",)
+    assert "Go: speed: Field required" in error.message
+    assert "Stop: reason: Field required" in error.message
+    assert ts.parse_outputs(sig, '{"v": "halt"}').value == {"v": "halt"}
+
+
+def test_object_matching_no_model_still_reaches_a_dict_member() -> None:
+    sig = ts.make_signature("q -> v: Go | dict[str, int]", types={"Go": _Go})
+    assert ts.parse_outputs(sig, '{"v": {"pace": 3}}').value == {"v": {"pace": 3}}

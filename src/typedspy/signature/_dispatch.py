@@ -156,6 +156,7 @@ class UnionInfo:
     classes: list[type[BaseModel]]
     choice_types: list[Any]
     has_other: bool
+    other_takes_objects: bool = False
     _adapters: list[TypeAdapter[Any]] = field(default_factory=list)
     _required: list[set[str]] = field(default_factory=list)
     _declared: list[set[str]] = field(default_factory=list)
@@ -215,7 +216,9 @@ class UnionInfo:
             index = self.structural(value)
             if index is not None:
                 return TAG_PREFIX + self.names[index]
-            return OTHER_TAG if self.has_other else NOMATCH_TAG
+            # An object no model fits: hand it to the other members only if one can take an
+            # object; otherwise the error should list each model's complaint, not "not a str".
+            return OTHER_TAG if self.other_takes_objects else NOMATCH_TAG
         for name, cls in zip(self.names, self.classes, strict=True):
             if isinstance(value, cls):
                 return TAG_PREFIX + name

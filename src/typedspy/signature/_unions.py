@@ -18,8 +18,9 @@ choice carries a marker (`TAG_MARKER`) that the schema compiler turns into a `_t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin, is_typeddict
 
 from pydantic import (
     AfterValidator,
@@ -161,7 +162,11 @@ class TypeRewriter:
         others = [self._rewrite(a) for a in non_null if not is_model(a)]
         choice_types = [self._rewrite(m) for m in models]
         info = UnionInfo(
-            names=names, classes=models, choice_types=choice_types, has_other=bool(others)
+            names=names,
+            classes=models,
+            choice_types=choice_types,
+            has_other=bool(others),
+            other_takes_objects=any(takes_objects(o) for o in others),
         )
         self.unions.append(info)
         choices: list[Any] = [
@@ -210,6 +215,18 @@ class TypeRewriter:
 def _union_of(args: list[Any] | tuple[Any, ...]) -> Any:
     """``Union[args]`` built at run time (a computed type application mypy cannot check)."""
     return cast(Any, Union)[tuple(args)]
+
+
+def takes_objects(tp: Any) -> bool:
+    """Whether a non-model union member could accept a JSON object (a dict, Any, a dataclass)."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return takes_objects(get_args(tp)[0])
+    if is_union(tp):
+        return any(takes_objects(a) for a in get_args(tp))
+    if tp is Any or origin in (dict, Mapping) or tp in (dict, object):
+        return True
+    return dataclasses.is_dataclass(tp) or is_typeddict(tp)
 
 
 def _copy_info(info: FieldInfo) -> FieldInfo:
