@@ -47,3 +47,11 @@ def test_parsing_example_shows_each_outcome() -> None:
     assert "ok: SpawnTask(description='Tag v2.1', priority='high')" in out
     assert "ok: CompleteTask(task_id='T-7', result='done')" in out
     assert '_type "Launch" names no member of this union' in out
+
+
+def test_retries_example_shows_feedback_failure_and_fallback() -> None:
+    out = run(EXAMPLES[0].parent / "02_retries_and_modes.py")
+    assert "not a message from the user" in out
+    assert "result: Refund(amount=12.5, currency='EUR'), urgency 4, after 2 attempts" in out
+    assert "OutputValidationError after 2 attempts:" in out
+    assert "['json_schema', 'json_object', 'json_object']; remembered mode: json_object" in out
