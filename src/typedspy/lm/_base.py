@@ -88,6 +88,43 @@ class LMResponse:
     raw: Mapping[str, Any]
 
     @classmethod
+    def build(
+        cls,
+        *,
+        text: str | None,
+        model: str,
+        usage: Usage,
+        refusal: str | None = None,
+        finish_reason: str | None = "stop",
+        tool_calls: tuple[ToolCall, ...] = (),
+    ) -> LMResponse:
+        """A response assembled here (joined stream chunks, a scripted reply).
+
+        ``raw`` is the ``chat.completion`` body a non-streamed endpoint would have sent.
+        """
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": refusal}
+        if tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in tool_calls
+            ]
+        raw = {
+            "object": "chat.completion",
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+        }
+        return cls(text, refusal, finish_reason, tool_calls, usage, model, raw)
+
+    @classmethod
     def from_completion(cls, completion: object, *, model: str) -> LMResponse:
         """Read a chat completion (the decoded JSON body) leniently.
 

@@ -158,35 +158,13 @@ class StreamAccumulator:
         joined = "".join(self._text)
         refusal = "".join(self._refusal) or None
         text = joined if joined or not (refusal or calls) else None
-        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": refusal}
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in calls
-            ]
-        usage = self.usage
-        raw = {  # the completion the chunks add up to, as a non-streamed body would hold it
-            "object": "chat.completion",
-            "model": self.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
-            "usage": {
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "total_tokens": usage.total_tokens,
-            },
-        }
-        return LMResponse(
+        return LMResponse.build(
             text=text,
             refusal=refusal,
             finish_reason=self.finish_reason,
             tool_calls=calls,
-            usage=usage,
+            usage=self.usage,
             model=self.model,
-            raw=raw,
         )
 
 

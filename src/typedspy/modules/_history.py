@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from typedspy.lm._base import ChatMessage
 
-__all__ = ["History"]
+__all__ = ["History", "history_messages"]
 
 
 class History:
@@ -71,3 +71,12 @@ class History:
 
     def __iter__(self) -> Iterator[ChatMessage]:
         return iter(self.messages)
+
+
+def history_messages(history: History | Sequence[ChatMessage] | None) -> list[ChatMessage]:
+    """The messages of a `History`, a list of messages, or nothing."""
+    if history is None:
+        return []
+    if isinstance(history, History):
+        return history.messages
+    return list(history)

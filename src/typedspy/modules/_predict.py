@@ -13,7 +13,7 @@ from typedspy.adapter import Mode, build_request
 from typedspy.errors import ConfigurationError, InputError, LMUnsupportedFeatureError, OutputError
 from typedspy.lm._base import BaseLM, ChatMessage
 from typedspy.modules._attempts import CallPlan, Event, run_call
-from typedspy.modules._history import History
+from typedspy.modules._history import History, history_messages
 from typedspy.modules._module import Module
 from typedspy.parse._report import field_errors
 from typedspy.prediction import Prediction
@@ -164,7 +164,7 @@ class Predict(Module, Generic[SigT]):
         checked = self._check_inputs(inputs)
         lm = self._lm()
         mode = self._start_mode(lm)
-        turns = _history(history)
+        turns = history_messages(history)
         while True:
             try:
                 plan = self._plan(lm, mode, checked, turns)
@@ -316,11 +316,3 @@ def _typed_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]
                 continue
             typed[name] = getattr(holder, name)
     return typed
-
-
-def _history(history: History | Sequence[ChatMessage] | None) -> list[ChatMessage]:
-    if history is None:
-        return []
-    if isinstance(history, History):
-        return history.messages
-    return list(history)

@@ -20,7 +20,7 @@ from typing import Any, Generic, Literal, TypeVar, cast
 from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError
 from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
 from typedspy.modules._confirm import ResumeState, approvals
-from typedspy.modules._history import History
+from typedspy.modules._history import History, history_messages
 from typedspy.modules._module import Module
 from typedspy.modules._predict import Predict
 from typedspy.modules._react_run import Run, raise_for_finish
@@ -237,7 +237,7 @@ class ReAct(Module, Generic[SigT]):
             signature=self.signature,
             lm=lm,
             inputs=checked,
-            history=_messages(history),
+            history=history_messages(history),
             trajectory=trajectory,
             mode=mode,
             params=self.lm_kwargs,
@@ -384,11 +384,3 @@ class ReAct(Module, Generic[SigT]):
                     yield event
         run.record(pred.usage, pred.completion)
         yield run.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
-
-
-def _messages(history: History | Sequence[ChatMessage] | None) -> list[ChatMessage]:
-    if history is None:
-        return []
-    if isinstance(history, History):
-        return history.messages
-    return list(history)

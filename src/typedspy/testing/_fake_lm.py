@@ -104,23 +104,4 @@ def _text_response(text: str, request: LMRequest, model: str) -> LMResponse:
         completion_tokens=completion_tokens,
         total_tokens=prompt_tokens + completion_tokens,
     )
-    message = {"role": "assistant", "content": text, "refusal": None}
-    raw = {
-        "object": "chat.completion",
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens,
-        },
-    }
-    return LMResponse(
-        text=text,
-        refusal=None,
-        finish_reason="stop",
-        tool_calls=(),
-        usage=usage,
-        model=model,
-        raw=raw,
-    )
+    return LMResponse.build(text=text, model=model, usage=usage)
