@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from typedspy.errors import ConfigurationError
-from typedspy.settings import Settings, configure, context, get_settings
+from typedspy.settings import Settings, SettingsKeywords, configure, context, get_settings
 from typedspy.testing._fake_lm import FakeLM
 
 
@@ -30,7 +30,6 @@ def test_defaults() -> None:
         token_budget=None,
         callbacks=(),
         retry_wait=0.0,
-        track_usage=True,
     )
 
 
@@ -171,8 +170,8 @@ def test_unknown_keys_are_rejected_with_the_valid_ones_listed() -> None:
         ("max_retries", True),
         ("token_budget", 0),
         ("mode", ""),
+        ("mode", "json"),
         ("retry_wait", -0.5),
-        ("track_usage", "yes"),
         ("callbacks", "print"),
     ],
 )
@@ -183,6 +182,15 @@ def test_values_of_the_wrong_kind_are_rejected(key: str, value: object) -> None:
         configure(**{key: value})
 
     assert get_settings() == before
+
+
+def test_track_usage_is_gone_it_was_never_read() -> None:
+    with pytest.raises(ConfigurationError, match=r"unknown setting.*'track_usage'"):
+        configure(**{"track_usage": False})  # type: ignore[arg-type]
+
+
+def test_the_typed_keywords_are_exactly_the_settings_fields() -> None:
+    assert set(SettingsKeywords.__annotations__) == {f.name for f in dataclasses.fields(Settings)}
 
 
 def test_a_snapshot_does_not_change_afterwards() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from typedspy._types import Attempt, Usage
 from typedspy.signature import Signature, to_jsonable
@@ -41,13 +41,23 @@ class Prediction(Mapping[str, Any], Generic[SigT]):
         completion: LMResponse | None = None,
         extras: Mapping[str, Any] | None = None,
     ) -> None:
-        self.signature = signature
+        self.signature: type[SigT] = signature
         self._outputs = dict(outputs)
         self.usage = usage if usage is not None else sum((a.usage for a in attempts), Usage())
         self.attempts = attempts
         self.raw = raw
         self.completion = completion
         self.extras = dict(extras or {})
+
+    @property
+    def outputs(self) -> SigT:
+        """The outputs as an instance of the signature: the typed view (ADR-015).
+
+        ``pred.outputs.action`` has the declared type under mypy and pyright, where
+        ``pred.action`` is `Any`. Only output fields are set; reading an input field on the
+        view raises `AttributeError`. The values are those already validated (not re-checked).
+        """
+        return cast("SigT", self.signature.model_construct(**self._outputs))
 
     def __getattr__(self, name: str) -> Any:
         try:

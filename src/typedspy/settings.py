@@ -23,12 +23,25 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
-from typing import Any, TypeGuard
+from typing import Any, Literal, TypedDict, TypeGuard, get_args
+
+from typing_extensions import Unpack
 
 from typedspy.errors import ConfigurationError
 from typedspy.lm._base import BaseLM
 
-__all__ = ["Settings", "configure", "context", "get_settings", "resolve_lm"]
+__all__ = [
+    "ModeSetting",
+    "Settings",
+    "SettingsKeywords",
+    "configure",
+    "context",
+    "get_settings",
+    "resolve_lm",
+]
+
+ModeSetting = Literal["auto", "json_schema", "json_object", "prompt", "tools"]
+_MODES: tuple[str, ...] = get_args(ModeSetting)
 
 
 @dataclass(frozen=True)
@@ -43,16 +56,25 @@ class Settings:
         token_budget: Total tokens one call may spend across its attempts; ``None`` for no limit.
         callbacks: Objects notified of module and LM events, in order.
         retry_wait: Seconds to wait between semantic retries.
-        track_usage: Whether token usage is recorded on predictions.
     """
 
     lm: BaseLM | None = None
     max_retries: int = 2
-    mode: str = "auto"
+    mode: ModeSetting = "auto"
     token_budget: int | None = None
     callbacks: tuple[Any, ...] = ()
     retry_wait: float = 0.0
-    track_usage: bool = True
+
+
+class SettingsKeywords(TypedDict, total=False):
+    """The keywords `configure` and `context` take: type checkers check names and types."""
+
+    lm: BaseLM | None
+    max_retries: int
+    mode: ModeSetting
+    token_budget: int | None
+    callbacks: Iterable[Any]
+    retry_wait: float
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
@@ -63,7 +85,7 @@ _overrides: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
 )
 
 
-def configure(**kwargs: object) -> None:
+def configure(**kwargs: Unpack[SettingsKeywords]) -> None:
     """Set process-wide defaults.
 
     This changes the defaults every thread and task sees, immediately (unlike `context`); call it
@@ -72,7 +94,7 @@ def configure(**kwargs: object) -> None:
 
     Args:
         **kwargs: Any of the `Settings` fields (``lm``, ``max_retries``, ``mode``,
-            ``token_budget``, ``callbacks``, ``retry_wait``, ``track_usage``).
+            ``token_budget``, ``callbacks``, ``retry_wait``).
 
     Raises:
         ConfigurationError: An unknown key, or a value of the wrong type.
@@ -83,7 +105,7 @@ def configure(**kwargs: object) -> None:
         _defaults = dataclasses.replace(_defaults, **values)
 
 
-def context(**kwargs: object) -> _Overrides:
+def context(**kwargs: Unpack[SettingsKeywords]) -> _Overrides:
     """Override settings for a block of code, in the current context only.
 
     Works as ``with`` and ``async with``, and around ``await``. Nested blocks see the merged
@@ -177,14 +199,12 @@ def _problem(key: str, value: object) -> str | None:
         return "expected an int >= 0"
     if key == "token_budget" and not (value is None or (_is_int(value) and value > 0)):
         return "expected an int > 0 or None"
-    if key == "mode" and not (isinstance(value, str) and value):
-        return "expected a mode name such as 'auto'"
+    if key == "mode" and value not in _MODES:
+        return f"expected one of {list(_MODES)}"
     if key == "retry_wait" and (
         isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
     ):
         return "expected a number of seconds >= 0"
-    if key == "track_usage" and not isinstance(value, bool):
-        return "expected True or False"
     return None
 
 

@@ -32,7 +32,18 @@ def test_question_context_answer() -> None:
     assert _annotations(sig.input_fields) == {"question": str, "context": list[str]}
     assert _annotations(sig.output_fields) == {"answer": int}
     assert sig.output_model.model_validate({"answer": "42"}).answer == 42
-    assert sig.__name__ == "StringSignature"
+    assert sig.__name__ == "QuestionContextToAnswer"
+
+
+def test_string_signatures_are_named_after_their_fields_so_they_differ() -> None:
+    names = {
+        make_signature(spec).__name__
+        for spec in ("question -> answer", "text -> summary", "user_query -> answer_text: int")
+    }
+    assert names == {"QuestionToAnswer", "TextToSummary", "UserQueryToAnswerText"}
+    assert make_signature("a -> b", name="Custom").__name__ == "Custom"
+    long = make_signature(", ".join(f"field_{i}" for i in range(20)) + " -> out")
+    assert len(long.__name__) == 64
 
 
 def test_default_instructions_and_explicit_instructions() -> None:

@@ -1,28 +1,93 @@
-"""Checked by mypy --strict in CI (.ci/run), not run by pytest: the public API's static types."""
+"""The static typing contract, checked by mypy --strict and pyright strict in CI (.ci/run).
+
+Not run by pytest. ``assert_type`` pins what a user sees; each ``# type: ignore[...]`` marks
+a line that must fail (mypy's warn_unused_ignores and pyright's
+reportUnnecessaryTypeIgnoreComment turn an ignore that suppresses nothing into an error).
+"""
 
 from __future__ import annotations
 
-from typing import Any, assert_type
+from typing import Any
+
+from pydantic import BaseModel
+from typing_extensions import assert_type
 
 import typedspy as ts
-from agent_models import Decide
+from agent_models import CompleteTask, Continue, Decide, SpawnTask
 
 
 def typed_predict() -> None:
     predict = ts.Predict(Decide)
-    assert_type(predict, ts.Predict[Decide])
     pred = predict(task="Ship it")
     assert_type(pred, ts.Prediction[Decide])
     assert_type(pred.usage, ts.Usage)
-    assert_type(pred.action, Any)  # field access type-checks; its type is the field's at runtime
+    assert_type(pred.outputs, Decide)
+    assert_type(pred.outputs.action, SpawnTask | CompleteTask | Continue)
+    assert_type(pred.outputs.confidence, float)
+    assert_type(pred.action, Any)  # attribute access stays open; `outputs` is the typed view
+    annotated: ts.Predict[Decide] = predict  # the one-parameter spelling still fits
+    del annotated
     outcome = predict.try_call(task="Ship it")
     assert_type(outcome, ts.Prediction[Decide] | ts.OutputError)
+
+
+def call_keywords_are_the_inputs() -> None:
+    predict = ts.Predict(Decide)
+    predict(tsak="Ship it")  # type: ignore[call-overload]
+    predict()  # type: ignore[call-overload]
+    predict(task=3)  # type: ignore[call-overload]
+    predict(task="Ship it", confidence=0.5)  # type: ignore[call-overload]
+    predict(task="Ship it", history=ts.History())  # history: inputs are not checked then
+
+
+def outputs_are_typed() -> None:
+    pred = ts.Predict(Decide)(task="Ship it")
+    typo = pred.outputs.acton  # type: ignore[attr-defined]
+    del typo
+    wrong: str = pred.outputs.confidence  # type: ignore[assignment]
+    del wrong
+
+
+def string_signatures_take_any_keywords(sig: type[ts.Signature]) -> None:
+    pred = ts.Predict("question -> answer: int")(question="2 + 2?")
+    assert_type(pred, ts.Prediction[ts.Signature])
+    ts.Predict(sig)(anything=1)
+    ts.ChainOfThought("question -> answer")(question="why?")
+
+
+class Plain(BaseModel):
+    question: str
+
+
+def a_plain_model_is_not_a_signature() -> None:
+    ts.Predict(Plain)  # type: ignore[type-var]
 
 
 async def typed_async() -> None:
     pred = await ts.Predict(Decide).acall(task="Ship it")
     assert_type(pred, ts.Prediction[Decide])
+    await ts.Predict(Decide).acall(tsak="Ship it")  # type: ignore[call-overload]
     result = ts.parse_outputs(Decide, "{}")
     assert_type(result.value, dict[str, Any] | None)
     compiled = ts.compile_schema(Decide)
     assert_type(compiled.schema, dict[str, Any])
+
+
+class Triage(ts.Module):
+    """A user module: `aforward` with typed keyword-only parameters overrides cleanly."""
+
+    def __init__(self) -> None:
+        self.decide = ts.Predict(Decide)
+
+    async def aforward(self, *, task: str) -> ts.Prediction[Decide]:
+        return await self.decide.acall(task=task)
+
+
+def settings_keywords_are_typed() -> None:
+    ts.configure(max_retries=3, mode="json_schema")
+    ts.configure(mode="jsn")  # type: ignore[arg-type]
+    ts.configure(max_retrys=3)  # type: ignore[call-arg]
+    with ts.context(max_retries=0, retry_wait=0.5) as settings:
+        assert_type(settings.max_retries, int)
+    with ts.context(lm="gpt-4o"):  # type: ignore[arg-type]
+        pass

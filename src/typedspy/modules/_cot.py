@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast, overload
 
 from pydantic.fields import FieldInfo
 
-from typedspy.modules._predict import ModeSetting, Predict
+from typedspy.modules._predict import InputsT, Predict, signature_class
+from typedspy.settings import ModeSetting
 from typedspy.signature import OutputField, Signature, build_signature, make_signature
 
 __all__ = ["ChainOfThought"]
 
+SigT = TypeVar("SigT", bound=Signature)
 _DEFAULT_REASONING = "Think step by step before answering: your reasoning, briefly."
 
 
@@ -26,7 +29,7 @@ def with_reasoning(sig: type[Signature], description: str) -> type[Signature]:
     return derived
 
 
-class ChainOfThought(Predict[Signature]):
+class ChainOfThought(Predict[SigT, InputsT]):
     """Like `Predict`, with the model writing its ``reasoning`` first (it is on the prediction).
 
     The reasoning is the first property of the output schema, so with structured outputs the
@@ -47,17 +50,42 @@ class ChainOfThought(Predict[Signature]):
         **kwargs: Everything `Predict` takes (``lm``, ``mode``, ``max_retries``, ...).
     """
 
+    @overload
+    def __init__(
+        self: ChainOfThought[SigT, InputsT],
+        signature: Callable[InputsT, SigT],
+        *,
+        reasoning_description: str = _DEFAULT_REASONING,
+        mode: ModeSetting | None = None,
+        **kwargs: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: ChainOfThought[Signature, ...],
+        signature: str,
+        *,
+        reasoning_description: str = _DEFAULT_REASONING,
+        mode: ModeSetting | None = None,
+        **kwargs: Any,
+    ) -> None: ...
+
     def __init__(
         self,
-        signature: type[Signature] | str,
+        signature: Callable[..., SigT] | str,
         *,
         reasoning_description: str = _DEFAULT_REASONING,
         mode: ModeSetting | None = None,
         **kwargs: Any,
     ) -> None:
-        base = make_signature(signature) if isinstance(signature, str) else signature
+        base: type[Signature] = (
+            make_signature(signature) if isinstance(signature, str) else signature_class(signature)
+        )
         self.original_signature = base
-        super().__init__(with_reasoning(base, reasoning_description), mode=mode, **kwargs)
+        # The prediction's signature is the derived one (``reasoning`` first); `outputs` reads
+        # as the caller's signature statically, and its fields are there at run time.
+        derived: Any = with_reasoning(base, reasoning_description)
+        super().__init__(derived, mode=mode, **kwargs)
 
     @property
     def instructions(self) -> str:
@@ -66,5 +94,5 @@ class ChainOfThought(Predict[Signature]):
 
     @instructions.setter
     def instructions(self, text: str) -> None:
-        self.signature = self.signature.with_instructions(text)
+        self.signature = cast("type[SigT]", self.signature.with_instructions(text))
         self.original_signature = self.original_signature.with_instructions(text)

@@ -24,8 +24,14 @@ class Module:
     attributes are discovered by `named_modules` and `named_predictors`.
     """
 
-    async def aforward(self, **inputs: Any) -> Any:
-        """The module's logic. Override this (or `aexecute`, for modules that stream)."""
+    async def aforward(self, *args: Any, **inputs: Any) -> Any:
+        """The module's logic. Override this (or `aexecute`, for modules that stream).
+
+        An override may declare its inputs as typed keyword-only parameters
+        (``async def aforward(self, *, task: str) -> ts.Prediction[Decide]``): this gradual
+        signature accepts any override under mypy and pyright.
+        """
+        del args
         raise NotImplementedError(f"{type(self).__name__} does not implement aforward()")
 
     async def aexecute(self, *, stream: bool = False, **inputs: Any) -> AsyncIterator[Any]:

@@ -3,38 +3,48 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Generic, Literal, TypeVar, cast, get_args
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar, cast, get_args, overload
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from typing_extensions import ParamSpec
 
 from typedspy._runtime import run_sync
 from typedspy.adapter import Mode, build_request
-from typedspy.errors import ConfigurationError, InputError, LMUnsupportedFeatureError, OutputError
+from typedspy.errors import (
+    ConfigurationError,
+    InputError,
+    LMUnsupportedFeatureError,
+    OutputError,
+    SchemaError,
+)
 from typedspy.lm._base import BaseLM, ChatMessage
 from typedspy.modules._attempts import CallPlan, Event, run_call
 from typedspy.modules._history import History, history_messages
 from typedspy.modules._module import Module
+from typedspy.modules._state import checked_demos, fingerprint, jsonable_demo, typed_demo
 from typedspy.parse._report import field_errors
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryPolicy
 from typedspy.schema import compile_schema
-from typedspy.settings import get_settings, resolve_lm
-from typedspy.signature import Signature, make_signature, to_jsonable
+from typedspy.settings import ModeSetting, get_settings, resolve_lm
+from typedspy.signature import Signature, make_signature
 from typedspy.streaming import closing
 
 __all__ = ["Predict"]
 
 logger = logging.getLogger("typedspy")
 SigT = TypeVar("SigT", bound=Signature)
-ModeSetting = Literal["auto", "json_schema", "json_object", "prompt", "tools"]
+# ADR-015: the signature's inputs as a parameter list (its dataclass_transform __init__);
+# ``Predict[Decide]`` alone means any keywords.
+InputsT = ParamSpec("InputsT", default=...)
 _MODES = ("auto", *get_args(Mode))
 # ADR-006: when an endpoint rejects response_format, "auto" steps down this chain once.
 _FALLBACK: dict[str, str] = {"json_schema": "json_object", "json_object": "prompt"}
-_STATE_KEYS = ("signature", "instructions", "demos")
+_STATE_KEYS = ("signature", "fingerprint", "instructions", "demos")
 
 
-class Predict(Module, Generic[SigT]):
+class Predict(Module, Generic[SigT, InputsT]):
     """Ask a model for a signature's outputs; validate them; retry with feedback when needed.
 
     Example:
@@ -43,6 +53,9 @@ class Predict(Module, Generic[SigT]):
         pred = predict(task="Ship the release")
         pred.action  # a SpawnTask, CompleteTask or Continue instance
         ```
+
+    Under mypy and pyright, ``pred.outputs.action`` has the declared type and the call's
+    keywords are checked against the signature's inputs (ADR-015).
 
     Args:
         signature: A `Signature` subclass, or a string such as ``"question -> answer: int"``.
@@ -57,9 +70,35 @@ class Predict(Module, Generic[SigT]):
         **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...).
     """
 
+    @overload
+    def __init__(
+        self: Predict[SigT, InputsT],
+        signature: Callable[InputsT, SigT],
+        *,
+        lm: BaseLM | None = None,
+        mode: ModeSetting | None = None,
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Predict[Signature, ...],
+        signature: str,
+        *,
+        lm: BaseLM | None = None,
+        mode: ModeSetting | None = None,
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Any,
+    ) -> None: ...
+
     def __init__(
         self,
-        signature: type[SigT] | str,
+        signature: type[SigT] | Callable[..., SigT] | str,
         *,
         lm: BaseLM | None = None,
         mode: ModeSetting | None = None,
@@ -72,18 +111,34 @@ class Predict(Module, Generic[SigT]):
             raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(_MODES)}")
         if max_retries is not None and max_retries < 0:
             raise ConfigurationError("max_retries must be 0 or more")
-        sig = make_signature(signature) if isinstance(signature, str) else signature
+        sig = (
+            make_signature(signature) if isinstance(signature, str) else signature_class(signature)
+        )
         self.signature: type[SigT] = cast("type[SigT]", sig)
         self.lm = lm
         self.mode: ModeSetting | None = mode
         self.max_retries = max_retries
-        self.demos: list[Mapping[str, Any]] = list(demos or [])
+        self.demos = demos if demos is not None else []
         self.token_budget = token_budget
         self.lm_kwargs = lm_kwargs
         compile_schema(self.signature)  # SchemaError now, not at the first call
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.signature.__name__}, mode={self.mode!r})"
+
+    @property
+    def demos(self) -> list[Mapping[str, Any]]:
+        """Few-shot examples, checked against the signature when set.
+
+        Raises:
+            ConfigurationError: On assignment, a demo with an unknown key, no output, or a
+                value of the wrong type (the message names the demo and the field).
+        """
+        return self._demos
+
+    @demos.setter
+    def demos(self, demos: Sequence[Mapping[str, Any]]) -> None:
+        self._demos = checked_demos(self.signature, demos)
 
     @property
     def instructions(self) -> str:
@@ -97,13 +152,17 @@ class Predict(Module, Generic[SigT]):
     def dump_state(self) -> dict[str, Any]:
         """Instructions and demos, JSON-ready (see `Module.save`).
 
+        The signature's name and fingerprint (a digest of its fields and types) go with them:
+        `load_state` refuses state saved for a different signature.
+
         Demo values are written as the prompt shows them (`to_jsonable` with each field's
         type: union members carry ``_type``); `load_state` validates them back into values.
         """
         return {
             "signature": self.signature.__name__,
+            "fingerprint": fingerprint(self.signature),
             "instructions": self.instructions,
-            "demos": [_jsonable_demo(self.signature, demo) for demo in self.demos],
+            "demos": [jsonable_demo(self.signature, demo) for demo in self.demos],
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -127,13 +186,19 @@ class Predict(Module, Generic[SigT]):
             raise ConfigurationError(
                 f"state saved for signature {state['signature']} cannot load into {self!r}"
             )
+        saved = state.get("fingerprint")
+        if saved is not None and saved != fingerprint(self.signature):
+            raise ConfigurationError(
+                f"state saved for another {name} (its fields or types differ: fingerprint "
+                f"{saved}, this one's {fingerprint(self.signature)}) cannot load into {self!r}"
+            )
         demos = state.get("demos", [])
         if not isinstance(demos, list) or not all(isinstance(d, Mapping) for d in demos):
             raise ConfigurationError(f"state for {self!r}: demos must be a list of objects")
         instructions = state.get("instructions")
         return (
             None if instructions is None else str(instructions),
-            [_typed_demo(self.signature, demo) for demo in demos],
+            [typed_demo(self.signature, demo) for demo in demos],
         )
 
     def _apply_state(self, read: tuple[str | None, list[Mapping[str, Any]]]) -> None:
@@ -217,11 +282,33 @@ class Predict(Module, Generic[SigT]):
             async_name=f"{type(self).__name__}.atry_call",
         )
 
-    async def acall(self, **inputs: Any) -> Prediction[SigT]:
-        """Run in the current event loop; see `aexecute` for the errors."""
+    @overload
+    async def acall(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]: ...
+
+    @overload
+    async def acall(
+        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
+    ) -> Prediction[SigT]: ...
+
+    async def acall(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
+        """Run in the current event loop; see `aexecute` for the errors.
+
+        The keywords are the signature's inputs (checked statically, ADR-015); a call that
+        passes ``history=`` takes its inputs unchecked.
+        """
+        _no_positional(self, args)
         return cast("Prediction[SigT]", await super().acall(**inputs))
 
-    def __call__(self, **inputs: Any) -> Prediction[SigT]:
+    @overload
+    def __call__(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]: ...
+
+    @overload
+    def __call__(
+        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
+    ) -> Prediction[SigT]: ...
+
+    def __call__(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
+        _no_positional(self, args)
         return cast("Prediction[SigT]", self.forward(**inputs))
 
     # -- one call --
@@ -288,31 +375,31 @@ class Predict(Module, Generic[SigT]):
         )
 
 
-def _jsonable_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
-    fields = {**sig.input_fields, **sig.output_fields}
-    return {
-        k: to_jsonable(v, fields[k].annotation if k in fields else None) for k, v in demo.items()
-    }
+def signature_class(signature: object) -> type[Signature]:
+    """``signature`` itself when it is a `Signature` subclass.
 
-
-def _typed_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
-    """A saved demo's values validated back into typed values (models, union members, dates).
-
-    A value that does not validate (or a key that is not a field) is kept as saved: it is
-    already in the form the prompt shows.
+    Raises:
+        SchemaError: Anything else, for instance a plain Pydantic model (the message says how
+            to declare a signature).
     """
-    typed = dict(demo)
-    for model, fields in (
-        (sig.input_model, sig.input_fields),
-        (sig.output_model, sig.output_fields),
-    ):
-        for name in fields:
-            if name not in demo:
-                continue
-            holder = model.model_construct()
-            try:
-                model.__pydantic_validator__.validate_assignment(holder, name, demo[name])
-            except ValidationError:
-                continue
-            typed[name] = getattr(holder, name)
-    return typed
+    if isinstance(signature, type) and issubclass(signature, Signature):
+        if signature is Signature:
+            raise SchemaError("ts.Signature itself declares no fields: pass a subclass")
+        return signature
+    if isinstance(signature, type) and issubclass(signature, BaseModel):
+        raise SchemaError(
+            f"{signature.__name__} is a pydantic BaseModel, not a ts.Signature: declare "
+            f"`class {signature.__name__}(ts.Signature)` with ts.InputField()/ts.OutputField() "
+            "fields, or use it as the type of an output field"
+        )
+    raise SchemaError(
+        f"expected a ts.Signature subclass or a string such as 'question -> answer', "
+        f"not {signature!r}"
+    )
+
+
+def _no_positional(module: Module, args: tuple[Any, ...]) -> None:
+    if args:
+        raise InputError(
+            f"{module!r} takes its inputs as keywords, not {len(args)} positional argument(s)"
+        )

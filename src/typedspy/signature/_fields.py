@@ -39,12 +39,19 @@ def InputField(default: Any = ..., **kwargs: Any) -> Any:
     return info
 
 
-def OutputField(default: Any = ..., **kwargs: Any) -> Any:
+def OutputField(default: Any = ..., *, init: Literal[False] = False, **kwargs: Any) -> Any:
     """Declare an output of a signature.
 
     Accepts every `pydantic.Field` argument. Constraints are enforced by local validation and,
     where the target allows, sent in the JSON schema; the description is shown to the model.
+
+    Args:
+        default: A default value (rarely useful: the model is asked for every output).
+        init: Always False: it tells type checkers (through ``dataclass_transform``, ADR-015)
+            that an output is not a call keyword, so ``predict(action=...)`` is a type error.
+        **kwargs: `pydantic.Field` arguments (``description``, ``ge``, ``max_length``, ...).
     """
+    del init  # static only: outputs are never constructor (call) keywords
     info: FieldInfo = Field(default, **kwargs)
     info.metadata.append(_OUTPUT)
     return info

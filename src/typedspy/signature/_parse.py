@@ -9,7 +9,7 @@ import decimal
 import enum
 import typing
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import PydanticUserError
@@ -130,7 +130,7 @@ def make_signature(
     spec: str,
     instructions: str | None = None,
     *,
-    name: str = "StringSignature",
+    name: str | None = None,
     types: Mapping[str, Any] | None = None,
 ) -> type[Signature]:
     """Build a signature class from ``"inputs -> outputs"``.
@@ -146,7 +146,8 @@ def make_signature(
     Args:
         spec: The shorthand.
         instructions: The instruction (docstring); a default is derived from the fields if None.
-        name: The class name, which also names the response schema.
+        name: The class name, which also names the response schema; by default derived from
+            the fields (``"question, context -> answer"`` is ``QuestionContextToAnswer``).
         types: Extra names usable in type expressions (your models, enums).
 
     Raises:
@@ -168,10 +169,20 @@ def make_signature(
 
     try:
         return build_signature(
-            name,
+            name or _derived_name(inputs, outputs),
             {n: (tp, info(InputField)) for n, tp in inputs.items()},
             {n: (tp, info(OutputField)) for n, tp in outputs.items()},
             instructions,
         )
     except PydanticUserError as exc:  # e.g. an attribute that names no type: "a: str.upper"
         raise SchemaError(f"invalid type in {spec!r}: {str(exc).splitlines()[0]}") from exc
+
+
+def _derived_name(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> str:
+    """``QuestionContextToAnswer``: distinct per field list, a valid schema name (<= 64)."""
+
+    def camel(names: Iterable[str]) -> str:
+        return "".join(part.capitalize() for n in names for part in n.split("_") if part)
+
+    name = f"{camel(inputs)}To{camel(outputs)}" if inputs else camel(outputs)
+    return name[:64] or "StringSignature"

@@ -6,14 +6,15 @@ import copyreg
 import inspect
 import sys
 from types import UnionType
-from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, create_model
 from pydantic._internal._model_construction import ModelMetaclass
 from pydantic.fields import FieldInfo
+from typing_extensions import dataclass_transform
 
 from typedspy.errors import SchemaError
-from typedspy.signature._fields import FieldRole, role_of, without_role
+from typedspy.signature._fields import FieldRole, InputField, OutputField, role_of, without_role
 from typedspy.signature._unions import TypeRewriter, decode_json_once, is_model
 
 __all__ = ["Signature", "SignatureSpec", "build_signature"]
@@ -40,6 +41,12 @@ class SignatureSpec:
         self.output_model = output_model
 
 
+# ADR-015: type checkers read a signature class like a dataclass whose __init__ takes the
+# inputs as keywords (OutputField's ``init=False`` keeps outputs out); `Predict` captures that
+# parameter list, so ``predict(task=...)`` is checked against the declared inputs.
+@dataclass_transform(
+    kw_only_default=True, field_specifiers=(InputField, OutputField, Field, PrivateAttr)
+)
 class _SignatureMeta(ModelMetaclass):
     """Gives signature classes read-only introspection properties (``Sig.output_fields``)."""
 
@@ -99,6 +106,11 @@ class Signature(BaseModel, metaclass=_SignatureMeta):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
     __typedspy_spec__: ClassVar[SignatureSpec | None] = None
+
+    if TYPE_CHECKING:
+        # Static only: a signature held as `type[Signature]` (make_signature, strings) takes
+        # any keywords; subclasses get their own inputs-only __init__ (dataclass_transform).
+        def __init__(self, /, **data: Any) -> None: ...
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:

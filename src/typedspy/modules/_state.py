@@ -1,0 +1,105 @@
+"""A predictor's learnable state: demos checked when set; saved as JSON with a fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from typedspy.errors import ConfigurationError
+from typedspy.parse._report import field_errors
+from typedspy.schema import compile_schema
+from typedspy.signature import Signature, to_jsonable
+
+__all__ = ["checked_demos", "fingerprint", "jsonable_demo", "typed_demo"]
+
+
+def fingerprint(sig: type[Signature]) -> str:
+    """A short digest of what a signature asks and answers (not its instructions).
+
+    Saved state carries it, so state saved for one signature does not load into another that
+    happens to share its class name. Inputs contribute their names and types, outputs the
+    response schema (which includes the models' fields).
+    """
+    shape = {
+        "inputs": {n: repr(f.annotation) for n, f in sig.input_fields.items()},
+        "outputs": compile_schema(sig).schema,
+    }
+    text = json.dumps(shape, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def checked_demos(sig: type[Signature], demos: object) -> list[Mapping[str, Any]]:
+    """``demos`` as a list, each checked against ``sig``.
+
+    A demo is a mapping of field names to values: every key names an input or output field,
+    at least one output is shown, and each value validates against its field's type.
+
+    Raises:
+        ConfigurationError: Not a sequence of mappings, an unknown key, a demo with no
+            output, or a value of the wrong type; the message names the demo and the field.
+    """
+    if isinstance(demos, (str, bytes, Mapping)) or not isinstance(demos, Sequence):
+        raise ConfigurationError(
+            f"{sig.__name__}: demos must be a list of mappings, not {type(demos).__name__}"
+        )
+    return [_checked_demo(sig, i, demo) for i, demo in enumerate(demos)]
+
+
+def _checked_demo(sig: type[Signature], index: int, demo: object) -> Mapping[str, Any]:
+    where = f"{sig.__name__} demo {index}"
+    if not isinstance(demo, Mapping):
+        raise ConfigurationError(f"{where} must be a mapping, not {type(demo).__name__}")
+    inputs, outputs = sig.input_fields, sig.output_fields
+    unknown = [k for k in demo if k not in inputs and k not in outputs]
+    if unknown:
+        raise ConfigurationError(
+            f"{where}: unknown field(s) {', '.join(map(repr, unknown))} "
+            f"(inputs: {', '.join(inputs) or 'none'}; outputs: {', '.join(outputs)})"
+        )
+    if not any(k in outputs for k in demo):
+        raise ConfigurationError(
+            f"{where} shows no output: give at least one of {', '.join(outputs)}"
+        )
+    for model in (sig.input_model, sig.output_model):
+        holder = model.model_construct()
+        for name in model.model_fields:
+            if name not in demo:
+                continue
+            try:
+                model.__pydantic_validator__.validate_assignment(holder, name, demo[name])
+            except ValidationError as exc:
+                detail = "; ".join(str(e) for e in field_errors(exc)[:3])
+                raise ConfigurationError(f"{where}: field {name!r}: {detail}") from exc
+    return demo
+
+
+def jsonable_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
+    """A demo's values as the prompt shows them (union members carry ``_type``)."""
+    fields = {**sig.input_fields, **sig.output_fields}
+    return {
+        k: to_jsonable(v, fields[k].annotation if k in fields else None) for k, v in demo.items()
+    }
+
+
+def typed_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved demo's values validated back into typed values (models, union members, dates).
+
+    Raises:
+        ConfigurationError: A key that is no field, or a value that does not validate.
+    """
+    _checked_demo(sig, 0, demo)
+    typed = dict(demo)
+    for model, fields in (
+        (sig.input_model, sig.input_fields),
+        (sig.output_model, sig.output_fields),
+    ):
+        holder = model.model_construct()
+        for name in fields:
+            if name in demo:
+                model.__pydantic_validator__.validate_assignment(holder, name, demo[name])
+                typed[name] = getattr(holder, name)
+    return typed
