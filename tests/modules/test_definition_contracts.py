@@ -66,3 +66,20 @@ def test_state_of_a_string_signature_does_not_load_into_another() -> None:
     saved = ts.Predict("question -> answer").dump_state()
     with pytest.raises(ts.ConfigurationError, match="signature QuestionToAnswer cannot load"):
         ts.Predict("text -> summary").load_state(saved)
+
+
+def test_the_fingerprint_follows_fields_and_types_not_descriptions() -> None:
+    class Task(BaseModel):
+        description: str
+
+    class Other(BaseModel):
+        summary: str
+
+    def fingerprint(model: type[BaseModel]) -> str:
+        sig = ts.make_signature("question -> task: Task", name="T", types={"Task": model})
+        return str(ts.Predict(sig).dump_state()["fingerprint"])
+
+    assert fingerprint(Task) == fingerprint(Task)
+    assert fingerprint(Task) != fingerprint(Other)  # a field named "description" counts
+    worded = ts.ChainOfThought(Decide, reasoning_description="Why, briefly.").dump_state()
+    assert worded["fingerprint"] == ts.ChainOfThought(Decide).dump_state()["fingerprint"]

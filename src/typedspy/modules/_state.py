@@ -22,14 +22,28 @@ def fingerprint(sig: type[Signature]) -> str:
 
     Saved state carries it, so state saved for one signature does not load into another that
     happens to share its class name. Inputs contribute their names and types, outputs the
-    response schema (which includes the models' fields).
+    response schema without descriptions (the models' fields and types; rewording a field's
+    description keeps saved demos valid).
     """
     shape = {
         "inputs": {n: repr(f.annotation) for n, f in sig.input_fields.items()},
-        "outputs": compile_schema(sig).schema,
+        "outputs": _without_descriptions(compile_schema(sig).schema),
     }
     text = json.dumps(shape, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _without_descriptions(node: Any, *, names: bool = False) -> Any:
+    """``node`` without ``description`` keywords (``names``: a map whose keys are fields)."""
+    if isinstance(node, dict):
+        return {
+            k: _without_descriptions(v, names=k in ("properties", "$defs") and not names)
+            for k, v in node.items()
+            if names or k != "description"
+        }
+    if isinstance(node, list):
+        return [_without_descriptions(v) for v in node]
+    return node
 
 
 def checked_demos(sig: type[Signature], demos: object) -> list[Mapping[str, Any]]:
