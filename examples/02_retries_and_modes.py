@@ -77,7 +77,7 @@ def auto_fallback() -> None:
             predict(message=MESSAGE)
         formats = [(r.get("response_format") or {}).get("type") for r in server.requests]
         lm.close()
-    print(f"response_format per request: {formats}; remembered mode: {lm.fallback_mode}")
+    print(f"response_format per request: {formats}; remembered mode: {lm.profile.auto_mode()}")
 
 
 if __name__ == "__main__":

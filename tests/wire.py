@@ -24,7 +24,9 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-def make_lm(*, max_retries: int = 0, model: str = "gpt-4o-mini") -> ts.LM:
+def make_lm(
+    *, max_retries: int = 0, model: str = "gpt-4o-mini", profile: str | ts.Profile | None = None
+) -> ts.LM:
     """An LM over the real AsyncOpenAI client, on plain httpx so respx can route it (P1)."""
     client = openai.AsyncOpenAI(
         base_url=BASE_URL,
@@ -32,7 +34,7 @@ def make_lm(*, max_retries: int = 0, model: str = "gpt-4o-mini") -> ts.LM:
         max_retries=max_retries,
         http_client=cast(Any, httpx.AsyncClient(verify=tls_context())),
     )
-    return ts.LM(model, client=client)
+    return ts.LM(model, client=client, profile=profile)
 
 
 def load(name: str) -> dict[str, Any]:

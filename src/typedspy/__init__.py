@@ -63,6 +63,7 @@ from typedspy.modules import (
 )
 from typedspy.parse import ParseFailure, ParseResult, parse_outputs
 from typedspy.prediction import Prediction
+from typedspy.profiles import LoopRemedy, Profile
 from typedspy.schema import CompiledSchema, compile_schema
 from typedspy.settings import configure, context, get_settings
 from typedspy.signature import InputField, OutputField, Signature, make_signature, to_jsonable
@@ -93,6 +94,7 @@ __all__ = [
     "LMStatusError",
     "LMTimeoutError",
     "LMUnsupportedFeatureError",
+    "LoopRemedy",
     "Module",
     "ModuleContext",
     "OutputDecodeError",
@@ -103,6 +105,7 @@ __all__ = [
     "ParseResult",
     "Predict",
     "Prediction",
+    "Profile",
     "ReAct",
     "RefusalError",
     "ResumeState",

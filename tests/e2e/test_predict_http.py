@@ -275,7 +275,10 @@ def test_json_schema_request_is_strict_with_the_compiled_schema(
     assert system["role"] == "system"
     assert system["content"].startswith("Decide the agent's next action.")
     assert "- task: what the user asked for" in system["content"]
-    assert "- action" in system["content"] and "- confidence" in system["content"]
+    # The strict schema carries the outputs; the openai profile's prompt does not repeat them.
+    assert system["content"] == (
+        "Decide the agent's next action.\n\nInputs:\n- task: what the user asked for"
+    )
     assert user == {"role": "user", "content": "<task>\nShip the release\n</task>"}
     assert isinstance(pred.action, CompleteTask)
     assert pred.action == CompleteTask(task_id="T-7", result="shipped")
@@ -864,7 +867,8 @@ def test_auto_falls_back_to_json_object_once_and_remembers(
     assert second["response_format"] == {"type": "json_object"}
     assert any("JSON" in m["content"] for m in second["messages"])
     assert pred.action == CompleteTask(task_id="T-7", result="shipped")
-    assert lm.fallback_mode == "json_object"
+    assert lm.profile.rejected == {"json_schema"}
+    assert lm.profile.auto_mode() == "json_object"
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert "falling back to json_object" in warnings[0].getMessage()
@@ -890,7 +894,8 @@ def test_auto_steps_down_to_prompt_when_json_mode_is_rejected_too(
 
     formats = [b.get("response_format", {}).get("type") for b in sent(route)]
     assert formats == ["json_schema", "json_object", None]
-    assert lm.fallback_mode == "prompt"
+    assert lm.profile.rejected == {"json_schema", "json_object"}
+    assert lm.profile.auto_mode() == "prompt"
     assert pred.confidence == 0.9
 
 
@@ -902,7 +907,7 @@ def test_explicit_mode_never_falls_back(llm: respx.MockRouter) -> None:
 
     assert route.call_count == 1
     assert caught.value.feature == "response_format"
-    assert lm.fallback_mode is None
+    assert lm.profile.rejected == frozenset()
 
 
 # -- transport: the SDK retries, typedspy does not --------------------------------------------
@@ -1163,7 +1168,7 @@ def test_recorded_error_statuses_become_typed_lm_errors(
     assert (err.status_code, err.code) == (status, code)
     assert isinstance(err.__cause__, openai.APIStatusError)
     assert route.call_count == 1
-    assert lm.fallback_mode is None
+    assert lm.profile.rejected == frozenset()
     assert "sk-test" not in str(err)
 
 

@@ -191,7 +191,7 @@ def test_auto_falls_back_over_a_real_socket(caplog: pytest.LogCaptureFixture) ->
 
     assert [b["response_format"]["type"] for b in first_call] == ["json_schema", "json_object"]
     assert any("JSON" in m["content"] for m in first_call[1]["messages"])
-    assert lm.fallback_mode == "json_object"
+    assert lm.profile.auto_mode() == "json_object"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "falling back to json_object" in warnings[0]
     assert len(server.requests) == 3

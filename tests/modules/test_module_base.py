@@ -141,7 +141,7 @@ def test_loaded_predict_sends_the_loaded_instructions_and_identical_demos(
     assert sent_loaded["messages"] == sent_original["messages"]
     system = sent_loaded["messages"][0]
     assert system["role"] == "system"
-    assert system["content"].startswith("Measure carefully; prefer exact values.\n")
+    assert system["content"] == "Measure carefully; prefer exact values."
     assert "Measure the quantity." not in system["content"]
     assert sent_loaded["messages"][1]["content"] == (
         '<question>\nHow long is the bridge?\n</question>\n<day>\n"2024-01-02"\n</day>'
@@ -174,9 +174,9 @@ def test_composite_save_load_round_trip_over_the_wire(
     out = fresh(question="How long?")
 
     measure_body, summary_body = bodies(route)
-    assert measure_body["messages"][0]["content"].startswith("Measure in metres.\n")
+    assert measure_body["messages"][0]["content"] == "Measure in metres."
     assert len(measure_body["messages"]) == 4  # system, one demo (user, assistant), the inputs
-    assert summary_body["messages"][0]["content"].startswith("Summarize in five words.\n")
+    assert summary_body["messages"][0]["content"] == "Summarize in five words."
     assert fresh.steps[0].original_signature.instructions == "Summarize in five words."
     assert fresh.experts["checker"].demos == [{"claim": "water is wet", "ok": True}]
     assert out == {"result": Exact(value=3.0), "summary": "three metres"}

@@ -76,7 +76,7 @@ def test_lm_pickles_its_configuration_but_never_the_key(monkeypatch: pytest.Monk
         temperature=0,
         top_k=3,
     )
-    lm.fallback_mode = "json_object"
+    lm.profile.reject("json_schema")
     assert lm.client.api_key == "sk-very-secret-key"  # a built client holds the key too
 
     data = pickle.dumps(lm)
@@ -84,7 +84,7 @@ def test_lm_pickles_its_configuration_but_never_the_key(monkeypatch: pytest.Monk
     assert b"very-secret" not in data
 
     back = pickle.loads(data)
-    assert (back.model, back.defaults, back.fallback_mode) == (
+    assert (back.model, back.defaults, back.profile.auto_mode()) == (
         "gpt-test",
         {"temperature": 0, "top_k": 3},
         "json_object",

@@ -458,7 +458,7 @@ def test_auto_mode_falls_back_when_a_streamed_request_is_rejected(llm: respx.Moc
     bodies = sent(route)
     assert [b["response_format"]["type"] for b in bodies] == ["json_schema", "json_object"]
     assert all(b["stream"] is True for b in bodies)
-    assert lm.fallback_mode == "json_object"
+    assert lm.profile.auto_mode() == "json_object"
     assert events[-1].location == "San Francisco, CA"
     assert not any(isinstance(e, RetryStarted) for e in events)  # a fallback is not a retry
 

@@ -3,6 +3,7 @@ from typedspy.adapter._chat import (
     build_request,
     format_inputs,
     format_outputs,
+    output_schema,
     render_value,
     with_history,
 )
@@ -12,6 +13,7 @@ __all__ = [
     "build_request",
     "format_inputs",
     "format_outputs",
+    "output_schema",
     "render_value",
     "with_history",
 ]

@@ -1,7 +1,8 @@
 """Signature + inputs (+ demos, history) to chat messages and request parameters, per mode.
 
-The prompt is kept lean on purpose: the instruction, one line per field, and the output shape
-only where the endpoint does not already receive the schema (ADR-005).
+The prompt is kept lean on purpose: the instruction, inputs only where they are described, and
+the output shape only where the profile says the model does not see the schema (ADR-005,
+ADR-016). Schema target, wire format and token cap come from the LM's `Profile`.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic.fields import FieldInfo
 
 from typedspy.lm._base import ChatMessage, LMRequest
+from typedspy.profiles import Mode, Profile
 from typedspy.schema import CompiledSchema, compile_schema
 from typedspy.signature import Signature, to_jsonable
 
@@ -22,11 +24,10 @@ __all__ = [
     "build_request",
     "format_inputs",
     "format_outputs",
+    "output_schema",
     "render_value",
     "with_history",
 ]
-
-Mode = Literal["json_schema", "json_object", "prompt", "tools"]
 
 
 def render_value(value: Any, annotation: Any = None) -> str:
@@ -71,54 +72,72 @@ def format_outputs(sig: type[Signature], outputs: Mapping[str, Any]) -> str:
 @dataclass(frozen=True)
 class _Prompt:
     system: str
+    compiled: CompiledSchema
     response_format: Mapping[str, Any] | None
     tools: tuple[Mapping[str, Any], ...] = ()
     tool_choice: Mapping[str, Any] | None = None
 
 
-def _system(sig: type[Signature], compiled: CompiledSchema, mode: Mode) -> str:
-    inputs = "\n".join(_describe(n, i, False) for n, i in sig.input_fields.items())
-    lines = [sig.instructions, ""]
-    if inputs:
-        lines += ["Inputs:", inputs]
-    if mode == "json_schema" or mode == "tools":
-        outputs = "\n".join(_describe(n, i, False) for n, i in sig.output_fields.items())
-        lines += ["Outputs:", outputs]
-    elif mode == "json_object":
+def _field_section(title: str, fields: Mapping[str, FieldInfo]) -> list[str]:
+    return [title, *(_describe(n, i, False) for n, i in fields.items())] if fields else []
+
+
+def _system(sig: type[Signature], compiled: CompiledSchema, mode: Mode, profile: Profile) -> str:
+    """Instruction, then only what the endpoint does not already carry (ADR-005, ADR-016).
+
+    Inputs arrive tagged by name in the user turn, so they are listed only when one has a
+    description. Outputs are described only where the schema does not reach the model: an
+    enforced schema carries their names, types and descriptions itself.
+    """
+    lines = [sig.instructions]
+    if any(i.description for i in sig.input_fields.values()):
+        lines += ["", *_field_section("Inputs:", sig.input_fields)]
+    if not profile.hint_schema(mode):
+        return "\n".join(lines)
+    if mode == "json_object" and not profile.json_object_schema:
         # JSON mode enforces only "some JSON": the schema itself must travel in the prompt.
         schema = json.dumps(compiled.schema, ensure_ascii=False, separators=(",", ":"))
         lines += [
+            "",
             "Reply with one JSON object that matches this JSON schema, nothing else:",
             f"```json\n{schema}\n```",
         ]
     else:
         lines += [
+            "",
             "Reply with one JSON object of this shape (types in place of values), nothing else:",
             compiled.shape,
         ]
     return "\n".join(lines)
 
 
-def _prompt_for(sig: type[Signature], mode: Mode) -> _Prompt:
-    strict = compile_schema(sig, "openai-strict")
-    shaped = compile_schema(sig, "json-schema") if mode in ("json_object", "prompt") else strict
-    system = _system(sig, shaped, mode)
-    if mode == "json_schema":
-        return _Prompt(system, strict.response_format)
-    if mode == "json_object":
-        return _Prompt(system, {"type": "json_object"})
-    if mode == "prompt":
-        return _Prompt(system, None)
+def output_schema(sig: type[Signature], mode: Mode, profile: Profile) -> CompiledSchema:
+    """The schema a call in ``mode`` sends (or hints), compiled for the profile's target.
+
+    Raises:
+        SchemaError: The outputs cannot be expressed in that target (for example
+            ``dict[str, Any]`` under the strict subset).
+    """
+    return compile_schema(sig, profile.target_for(mode))
+
+
+def _prompt_for(sig: type[Signature], mode: Mode, profile: Profile) -> _Prompt:
+    compiled = output_schema(sig, mode, profile)
+    system = _system(sig, compiled, mode, profile)
+    if mode != "tools":
+        rf = profile.response_format(mode, compiled.name, compiled.schema, compiled.strict)
+        return _Prompt(system, compiled, rf)
     tool = {
         "type": "function",
         "function": {
-            "name": strict.name,
+            "name": compiled.name,
             "description": sig.instructions,
-            "parameters": strict.schema,
-            "strict": True,
+            "parameters": compiled.schema,
+            "strict": compiled.strict,
         },
     }
-    return _Prompt(system, None, (tool,), {"type": "function", "function": {"name": strict.name}})
+    choice = {"type": "function", "function": {"name": compiled.name}}
+    return _Prompt(system, compiled, None, (tool,), choice)
 
 
 def with_history(
@@ -140,6 +159,7 @@ def build_request(
     inputs: Mapping[str, Any],
     *,
     mode: Mode,
+    profile: Profile | None = None,
     demos: Sequence[Mapping[str, Any]] = (),
     history: Sequence[ChatMessage] = (),
     params: Mapping[str, Any] | None = None,
@@ -150,12 +170,15 @@ def build_request(
         sig: The signature.
         inputs: Validated inputs, by field name.
         mode: How the outputs are requested.
+        profile: The endpoint's profile (schema target, wire format, hints, token cap);
+            the ``openai`` profile when not given.
         demos: Few-shot examples, each a mapping holding input and output field values.
         history: Earlier turns of the conversation; a system message among them is appended
             to typedspy's system turn, which stays the only one and first.
         params: Request parameters (temperature, max_tokens, ...).
     """
-    prompt = _prompt_for(sig, mode)
+    profile = profile if profile is not None else Profile.named("openai")
+    prompt = _prompt_for(sig, mode, profile)
     system, turns = with_history(prompt.system, history)
     messages: list[ChatMessage] = [system]
     for demo in demos:
@@ -168,6 +191,6 @@ def build_request(
         response_format=prompt.response_format,
         tools=prompt.tools,
         tool_choice=prompt.tool_choice,
-        parallel_tool_calls=False if prompt.tools else None,
-        params=dict(params or {}),
+        parallel_tool_calls=profile.parallel_tool_calls if prompt.tools else None,
+        params=profile.structured_params(params or {}),
     )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.errors import LMResponseError, RefusalError
+from typedspy.profiles import Profile, resolve_profile
 
 if TYPE_CHECKING:
     from typedspy.lm._stream import LMChunk
@@ -173,18 +174,32 @@ class BaseLM(abc.ABC):
 
     Subclasses implement `acomplete`; `__call__` and `acall` (prompt in, text out) come free.
 
+    Args:
+        model: The model name.
+        profile: The endpoint's `Profile`, or a built-in profile's name; ``"openai"`` when
+            not given.
+
     Attributes:
         model: The model name.
-        fallback_mode: The output mode ``"auto"`` settled on for this endpoint (for example
-            after it rejected ``response_format``); set by `Predict`, ``None`` until then.
     """
 
     model: str
-    fallback_mode: str | None = None
+    _profile: Profile | None = None
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, profile: str | Profile | None = None) -> None:
         self.model = model
-        self.fallback_mode = None
+        self._profile = resolve_profile(profile, None)
+
+    @property
+    def profile(self) -> Profile:
+        """What this endpoint accepts and how it fails, with what it was seen to reject."""
+        if self._profile is None:  # a subclass that did not call BaseLM.__init__
+            self._profile = resolve_profile(None, None)
+        return self._profile
+
+    @profile.setter
+    def profile(self, profile: str | Profile) -> None:
+        self._profile = resolve_profile(profile, None)
 
     @abc.abstractmethod
     async def acomplete(self, request: LMRequest) -> LMResponse:

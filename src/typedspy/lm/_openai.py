@@ -33,6 +33,7 @@ from typedspy.errors import (
 from typedspy.lm._base import BaseLM, LMRequest, LMResponse
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import redact_patterns, unsupported_feature
+from typedspy.profiles import Profile, detect_profile
 
 __all__ = ["LM", "unsupported_feature"]
 
@@ -61,8 +62,9 @@ class LM(BaseLM):
     (e.g. ``top_k`` for vLLM) go into the request body through ``extra_body``.
 
     A pickled `LM` keeps its model, ``base_url``, defaults, ``max_retries``, ``timeout`` and
-    ``fallback_mode``, never the API key nor the client: once unpickled it builds a client on
-    first use, the SDK reading ``OPENAI_API_KEY`` again (or build a new `LM` with ``api_key=``).
+    profile (with its run-time memory), never the API key nor the client: once unpickled it
+    builds a client on first use, the SDK reading ``OPENAI_API_KEY`` again (or build a new
+    `LM` with ``api_key=``).
     An injected client is replaced by one built from its ``base_url``, ``max_retries`` and
     (numeric) ``timeout``; its headers and HTTP client are not kept. ``copy.copy`` and
     ``copy.deepcopy`` return the LM itself: copied modules share it.
@@ -71,7 +73,8 @@ class LM(BaseLM):
         ```python
         lm = LM("gpt-4o-mini", temperature=0)
         lm("Say hi")                                   # -> "Hi!"
-        local = LM("llama3.1", base_url="http://localhost:11434/v1", api_key="unused")
+        local = LM("llama3.1", base_url="http://localhost:11434/v1", api_key="unused",
+                   profile="ollama")
         ```
 
     Args:
@@ -83,12 +86,17 @@ class LM(BaseLM):
             ``client``, whose own setting applies).
         timeout: Seconds per request when `LM` builds the client; ``None`` keeps the SDK's
             default (not with ``client``).
+        profile: The endpoint's `Profile` (a copy is kept) or a built-in name: ``"openai"``,
+            ``"azure"``, ``"vllm"``, ``"llama.cpp"``, ``"ollama"``, ``"lmstudio"``,
+            ``"generic"``. Defaults to the one the base URL names reliably (Azure), else
+            ``"openai"``.
         **defaults: Request parameters sent with every request (``temperature``,
             ``max_tokens``, ``seed``, ...).
 
     Raises:
-        ConfigurationError: ``client`` together with client options, or a default that `LM`
-            sets itself (``model``, ``messages``, ``stream``, ``response_format``, ``tools``...).
+        ConfigurationError: ``client`` together with client options, an unknown profile, or
+            a default that `LM` sets itself (``model``, ``messages``, ``stream``,
+            ``response_format``, ``tools``...).
 
     Attributes:
         defaults: The request defaults.
@@ -103,9 +111,13 @@ class LM(BaseLM):
         api_key: str | None = None,
         max_retries: int | None = None,
         timeout: float | None = None,
+        profile: str | Profile | None = None,
         **defaults: Any,
     ) -> None:
-        super().__init__(model)
+        if profile is None:
+            url = base_url if client is None else str(client.base_url)
+            profile = detect_profile(url or os.environ.get("OPENAI_BASE_URL"))
+        super().__init__(model, profile=profile)
         options = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries}
         given = [
             name for name, value in {**options, "timeout": timeout}.items() if value is not None
@@ -251,7 +263,10 @@ class LM(BaseLM):
         run_sync(self.aclose, async_name="LM.aclose")
 
     def __repr__(self) -> str:
-        return f"LM(model={self.model!r}, base_url={self._shown_base_url()!r})"
+        return (
+            f"LM(model={self.model!r}, base_url={self._shown_base_url()!r}, "
+            f"profile={self.profile.name!r})"
+        )
 
     # A pickle holds the configuration, never the API key nor the client (docs/modules.md).
     def __getstate__(self) -> dict[str, Any]:
@@ -263,7 +278,7 @@ class LM(BaseLM):
             "max_retries": injected.max_retries if injected is not None else self._max_retries,
             "timeout": timeout if isinstance(timeout, (int, float)) else None,
             "defaults": dict(self.defaults),
-            "fallback_mode": self.fallback_mode,
+            "profile": self.profile,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -275,7 +290,7 @@ class LM(BaseLM):
             timeout=state["timeout"],
             **state["defaults"],
         )
-        self.fallback_mode = state["fallback_mode"]
+        self._profile = state["profile"]
 
     def __copy__(self) -> LM:
         return self  # a handle on an endpoint: copies of modules share it (key and client too)

@@ -15,7 +15,7 @@ from typing import Any
 
 from typedspy import callbacks
 from typedspy._types import Attempt, FieldError, Usage
-from typedspy.adapter import Mode
+from typedspy.adapter import Mode, output_schema
 from typedspy.errors import (
     ContentFilterError,
     OutputDecodeError,
@@ -31,7 +31,6 @@ from typedspy.parse import ParseFailure, ParseResult, parse_outputs
 from typedspy.parse._partial import PartialParser
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryableFailure, RetryPolicy, feedback_messages
-from typedspy.schema import compile_schema
 from typedspy.signature import Signature
 from typedspy.streaming import OutputDelta, PartialPrediction, RetryStarted, StreamEvent, closing
 
@@ -116,8 +115,7 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
         return
     if plan.budget is not None and plan.usage.total_tokens >= plan.budget:
         raise _output_error(TokenBudgetExceededError, plan, result.errors, budget=plan.budget)
-    target = "openai-strict" if plan.mode in ("json_schema", "tools") else "json-schema"
-    schema = compile_schema(plan.signature, target).schema
+    schema = output_schema(plan.signature, plan.mode, plan.lm.profile).schema
     assert result.kind is not None
     plan.feedback = feedback_messages(text or "", tool_call, result.kind, result.errors, schema)
     raise RetryableFailure(result)

@@ -39,8 +39,6 @@ SigT = TypeVar("SigT", bound=Signature)
 # ``Predict[Decide]`` alone means any keywords.
 InputsT = ParamSpec("InputsT", default=...)
 _MODES = ("auto", *get_args(Mode))
-# ADR-006: when an endpoint rejects response_format, "auto" steps down this chain once.
-_FALLBACK: dict[str, str] = {"json_schema": "json_object", "json_object": "prompt"}
 _STATE_KEYS = ("signature", "fingerprint", "instructions", "demos")
 
 
@@ -60,8 +58,8 @@ class Predict(Module, Generic[SigT, InputsT]):
     Args:
         signature: A `Signature` subclass, or a string such as ``"question -> answer: int"``.
         lm: The model to call; defaults to the one set with `ts.configure` / `ts.context`.
-        mode: ``"auto"`` (native structured outputs, stepping down to JSON mode and then a
-            prompted shape when the endpoint rejects ``response_format``), ``"json_schema"``,
+        mode: ``"auto"`` (the first mode of the LM's profile, stepping down its list when the
+            endpoint rejects ``response_format``), ``"json_schema"``,
             ``"json_object"``, ``"prompt"`` or ``"tools"`` (the outputs as one forced call).
             Defaults to the ``mode`` setting (``"auto"``).
         max_retries: Retries after a decode or validation failure (default from settings: 2).
@@ -121,7 +119,8 @@ class Predict(Module, Generic[SigT, InputsT]):
         self.demos = demos if demos is not None else []
         self.token_budget = token_budget
         self.lm_kwargs = lm_kwargs
-        compile_schema(self.signature)  # SchemaError now, not at the first call
+        # SchemaError now, not at the first call; the LM's profile picks the target it sends.
+        compile_schema(self.signature, "json-schema")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.signature.__name__}, mode={self.mode!r})"
@@ -238,8 +237,10 @@ class Predict(Module, Generic[SigT, InputsT]):
                         yield event
                 return
             except LMUnsupportedFeatureError as exc:
-                step = _FALLBACK.get(mode)
-                if self._mode() != "auto" or step is None or exc.feature != "response_format":
+                if self._mode() != "auto" or exc.feature != "response_format":
+                    raise
+                step = lm.profile.next_mode(mode)  # remembered by the LM's profile
+                if step is None:
                     raise
                 logger.warning(
                     "%s rejected response_format %s (%s); falling back to %s for this LM",
@@ -248,8 +249,7 @@ class Predict(Module, Generic[SigT, InputsT]):
                     exc,
                     step,
                 )
-                mode = cast("Mode", step)
-                lm.fallback_mode = step
+                mode = step
 
     async def aforward(
         self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
@@ -326,7 +326,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         mode = self._mode()
         if mode != "auto":
             return cast("Mode", mode)
-        return cast("Mode", lm.fallback_mode or "json_schema")
+        return lm.profile.auto_mode()
 
     def _check_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         fields = self.signature.input_fields
@@ -359,6 +359,7 @@ class Predict(Module, Generic[SigT, InputsT]):
             self.signature,
             inputs,
             mode=mode,
+            profile=lm.profile,
             demos=self.demos,
             history=history,
             params=self.lm_kwargs,

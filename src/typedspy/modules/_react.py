@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast
 
@@ -51,9 +50,6 @@ _NO_CALL = (
     "You replied without calling a tool. Call one of the tools, or call `finish` with the "
     "final outputs."
 )
-# ADR-006 spirit: an endpoint that rejected tools once gets the fallback shape from then on.
-# Weakly keyed, so the memory goes away with the LM object.
-_NO_TOOLS: weakref.WeakSet[BaseLM] = weakref.WeakSet()
 
 
 class ReAct(Module, Generic[SigT]):
@@ -113,7 +109,9 @@ class ReAct(Module, Generic[SigT]):
         self.lm = lm
         self.mode: ReActMode = mode
         self.lm_kwargs = lm_kwargs
-        compile_schema(self.signature)  # the finish tool's schema: SchemaError now, not mid-run
+        # The finish tool's schema: SchemaError now, not mid-run (the LM's profile picks the
+        # target it is sent in).
+        compile_schema(self.signature, "json-schema")
         if mode == "union":
             step_signature(sig, list(self.tools))  # its name clashes and schemas, likewise
         self.extract: Predict[Signature] = Predict(extraction_signature(sig), **lm_kwargs)
@@ -218,7 +216,9 @@ class ReAct(Module, Generic[SigT]):
         return resolve_lm(self.lm)
 
     def _start_mode(self, lm: BaseLM) -> Literal["tools", "union"]:
-        if self.mode == "union" or (self.mode == "auto" and lm in _NO_TOOLS):
+        # An endpoint that rejected tools once gets the fallback shape from then on: its
+        # profile remembers (ADR-016).
+        if self.mode == "union" or (self.mode == "auto" and lm.profile.rejects("tools")):
             return "union"
         return "tools"
 
@@ -241,6 +241,11 @@ class ReAct(Module, Generic[SigT]):
             trajectory=trajectory,
             mode=mode,
             params=self.lm_kwargs,
+            parallel_tool_calls=(
+                None
+                if lm.profile.rejects("parallel_tool_calls")
+                else lm.profile.parallel_tool_calls
+            ),
             # Module callbacks change this copy: the agent's own tools stay as they were.
             tools=Toolset(list(self.tools)),
         )
@@ -310,6 +315,7 @@ class ReAct(Module, Generic[SigT]):
             except LMUnsupportedFeatureError as exc:
                 if exc.feature == "parallel_tool_calls" and run.parallel_tool_calls is not None:
                     run.parallel_tool_calls = None  # the endpoint wants the parameter left out
+                    run.lm.profile.reject("parallel_tool_calls")
                     continue
                 if self.mode != "auto" or exc.feature != "tools":
                     raise
@@ -318,7 +324,7 @@ class ReAct(Module, Generic[SigT]):
                     run.lm.model,
                     exc,
                 )
-                _NO_TOOLS.add(run.lm)
+                run.lm.profile.reject("tools")
                 run.mode = "union"
         if run.mode == "tools":
             assert response is not None
@@ -339,6 +345,7 @@ class ReAct(Module, Generic[SigT]):
             tools=run.active_tools(),
             parallel_tool_calls=run.parallel_tool_calls,
             params=self.lm_kwargs,
+            target=run.lm.profile.target,
         )
         return native_response(run.lm, request, self.signature, stream=stream)
 

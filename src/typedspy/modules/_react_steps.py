@@ -75,16 +75,16 @@ def _system_prompt(sig: type[Signature]) -> str:
     return "\n".join(lines)
 
 
-def finish_tool(sig: type[Signature]) -> dict[str, Any]:
-    """The ``finish`` function: strict, its parameters the signature's output schema."""
-    compiled = compile_schema(sig, "openai-strict")
+def finish_tool(sig: type[Signature], target: str = "openai-strict") -> dict[str, Any]:
+    """The ``finish`` function: its parameters the signature's output schema for ``target``."""
+    compiled = compile_schema(sig, target)
     return {
         "type": "function",
         "function": {
             "name": FINISH,
             "description": _FINISH_DESCRIPTION,
             "parameters": compiled.schema,
-            "strict": True,
+            "strict": compiled.strict,
         },
     }
 
@@ -98,6 +98,7 @@ def native_request(
     tools: Sequence[Tool],
     parallel_tool_calls: bool | None,
     params: Mapping[str, Any],
+    target: str = "openai-strict",
 ) -> LMRequest:
     """One native tool-calling step.
 
@@ -108,8 +109,8 @@ def native_request(
     messages: list[ChatMessage] = [system, *turns]
     messages.append({"role": "user", "content": format_inputs(sig, inputs)})
     messages.extend(trajectory.to_messages())
-    specs = [tool.to_openai_tool() for tool in tools]
-    specs.append(finish_tool(sig))
+    specs = [tool.to_openai_tool(target) for tool in tools]
+    specs.append(finish_tool(sig, target))
     return LMRequest(
         messages=tuple(messages),
         tools=tuple(specs),

@@ -257,17 +257,23 @@ class Tool:
 
     # -- export ------------------------------------------------------------------------------
 
-    def to_openai_tool(self) -> dict[str, Any]:
-        """The Chat Completions ``tools`` entry: a strict function with the input schema.
+    def to_openai_tool(self, target: str = "openai-strict") -> dict[str, Any]:
+        """The Chat Completions ``tools`` entry: a function with the input schema.
 
         Send it with ``parallel_tool_calls: false`` (strict tools and parallel calls do not mix).
         The description is left out when it is empty.
 
+        Args:
+            target: The schema target (an LM's ``profile.target``); ``strict`` is sent as the
+                target says.
+
         Raises:
-            SchemaError: An input type the strict subset cannot express.
+            SchemaError: An input type the target cannot express.
         """
+        strict = True
         if self.signature.input_fields:
-            parameters = compile_schema(self.signature.input_model, "openai-strict").schema
+            compiled = compile_schema(self.signature.input_model, target)
+            parameters, strict = compiled.schema, compiled.strict
         else:  # the compiler refuses a property-less object (as an output); a tool may have one
             parameters = {
                 "type": "object",
@@ -279,7 +285,7 @@ class Tool:
         if self.description:
             function["description"] = self.description
         function["parameters"] = _exported(parameters)
-        function["strict"] = True
+        function["strict"] = strict
         return {"type": "function", "function": function}
 
     def to_mcp_tool(self) -> dict[str, Any]:

@@ -1,0 +1,34 @@
+"""Endpoint profiles: the one home of what an endpoint accepts and how it fails (ADR-016)."""
+
+from __future__ import annotations
+
+from typedspy.errors import ConfigurationError
+from typedspy.profiles._builtin import PROFILE_NAMES, builtin, detect_profile
+from typedspy.profiles._profile import LoopRemedy, Mode, Profile
+
+__all__ = [
+    "PROFILE_NAMES",
+    "LoopRemedy",
+    "Mode",
+    "Profile",
+    "builtin",
+    "detect_profile",
+    "resolve_profile",
+]
+
+
+def resolve_profile(profile: str | Profile | None, base_url: str | None) -> Profile:
+    """The profile an LM owns: a built-in by name, a copy of an instance, or the detected one.
+
+    Raises:
+        ConfigurationError: An unknown profile name, or something that is not a profile.
+    """
+    if profile is None:
+        return builtin(detect_profile(base_url))
+    if isinstance(profile, str):
+        return builtin(profile)
+    if isinstance(profile, Profile):
+        return profile.derive()
+    raise ConfigurationError(
+        f"profile must be a name or a ts.Profile, not {type(profile).__name__}"
+    )

@@ -1,0 +1,126 @@
+"""The built-in profiles and the base-URL detection of the default one.
+
+Facts come from reference/local-servers.md and reference/structured-outputs.md (the lines in
+comments name their public source threads); docs/profiles.md tabulates them.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from typedspy.errors import ConfigurationError
+from typedspy.profiles._profile import Profile
+
+__all__ = ["PROFILE_NAMES", "builtin", "detect_profile"]
+
+_PROFILES: dict[str, Profile] = {
+    # OpenAI enforces the strict subset server-side (structured-outputs.md §1); a schema it
+    # accepted is enforced, so the prompt need not repeat it. Large hosted models: no cap and
+    # no loop remedies by default (a truncation is reported, typed, not retried).
+    "openai": Profile(
+        name="openai",
+        target="openai-strict",
+        schema_hint=False,
+        response_format_with_tools=True,
+        dependable_tool_calling=True,
+        max_tokens=None,
+        on_whitespace_loop=None,
+        on_repetition_loop=None,
+        reasoning_tags=None,
+    ),
+    # Azure OpenAI: the same strict subset, and it also rejects `default` (structured-outputs.md
+    # §1.6, openai/openai-agents-python#4390), which the openai-strict target strips.
+    "azure": Profile(
+        name="azure",
+        target="openai-strict",
+        schema_hint=False,
+        response_format_with_tools=True,
+        dependable_tool_calling=True,
+        max_tokens=None,
+        on_whitespace_loop=None,
+        on_repetition_loop=None,
+        reasoning_tags=None,
+    ),
+    # vLLM (local-servers.md): full JSON Schema through xgrammar/guidance; `strict` ignored; the
+    # grammar allows unbounded whitespace, so models loop to max_tokens (vllm#38696): a cap and
+    # the compact re-ask; response_format constrains tool steps too (pydantic/pydantic-ai#6552).
+    # The schema is only a decoding constraint, not shown to the model (inference): hint it.
+    "vllm": Profile(
+        name="vllm",
+        target="json-schema",
+        schema_hint=True,
+        response_format_with_tools=False,
+        dependable_tool_calling=True,
+        max_tokens=1024,
+    ),
+    # llama.cpp llama-server (local-servers.md): json_schema.schema used, `strict` ignored;
+    # json_object takes an optional `schema` (tools/server/server-common.cpp); the schema is not
+    # put into the prompt; number bounds are not enforced and grammar parse failures fail open
+    # (#19051, #24097): outputs are checked against the sent schema (`not_enforced`). A real
+    # run with SmolLM2 looped in tools mode and rambled to 1,300+ tokens without a cap.
+    "llama.cpp": Profile(
+        name="llama.cpp",
+        target="json-schema",
+        json_object_schema=True,
+        schema_hint=True,
+        response_format_with_tools=False,
+        dependable_tool_calling=False,
+        max_tokens=512,
+    ),
+    # Ollama /v1 (local-servers.md): json_schema becomes native `format` through llama.cpp's
+    # converter; the schema is not in the prompt (ollama#8162); violations reported (#8063).
+    "ollama": Profile(
+        name="ollama",
+        target="json-schema",
+        schema_hint=True,
+        response_format_with_tools=False,
+        dependable_tool_calling=False,
+        max_tokens=512,
+    ),
+    # LM Studio (local-servers.md): `json_object` gives 400 "'response_format.type' must be
+    # 'json_schema'" (lmstudio-bug-tracker#189), so auto goes from json_schema to prompt.
+    "lmstudio": Profile(
+        name="lmstudio",
+        target="json-schema",
+        modes=("json_schema", "prompt"),
+        schema_hint=True,
+        response_format_with_tools=False,
+        dependable_tool_calling=False,
+        max_tokens=512,
+    ),
+    # An unknown server: the narrowest schema every server accepts, the shape in the prompt,
+    # no trust in tool calling, a cap, and every remedy.
+    "generic": Profile(name="generic"),
+}
+
+PROFILE_NAMES: tuple[str, ...] = tuple(sorted(_PROFILES))
+
+
+def builtin(name: str) -> Profile:
+    """A fresh copy (own memory) of the built-in profile ``name``.
+
+    Raises:
+        ConfigurationError: No built-in profile has that name.
+    """
+    try:
+        template = _PROFILES[name]
+    except KeyError:
+        raise ConfigurationError(
+            f"unknown profile {name!r}; use one of {list(PROFILE_NAMES)} or a ts.Profile"
+        ) from None
+    return template.derive()
+
+
+def detect_profile(base_url: str | None) -> str:
+    """The built-in profile for an endpoint, where its URL says so reliably; else ``"openai"``.
+
+    Only host names that belong to one provider count: ``api.openai.com`` (or no base URL) is
+    ``openai``, ``*.openai.azure.com`` is ``azure``. Ports and local addresses say nothing
+    reliable about the server behind them, so they keep the default.
+    """
+    if not base_url:
+        return "openai"
+    host = (urlsplit(base_url if "//" in base_url else f"//{base_url}").hostname or "").lower()
+    if host.endswith(".openai.azure.com"):
+        return "azure"
+    return "openai"

@@ -1,0 +1,230 @@
+"""`Profile`: what one endpoint accepts and how it fails, decided in one place.
+
+Every provider-specific choice above the LM layer is read from the `Profile` the LM owns: the
+schema target, the wire format of each output mode, whether the schema hint goes into the
+prompt, whether ``response_format`` may travel with tools, whether tool calling is dependable,
+the token cap for structured calls, the remedies for silent failures, and what the endpoint
+has been seen to reject or fail at run time (ADR-016). Nothing here imports ``openai``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["LoopRemedy", "Mode", "Profile"]
+
+Mode = Literal["json_schema", "json_object", "prompt", "tools"]
+"""How a call asks for its outputs: native structured outputs, JSON mode, a prompted shape, or
+one forced tool call."""
+
+
+@dataclass(frozen=True)
+class LoopRemedy:
+    """One bounded re-ask after a runaway completion (at most once per call).
+
+    Attributes:
+        note: The instruction sent instead of the runaway reply (which is not sent back).
+        params: Request parameters for the re-ask (e.g. ``{"frequency_penalty": 1.0}``).
+    """
+
+    note: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+_COMPACT = LoopRemedy(
+    note=(
+        "Your previous reply ran to the token limit with whitespace. Reply again with the "
+        "complete output as compact JSON on one line: no indentation, no blank lines."
+    )
+)
+_SHORT_STRINGS = LoopRemedy(
+    note=(
+        "Your previous reply repeated itself until the token limit. Reply again with the "
+        "complete output as one JSON object; keep every string short (one sentence at most) "
+        "and do not repeat words, phrases or symbols."
+    ),
+    params={"frequency_penalty": 1.0},
+)
+
+
+@dataclass(eq=False)
+class Profile:
+    """What an OpenAI-compatible endpoint accepts and how it fails.
+
+    An `LM` owns one (``LM(model, profile="llama.cpp")``, or a `Profile` instance); every
+    provider-specific decision typedspy makes is read from it. Built-in profiles come from
+    `Profile.named`; define your own with `derive` (or a subclass overriding the methods).
+
+    Example:
+        ```python
+        lm = ts.LM("qwen3", base_url="http://127.0.0.1:8080/v1", profile="llama.cpp")
+        mine = ts.Profile.named("vllm").derive(name="my-vllm", max_tokens=4096)
+        ```
+
+    Attributes:
+        name: The profile's name (``"openai"``, ``"llama.cpp"``, ...).
+        target: The schema target sent to the endpoint: ``"openai-strict"`` (the strict subset)
+            or ``"json-schema"`` (full JSON Schema, for engines that take it).
+        modes: The output modes ``auto`` tries, in order; a mode the endpoint rejects is
+            skipped from then on.
+        json_object_schema: ``json_object`` mode carries the schema in ``response_format``
+            (``{"type": "json_object", "schema": ...}``, which llama.cpp enforces).
+        schema_hint: The output shape goes into the prompt even when the schema is sent in
+            ``response_format`` or a tool (servers that constrain decoding without showing the
+            schema to the model). Modes without an enforced schema always get it.
+        response_format_with_tools: ``response_format`` may be sent together with tools (False
+            where it would constrain tool steps too).
+        dependable_tool_calling: Native tool calling works well enough to drive an agent; when
+            False, agents use one strict step schema under ``response_format`` instead.
+        parallel_tool_calls: What to send as ``parallel_tool_calls`` with strict tools
+            (``None``: leave it out).
+        max_tokens: The ``max_tokens`` cap sent with structured calls that set none
+            (``None``: no cap).
+        on_whitespace_loop: The re-ask after a truncation whose tail is only whitespace.
+        on_repetition_loop: The re-ask after a truncation inside a repetition loop.
+        reasoning_tags: Tags around reasoning the server leaves in the content
+            (``("<think>", "</think>")``): split off into ``reasoning_content``.
+    """
+
+    name: str = "generic"
+    target: str = "openai-strict"
+    modes: tuple[Mode, ...] = ("json_schema", "json_object", "prompt")
+    json_object_schema: bool = False
+    schema_hint: bool = True
+    response_format_with_tools: bool = False
+    dependable_tool_calling: bool = False
+    parallel_tool_calls: bool | None = False
+    max_tokens: int | None = 1024
+    on_whitespace_loop: LoopRemedy | None = _COMPACT
+    on_repetition_loop: LoopRemedy | None = _SHORT_STRINGS
+    reasoning_tags: tuple[str, str] | None = ("<think>", "</think>")
+    _rejected: set[str] = field(default_factory=set, init=False, repr=False)
+    _seen: set[str] = field(default_factory=set, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    # -- building profiles --
+
+    @classmethod
+    def named(cls, name: str) -> Profile:
+        """A fresh copy of a built-in profile (its own run-time memory).
+
+        Raises:
+            ConfigurationError: No built-in profile has that name (the message lists them).
+        """
+        from typedspy.profiles._builtin import builtin
+
+        return builtin(name)
+
+    def derive(self, **changes: Any) -> Profile:
+        """A copy with ``changes`` applied and an empty run-time memory.
+
+        Raises:
+            TypeError: A change names no profile attribute.
+        """
+        return dataclasses.replace(self, **changes)
+
+    # -- run-time memory --
+
+    def reject(self, feature: str) -> None:
+        """Remember that the endpoint rejected ``feature`` (a mode name, ``"tools"``, ...)."""
+        with self._lock:
+            self._rejected.add(feature)
+
+    def rejects(self, feature: str) -> bool:
+        """Whether the endpoint was seen to reject ``feature``."""
+        return feature in self._rejected
+
+    @property
+    def rejected(self) -> frozenset[str]:
+        """Every feature the endpoint was seen to reject."""
+        return frozenset(self._rejected)
+
+    def observe(self, kind: str) -> None:
+        """Remember a failure kind the endpoint showed (e.g. ``"not_enforced"``)."""
+        with self._lock:
+            self._seen.add(kind)
+
+    @property
+    def observed(self) -> frozenset[str]:
+        """Every failure kind the endpoint was seen to show."""
+        return frozenset(self._seen)
+
+    # -- decisions --
+
+    def auto_mode(self) -> Mode:
+        """The mode ``auto`` uses now: the first of `modes` not rejected (``prompt`` at last)."""
+        for mode in self.modes:
+            if not self.rejects(mode):
+                return mode
+        return "prompt"
+
+    def next_mode(self, rejected: Mode) -> Mode | None:
+        """Record that ``rejected`` was refused; the mode ``auto`` steps down to, if any."""
+        self.reject(rejected)
+        following = self.modes[self.modes.index(rejected) + 1 :] if rejected in self.modes else ()
+        return next((m for m in following if not self.rejects(m)), None)
+
+    def sends_schema(self, mode: Mode) -> bool:
+        """Whether ``mode`` puts the schema on the wire (``response_format`` or the tool)."""
+        return mode in ("json_schema", "tools") or (
+            mode == "json_object" and self.json_object_schema
+        )
+
+    def hint_schema(self, mode: Mode) -> bool:
+        """Whether the prompt carries the output shape in ``mode``.
+
+        Always where no schema goes on the wire; otherwise when the profile says the server
+        does not show the schema to the model, or once it was seen not to enforce it.
+        """
+        if not self.sends_schema(mode):
+            return True
+        return self.schema_hint or "not_enforced" in self._seen
+
+    def target_for(self, mode: Mode) -> str:
+        """The schema target ``mode`` compiles to.
+
+        The profile's own where the schema goes on the wire; plain JSON Schema where it only
+        guides the prompt.
+        """
+        return self.target if self.sends_schema(mode) else "json-schema"
+
+    def response_format(
+        self, mode: Mode, name: str, schema: Mapping[str, Any], strict: bool
+    ) -> dict[str, Any] | None:
+        """The ``response_format`` of ``mode`` (``None``: send none)."""
+        if mode == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": strict},
+            }
+        if mode == "json_object":
+            if self.json_object_schema:
+                return {"type": "json_object", "schema": schema}
+            return {"type": "json_object"}
+        return None
+
+    def structured_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` with the profile's ``max_tokens`` cap added when they set no cap."""
+        out = dict(params)
+        capped = {"max_tokens", "max_completion_tokens"} & set(out)
+        if self.max_tokens is not None and not capped:
+            out["max_tokens"] = self.max_tokens
+        return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        state["_rejected"] = sorted(self._rejected)
+        state["_seen"] = sorted(self._seen)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        rejected, seen = state.pop("_rejected", ()), state.pop("_seen", ())
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        self._rejected = set(rejected)
+        self._seen = set(seen)
+        self._lock = threading.Lock()
