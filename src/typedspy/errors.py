@@ -21,6 +21,10 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │   ├── TruncatedOutputError          finish_reason == "length" (never retried)
     │   ├── ContentFilterError            finish_reason == "content_filter" (never retried)
     │   └── TokenBudgetExceededError      the token budget ran out before a valid output
+    ├── BudgetExceededError               a ts.Budget ran out; the request was not sent
+    ├── ItemTimeoutError (TimeoutError)   a batch item ran past the batch's per-item timeout
+    ├── BatchStoppedError                 a batch item never ran: max_errors was reached first
+    ├── CacheMissError                    replay mode found no cached response for a request
     ├── ToolError                         a tool could not be built, found, or its result used
     │   ├── ToolNotFoundError (KeyError)  no tool of that name; lists the available names
     │   └── ToolArgumentsError (ValueError)  arguments failed validation; names the fields
@@ -38,9 +42,13 @@ from collections.abc import Sequence
 from typedspy._types import Attempt, FieldError, Usage
 
 __all__ = [
+    "BatchStoppedError",
+    "BudgetExceededError",
+    "CacheMissError",
     "ConfigurationError",
     "ContentFilterError",
     "InputError",
+    "ItemTimeoutError",
     "LMConnectionError",
     "LMError",
     "LMRateLimitError",
@@ -112,7 +120,16 @@ class LMTimeoutError(LMConnectionError):
 
 
 class LMRateLimitError(LMError):
-    """The endpoint answered 429 (after the SDK's own retries, which honour Retry-After)."""
+    """The endpoint answered 429 (after the SDK's own retries, which honour Retry-After).
+
+    Attributes:
+        retry_after: Seconds the endpoint asked to wait (``Retry-After`` / ``retry-after-ms``),
+            when it said; a batch's `RateLimit` pauses every item for that long.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class LMStatusError(LMError):
@@ -216,6 +233,63 @@ class ContentFilterError(OutputError):
 
 class TokenBudgetExceededError(OutputError):
     """The token budget across attempts ran out before a valid output was produced."""
+
+
+class BudgetExceededError(TypedspyError):
+    """A `Budget` ran out: the request that would have gone past it was not sent.
+
+    Attributes:
+        limit: The limit that was reached: ``"requests"``, ``"input_tokens"``,
+            ``"output_tokens"`` or ``"total_tokens"``.
+        allowed: The budget's value for that limit.
+        requests: Requests the budget had counted when it refused.
+        usage: Tokens the budget had counted when it refused.
+    """
+
+    def __init__(
+        self, message: str, *, limit: str, allowed: int, requests: int, usage: Usage
+    ) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.allowed = allowed
+        self.requests = requests
+        self.usage = usage
+
+
+class ItemTimeoutError(TypedspyError, TimeoutError):
+    """A batch item ran longer than the batch's per-item ``timeout`` and was cancelled.
+
+    Attributes:
+        timeout: The per-item limit, in seconds.
+    """
+
+    def __init__(self, message: str, *, timeout: float) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+
+
+class BatchStoppedError(TypedspyError):
+    """A batch item was never run: the batch had reached ``max_errors`` failures.
+
+    Attributes:
+        max_errors: The batch's limit.
+    """
+
+    def __init__(self, message: str, *, max_errors: int) -> None:
+        super().__init__(message)
+        self.max_errors = max_errors
+
+
+class CacheMissError(TypedspyError):
+    """In ``"replay"`` cache mode a request had no cached response (nothing was sent).
+
+    Attributes:
+        key: The request's cache key.
+    """
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class ToolError(TypedspyError):

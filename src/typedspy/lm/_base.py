@@ -78,6 +78,8 @@ class LMResponse:
         usage: Token counts reported by the endpoint (zeros when it reported none).
         model: The model that answered, as the endpoint names it.
         raw: The whole completion as a JSON-ready dict.
+        headers: The rate-limit headers of the HTTP response (``retry-after``,
+            ``x-ratelimit-*``), lower-cased; empty when there was no HTTP response.
     """
 
     text: str | None
@@ -87,6 +89,7 @@ class LMResponse:
     usage: Usage
     model: str
     raw: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -200,6 +203,29 @@ class BaseLM(abc.ABC):
     @profile.setter
     def profile(self, profile: str | Profile) -> None:
         self._profile = resolve_profile(profile, None)
+
+    @property
+    def endpoint(self) -> str | None:
+        """The base URL requests go to (part of a response-cache key); ``None`` when local."""
+        return None
+
+    def request_body(self, request: LMRequest) -> dict[str, Any]:
+        """The JSON body this LM sends for ``request``, without credentials.
+
+        It is what a response cache hashes and what a Batch API file holds. The default is
+        the OpenAI chat-completions body; `LM` returns exactly what it puts on the wire.
+        """
+        body: dict[str, Any] = {"model": self.model, "messages": list(request.messages)}
+        if request.response_format is not None:
+            body["response_format"] = dict(request.response_format)
+        if request.tools:
+            body["tools"] = list(request.tools)
+            if request.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
+        body.update(request.params)
+        return body
 
     @abc.abstractmethod
     async def acomplete(self, request: LMRequest) -> LMResponse:

@@ -8,6 +8,7 @@ left after those retries is mapped onto the `LMError` tree, with the SDK excepti
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -198,10 +199,34 @@ class LM(BaseLM):
             response = LMResponse.from_completion(completion, model=self.model)
         except LMResponseError as exc:
             raise LMResponseError(f"{self.model}: {self._redact(str(exc))}") from exc
+        limits = _rate_headers(raw.headers)
+        if limits:
+            response = dataclasses.replace(response, headers=limits)
         with self._lock:
             self._usage += response.usage
             self._calls += 1
         return response
+
+    @property
+    def endpoint(self) -> str | None:
+        """The base URL requests go to, as the client resolved it (credentials removed).
+
+        Raises:
+            ConfigurationError: No client could be built.
+        """
+        return self._redact(str(self.client.base_url)).rstrip("/")
+
+    def request_body(self, request: LMRequest) -> dict[str, Any]:
+        """The JSON body `acomplete` sends for ``request`` (``extra_body`` merged in).
+
+        Raises:
+            ConfigurationError: ``params`` hold a reserved key.
+        """
+        kwargs = self._create_kwargs(request)
+        for transport_only in ("extra_headers", "extra_query", "timeout"):
+            kwargs.pop(transport_only, None)  # client options, not part of the body
+        extra = kwargs.pop("extra_body", None) or {}
+        return {**kwargs, **extra}
 
     async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
         """Stream one completion (``stream=True`` with ``include_usage``), chunk by chunk.
@@ -358,7 +383,10 @@ class LM(BaseLM):
         status, code, param = exc.status_code, exc.code, exc.param
         label = f" ({code})" if code else ""
         if isinstance(exc, openai.RateLimitError):
-            return LMRateLimitError(f"{where}: rate limited (HTTP 429{label}): {detail}")
+            return LMRateLimitError(
+                f"{where}: rate limited (HTTP 429{label}): {detail}",
+                retry_after=_retry_after(exc.response.headers),
+            )
         feature = unsupported_feature(status, detail, code=code, param=param)
         message = f"{where}: HTTP {status}{label}: {detail}"
         if feature is not None:
@@ -385,6 +413,30 @@ class LM(BaseLM):
             if isinstance(secret, str) and len(secret) >= 6:
                 text = text.replace(secret, "[redacted]")
         return redact_patterns(text)
+
+
+def _rate_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers a rate limiter adapts to (reference/scale.md: the SDK honours Retry-After)."""
+    return {
+        k.lower(): v
+        for k, v in headers.items()
+        if k.lower().startswith("x-ratelimit-") or k.lower() in ("retry-after", "retry-after-ms")
+    }
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or a numeric ``retry-after``; ``None`` otherwise."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue  # an HTTP date: the SDK already waited for it between its retries
+        if seconds >= 0:
+            return seconds
+    return None
 
 
 def _check_params(params: Mapping[str, Any], *, where: str) -> None:

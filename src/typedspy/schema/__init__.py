@@ -1,3 +1,8 @@
-from typedspy.schema._compile import CompiledSchema, Target, compile_schema
+from typedspy.schema._compile import (
+    SCHEMA_COMPILER_VERSION,
+    CompiledSchema,
+    Target,
+    compile_schema,
+)
 
-__all__ = ["CompiledSchema", "Target", "compile_schema"]
+__all__ = ["SCHEMA_COMPILER_VERSION", "CompiledSchema", "Target", "compile_schema"]

@@ -19,7 +19,11 @@ from typedspy.schema.targets.openai_strict import to_openai_strict
 from typedspy.signature._signature import Signature
 from typedspy.signature._unions import TypeRewriter
 
-__all__ = ["CompiledSchema", "Target", "compile_schema"]
+__all__ = ["SCHEMA_COMPILER_VERSION", "CompiledSchema", "Target", "compile_schema"]
+
+SCHEMA_COMPILER_VERSION = "1"
+"""Bumped whenever a change here alters the schemas sent for an unchanged signature; response
+caches key on it, so cached replies to the old schemas stop matching."""
 
 Target = Literal["openai-strict", "json-schema"]
 _TARGETS: dict[str, tuple[Callable[..., JSONSchema], bool]] = {
