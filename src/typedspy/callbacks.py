@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from typedspy import _gate
 from typedspy.settings import get_settings
 from typedspy.streaming import closing
 
@@ -83,11 +84,11 @@ async def complete(lm: BaseLM, request: LMRequest) -> LMResponse:
     Every typedspy module sends its requests through here.
     """
     if not get_settings().callbacks:
-        return await lm.acomplete(request)
+        return await _gate.complete(lm, request)
     call_id = uuid.uuid4().hex
     _notify("on_lm_start", call_id, lm, request)
     try:
-        response = await lm.acomplete(request)
+        response = await _gate.complete(lm, request)
     except BaseException as exc:
         _notify("on_lm_end", call_id, None, exc)
         raise
@@ -106,7 +107,7 @@ async def stream(
     call_id = uuid.uuid4().hex
     if notify:
         _notify("on_lm_start", call_id, lm, request)
-    async with closing(lm.astream(request)) as chunks:  # closes the HTTP response at once
+    async with closing(_gate.stream(lm, request)) as chunks:  # closes the HTTP response at once
         try:
             async for chunk in chunks:
                 accumulator.add(chunk)

@@ -27,7 +27,9 @@ from typing import Any, Literal, TypedDict, TypeGuard, get_args
 
 from typing_extensions import Unpack
 
+from typedspy.cache import Cache, CacheMode
 from typedspy.errors import ConfigurationError
+from typedspy.limits import Budget, RateLimit
 from typedspy.lm._base import BaseLM
 
 __all__ = [
@@ -56,6 +58,13 @@ class Settings:
         token_budget: Total tokens one call may spend across its attempts; ``None`` for no limit.
         callbacks: Objects notified of module and LM events, in order.
         retry_wait: Seconds to wait between semantic retries.
+        budget: A `Budget` every request under these settings is counted against.
+        rate_limit: A `RateLimit` every request under these settings waits for.
+        cache: A response cache (`MemoryCache`, `SQLiteCache`); ``None`` for none.
+        cache_mode: How calls use the cache: ``"read_write"``, ``"read"``, ``"refresh"``,
+            ``"replay"`` or ``"off"`` (see `CacheMode`).
+        cache_salt: Mixed into every cache key: a new salt draws new samples of the same
+            requests instead of replaying the cached ones.
     """
 
     lm: BaseLM | None = None
@@ -64,6 +73,11 @@ class Settings:
     token_budget: int | None = None
     callbacks: tuple[Any, ...] = ()
     retry_wait: float = 0.0
+    budget: Budget | None = None
+    rate_limit: RateLimit | None = None
+    cache: Cache | None = None
+    cache_mode: CacheMode = "read_write"
+    cache_salt: str = ""
 
 
 class SettingsKeywords(TypedDict, total=False):
@@ -75,6 +89,11 @@ class SettingsKeywords(TypedDict, total=False):
     token_budget: int | None
     callbacks: Iterable[Any]
     retry_wait: float
+    budget: Budget | None
+    rate_limit: RateLimit | None
+    cache: Cache | None
+    cache_mode: CacheMode
+    cache_salt: str
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
@@ -94,7 +113,8 @@ def configure(**kwargs: Unpack[SettingsKeywords]) -> None:
 
     Args:
         **kwargs: Any of the `Settings` fields (``lm``, ``max_retries``, ``mode``,
-            ``token_budget``, ``callbacks``, ``retry_wait``).
+            ``token_budget``, ``callbacks``, ``retry_wait``, ``budget``, ``rate_limit``,
+            ``cache``, ``cache_mode``, ``cache_salt``).
 
     Raises:
         ConfigurationError: An unknown key, or a value of the wrong type.
@@ -205,6 +225,24 @@ def _problem(key: str, value: object) -> str | None:
         isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
     ):
         return "expected a number of seconds >= 0"
+    return _scale_problem(key, value)
+
+
+_CACHE_MODES = ("read_write", "read", "refresh", "replay", "off")
+
+
+def _scale_problem(key: str, value: object) -> str | None:
+    expected: dict[str, tuple[type, str]] = {
+        "budget": (Budget, "a typedspy.Budget"),
+        "rate_limit": (RateLimit, "a typedspy.RateLimit"),
+        "cache": (Cache, "a typedspy.MemoryCache, typedspy.SQLiteCache or other Cache"),
+    }
+    if key in expected and value is not None and not isinstance(value, expected[key][0]):
+        return f"expected {expected[key][1]} or None"
+    if key == "cache_mode" and value not in _CACHE_MODES:
+        return f"expected one of {', '.join(_CACHE_MODES)}"
+    if key == "cache_salt" and not isinstance(value, str):
+        return "expected a string"
     return None
 
 

@@ -1,0 +1,123 @@
+"""The gate every request passes: response cache, budget, rate limit, usage meters.
+
+`callbacks.complete` and `callbacks.stream` send through here, so retries, ReAct steps,
+tools backed by models, sub-modules and batch items are all cached, counted and limited the
+same way, by the settings of the context they run in. Order for one request: cache lookup
+(a hit costs nothing and is not limited), budget check, rate-limit wait, send, then reconcile
+the rate limit, spend the budget, count the usage and store the reply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from typedspy.cache import cache_key
+from typedspy.errors import CacheMissError, LMRateLimitError
+from typedspy.limits import estimate_tokens, record
+from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+from typedspy.lm._stream import LMChunk, StreamAccumulator, chunk_of
+from typedspy.settings import Settings, get_settings
+from typedspy.streaming import closing
+
+__all__ = ["complete", "stream"]
+
+_READS = ("read_write", "read", "replay")
+_WRITES = ("read_write", "refresh")
+
+
+async def complete(lm: BaseLM, request: LMRequest) -> LMResponse:
+    """Send ``request`` through ``lm`` under the current settings' cache, budget and limit.
+
+    Raises:
+        CacheMissError: ``cache_mode="replay"`` and the request is not cached.
+        BudgetExceededError: The budget refuses the request (it is not sent).
+        LMError: The endpoint could not be used.
+    """
+    settings = get_settings()
+    if settings.cache is None and settings.budget is None and settings.rate_limit is None:
+        response = await lm.acomplete(request)  # the common case costs one lookup
+        record(response.usage)
+        return response
+    key, hit = _lookup(settings, lm, request)
+    if hit is not None:
+        return hit
+    charged = await _admit(settings, request)
+    try:
+        response = await lm.acomplete(request)
+    except LMRateLimitError as exc:
+        if settings.rate_limit is not None and exc.retry_after:
+            settings.rate_limit.pause(exc.retry_after)
+        raise
+    await _settle(settings, response, charged)
+    if key is not None and settings.cache_mode in _WRITES:
+        settings.cache.put(key, response)  # type: ignore[union-attr]  # key implies a cache
+    return response
+
+
+async def stream(lm: BaseLM, request: LMRequest) -> AsyncIterator[LMChunk]:
+    """Stream ``request`` through ``lm`` under the current settings (see `complete`).
+
+    A cached reply is yielded as one chunk. A streamed reply is stored once it has ended.
+    """
+    settings = get_settings()
+    key, hit = _lookup(settings, lm, request)
+    if hit is not None:
+        yield chunk_of(hit)
+        return
+    charged = await _admit(settings, request)
+    accumulator = StreamAccumulator(lm.model)
+    try:
+        async with closing(lm.astream(request)) as chunks:  # closes the HTTP response at once
+            async for chunk in chunks:
+                accumulator.add(chunk)
+                yield chunk
+    except LMRateLimitError as exc:
+        if settings.rate_limit is not None and exc.retry_after:
+            settings.rate_limit.pause(exc.retry_after)
+        raise
+    response = accumulator.response()
+    await _settle(settings, response, charged)
+    if key is not None and settings.cache_mode in _WRITES:
+        settings.cache.put(key, response)  # type: ignore[union-attr]
+
+
+def _lookup(
+    settings: Settings, lm: BaseLM, request: LMRequest
+) -> tuple[str | None, LMResponse | None]:
+    cache, mode = settings.cache, settings.cache_mode
+    if cache is None or mode == "off":
+        return None, None
+    key = cache_key(lm, request, salt=settings.cache_salt)
+    if mode in _READS:
+        hit = cache.get(key)
+        if hit is not None:
+            record(hit.usage, cached=True)
+            return key, hit
+        if mode == "replay":
+            raise CacheMissError(
+                f"cache_mode='replay': no cached response for this {lm.model} request "
+                f"(key {key[:16]}...); record it first with cache_mode='read_write'",
+                key=key,
+            )
+    return key, None
+
+
+async def _admit(settings: Settings, request: LMRequest) -> int:
+    """Check the budget and wait for the rate limit; returns the tokens charged to it."""
+    if settings.budget is None and settings.rate_limit is None:
+        return 0
+    estimate = estimate_tokens(request)
+    if settings.budget is not None:
+        settings.budget.reserve(estimate)
+    if settings.rate_limit is not None:
+        return await settings.rate_limit.acquire(estimate)
+    return 0
+
+
+async def _settle(settings: Settings, response: LMResponse, charged: int) -> None:
+    if settings.rate_limit is not None:
+        settings.rate_limit.observe(response.headers)
+        await settings.rate_limit.settle(charged, response.usage)
+    if settings.budget is not None:
+        settings.budget.spend(response.usage)
+    record(response.usage)

@@ -1,0 +1,83 @@
+"""Usage meters: what the requests sent inside a block cost, for batch items and budgets."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from typedspy._types import Usage
+from typedspy.lm._base import LMRequest
+
+__all__ = ["UsageMeter", "estimate_tokens", "metering", "record"]
+
+_CHARS_PER_TOKEN = 4  # a rough average for English text and JSON; only used before a reply
+
+
+class UsageMeter:
+    """Counts the requests sent (and answered from the cache) inside a `metering` block.
+
+    Attributes:
+        requests: Requests that went to the endpoint.
+        cached: Requests answered from the response cache instead.
+        usage: Tokens the endpoint reported for the requests it answered.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.cached = 0
+        self.usage = Usage()
+
+    def add(self, usage: Usage, *, cached: bool = False) -> None:
+        """Count one answered request."""
+        with self._lock:
+            if cached:
+                self.cached += 1
+            else:
+                self.requests += 1
+                self.usage += usage
+
+    def __repr__(self) -> str:
+        return f"UsageMeter(requests={self.requests}, cached={self.cached}, usage={self.usage})"
+
+
+_meters: contextvars.ContextVar[tuple[UsageMeter, ...]] = contextvars.ContextVar(
+    "typedspy_usage_meters", default=()
+)
+
+
+@contextmanager
+def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
+    """Count every request sent in this block (and in tasks it starts) on ``meter``.
+
+    Blocks nest: a request is counted on every enclosing meter.
+    """
+    token = _meters.set((*_meters.get(), meter))
+    try:
+        yield meter
+    finally:
+        _meters.reset(token)
+
+
+def record(usage: Usage, *, cached: bool = False) -> None:
+    """Count one answered request on every meter of the current context."""
+    for meter in _meters.get():
+        meter.add(usage, cached=cached)
+
+
+def estimate_tokens(request: LMRequest) -> int:
+    """Prompt tokens ``request`` will cost, estimated from its size (messages, schema, tools).
+
+    Used before a reply reports the real count: rate limits charge it up front and reconcile,
+    budgets refuse a request whose estimate does not fit.
+    """
+    parts: list[object] = [request.messages]
+    if request.response_format is not None:
+        parts.append(request.response_format)
+    if request.tools:
+        parts.append(request.tools)
+    size = len(json.dumps(parts, ensure_ascii=False, default=str))
+    return max(1, size // _CHARS_PER_TOKEN)

@@ -1,0 +1,176 @@
+"""`RateLimit`: requests- and tokens-per-minute limits over `aiolimiter` leaky buckets.
+
+Tokens are charged up front from an estimate (the prompt's size plus the average completion
+seen so far) and reconciled with the usage the endpoint reports: a shortfall is charged when
+the reply arrives, a surplus is credited to the next requests. Rate-limit headers pause every
+caller sharing the limit (``x-ratelimit-remaining-*: 0`` until ``x-ratelimit-reset-*``, and a
+final 429's ``Retry-After``); sending again after a 429 stays the SDK's job (its
+``max_retries``), so no second retry loop is stacked on it (reference/scale.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Mapping
+
+from aiolimiter import AsyncLimiter
+
+from typedspy._types import Usage
+from typedspy.errors import ConfigurationError
+
+__all__ = ["RateLimit", "parse_reset"]
+
+# Leaky-bucket capacity, in seconds of the rate: small enough that a burst cannot push the
+# achieved rate of a short run past the limit, large enough to absorb scheduling jitter.
+_BURST_SECONDS = 0.25
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class RateLimit:
+    """Requests per minute and tokens per minute, shared by every request sent under it.
+
+    Pass one to `Module.abatch` (``rate_limit=``) or put it in the settings
+    (``ts.context(rate_limit=...)``); use one object per endpoint and share it between the
+    batches that call that endpoint. It must be used from one event loop (the sync API's
+    background loop counts as one).
+
+    Example:
+        ```python
+        limit = ts.RateLimit(requests_per_minute=500, tokens_per_minute=200_000)
+        results = await module.abatch(inputs, rate_limit=limit)
+        ```
+
+    Args:
+        requests_per_minute: Requests that may start per minute.
+        tokens_per_minute: Prompt plus completion tokens per minute.
+
+    Raises:
+        ConfigurationError: A limit that is not a positive number, or no limit at all.
+
+    Attributes:
+        requests_per_minute: The request limit.
+        tokens_per_minute: The token limit.
+        pauses: How many times rate-limit headers paused the senders.
+    """
+
+    def __init__(
+        self,
+        *,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+    ) -> None:
+        for name, value in (("requests", requests_per_minute), ("tokens", tokens_per_minute)):
+            if value is not None and (isinstance(value, bool) or not value > 0):
+                raise ConfigurationError(f"RateLimit({name}_per_minute={value!r}): expected > 0")
+        if requests_per_minute is None and tokens_per_minute is None:
+            raise ConfigurationError("RateLimit() needs requests_per_minute or tokens_per_minute")
+        self.requests_per_minute = requests_per_minute
+        self.tokens_per_minute = tokens_per_minute
+        self.pauses = 0
+        self._requests = _bucket(requests_per_minute)
+        self._tokens = _bucket(tokens_per_minute)
+        self._lock = threading.Lock()
+        self._resume_at = 0.0
+        self._credit = 0.0
+        self._completions = 0
+        self._completion_tokens = 0
+
+    async def acquire(self, estimated_input_tokens: int) -> int:
+        """Wait until a request may be sent; returns the tokens charged for it.
+
+        Args:
+            estimated_input_tokens: The request's prompt, estimated.
+        """
+        await self._wait_for_pause()
+        if self._requests is not None:
+            await self._requests.acquire(1)
+        if self._tokens is None:
+            return 0
+        with self._lock:
+            average = self._completion_tokens / self._completions if self._completions else 0
+            charge = estimated_input_tokens + round(average)
+            taken = min(self._credit, charge)
+            self._credit -= taken
+        await _take(self._tokens, charge - taken)
+        return charge
+
+    async def settle(self, charged: int, usage: Usage) -> None:
+        """Reconcile a request's up-front charge with the tokens its reply reported."""
+        if self._tokens is None:
+            return
+        actual = usage.total_tokens
+        with self._lock:
+            self._completions += 1
+            self._completion_tokens += usage.completion_tokens
+            if actual < charged:
+                self._credit += charged - actual
+        if actual > charged:
+            await _take(self._tokens, actual - charged)
+
+    def observe(self, headers: Mapping[str, str]) -> None:
+        """Pause every sender when the endpoint says a limit is used up.
+
+        ``x-ratelimit-remaining-requests: 0`` (or ``-tokens: 0``) pauses until the matching
+        ``x-ratelimit-reset-*`` duration (``"1s"``, ``"6m0s"``, ``"20ms"``) has passed.
+        """
+        for kind in ("requests", "tokens"):
+            if headers.get(f"x-ratelimit-remaining-{kind}", "").strip() == "0":
+                reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}", ""))
+                if reset:
+                    self.pause(reset)
+
+    def pause(self, seconds: float) -> None:
+        """Hold back every request for ``seconds`` from now (e.g. a 429's ``Retry-After``)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._resume_at = max(self._resume_at, loop.time() + seconds)
+            self.pauses += 1
+
+    async def _wait_for_pause(self) -> None:
+        loop = asyncio.get_running_loop()
+        # Each turn sleeps until the latest pause ends; a turn only repeats when another pause
+        # was announced meanwhile, so the loop ends once the endpoint stops pausing us.
+        while (delay := self._resume_at - loop.time()) > 0:
+            await asyncio.sleep(delay)
+
+    def __repr__(self) -> str:
+        return (
+            f"RateLimit(requests_per_minute={self.requests_per_minute}, "
+            f"tokens_per_minute={self.tokens_per_minute})"
+        )
+
+
+def _bucket(per_minute: float | None) -> AsyncLimiter | None:
+    if per_minute is None:
+        return None
+    per_second = per_minute / 60
+    capacity = max(1.0, per_second * _BURST_SECONDS)
+    return AsyncLimiter(capacity, capacity / per_second)
+
+
+async def _take(bucket: AsyncLimiter, amount: float) -> None:
+    """Acquire ``amount`` in pieces no larger than the bucket (a big request waits longer)."""
+    while amount > 0:
+        piece = min(amount, bucket.max_rate)
+        await bucket.acquire(piece)
+        amount -= piece
+
+
+def parse_reset(value: str) -> float | None:
+    """Seconds in an ``x-ratelimit-reset-*`` value: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"0.5"``.
+
+    Returns:
+        The seconds, or ``None`` when the value cannot be read.
+    """
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parts = _DURATION.findall(value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        return None
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
