@@ -11,6 +11,9 @@ import typedspy as ts
 
 PACKAGES = [
     "typedspy",
+    "typedspy.batch",
+    "typedspy.cache",
+    "typedspy.limits",
     "typedspy.lm",
     "typedspy.modules",
     "typedspy.schema",

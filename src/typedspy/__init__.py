@@ -21,11 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from typedspy._types import Attempt, FieldError, Usage
 from typedspy._version import __version__
+from typedspy.batch import BatchItem, BatchOptions, BatchProgress, BatchResult
+from typedspy.cache import Cache, CacheMode, MemoryCache, SQLiteCache
 from typedspy.callbacks import BaseCallback
 from typedspy.errors import (
+    BatchStoppedError,
+    BudgetExceededError,
+    CacheMissError,
     ConfigurationError,
     ContentFilterError,
     InputError,
+    ItemTimeoutError,
     LMConnectionError,
     LMError,
     LMRateLimitError,
@@ -45,6 +51,7 @@ from typedspy.errors import (
     TruncatedOutputError,
     TypedspyError,
 )
+from typedspy.limits import Budget, RateLimit
 from typedspy.lm import LM, BaseLM
 from typedspy.modules import (
     ChainOfThought,
@@ -77,6 +84,16 @@ __all__ = [
     "Attempt",
     "BaseCallback",
     "BaseLM",
+    "BatchItem",
+    "BatchOptions",
+    "BatchProgress",
+    "BatchResult",
+    "BatchStoppedError",
+    "Budget",
+    "BudgetExceededError",
+    "Cache",
+    "CacheMissError",
+    "CacheMode",
     "ChainOfThought",
     "CompiledSchema",
     "ConfigurationError",
@@ -87,6 +104,7 @@ __all__ = [
     "History",
     "InputError",
     "InputField",
+    "ItemTimeoutError",
     "LMConnectionError",
     "LMError",
     "LMRateLimitError",
@@ -95,6 +113,7 @@ __all__ = [
     "LMTimeoutError",
     "LMUnsupportedFeatureError",
     "LoopRemedy",
+    "MemoryCache",
     "Module",
     "ModuleContext",
     "OutputDecodeError",
@@ -106,9 +125,11 @@ __all__ = [
     "Predict",
     "Prediction",
     "Profile",
+    "RateLimit",
     "ReAct",
     "RefusalError",
     "ResumeState",
+    "SQLiteCache",
     "SchemaError",
     "Signature",
     "TokenBudgetExceededError",

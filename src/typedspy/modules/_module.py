@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
+
+from typing_extensions import Unpack
 
 from typedspy import callbacks
 from typedspy._runtime import iterate_sync, run_sync
+from typedspy.batch import BatchOptions, BatchResult, run_batch
 from typedspy.errors import ConfigurationError
 from typedspy.streaming import closing
 
@@ -103,6 +106,46 @@ class Module:
 
     def __call__(self, **inputs: Any) -> Any:
         return self.forward(**inputs)
+
+    async def abatch(
+        self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> BatchResult[Any]:
+        """Run the module over many inputs concurrently; one result per input, in order.
+
+        Nothing is raised for an item: ``results[i]`` is input ``i``'s result or the exception
+        it ended with (typed: `OutputError`, `LMError`, `ItemTimeoutError`,
+        `BudgetExceededError`, `BatchStoppedError`, ...). ``results.items[i]`` adds its usage
+        and request counts. Cancelling the call cancels every running item.
+
+        Example:
+            ```python
+            results = await predict.abatch(
+                [{"question": q} for q in questions], concurrency=16, max_errors=10
+            )
+            ```
+
+        Args:
+            inputs: One mapping of input names to values per item.
+            **options: ``concurrency``, ``rate_limit``, ``budget``, ``timeout``,
+                ``max_errors``, ``on_progress``, ``progress`` (see `BatchOptions`).
+
+        Raises:
+            ConfigurationError: An unknown or invalid option.
+            InputError: An input that is not a mapping (before anything runs).
+        """
+        return await run_batch(self, inputs, **options)
+
+    def batch(
+        self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> BatchResult[Any]:
+        """Synchronous `abatch` (Ctrl-C cancels every running item).
+
+        Raises:
+            ConfigurationError: Called from a thread that runs an event loop; use `abatch`.
+        """
+        return run_sync(
+            lambda: self.abatch(inputs, **options), async_name=f"{type(self).__name__}.abatch"
+        )
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         """This module and every sub-module reachable through attributes, lists and dicts."""

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, cast, get_args, overload
 
 from pydantic import BaseModel, ValidationError
-from typing_extensions import ParamSpec
+from typing_extensions import ParamSpec, Unpack
 
 from typedspy._runtime import run_sync
 from typedspy.adapter import Mode, build_request
+from typedspy.batch import BatchOptions, BatchResult
 from typedspy.errors import (
     ConfigurationError,
     InputError,
@@ -310,6 +311,18 @@ class Predict(Module, Generic[SigT, InputsT]):
     def __call__(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
         _no_positional(self, args)
         return cast("Prediction[SigT]", self.forward(**inputs))
+
+    async def abatch(
+        self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> BatchResult[Prediction[SigT]]:
+        """`Module.abatch`, typed: each result is a `Prediction` or the item's exception."""
+        return await super().abatch(inputs, **options)
+
+    def batch(
+        self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> BatchResult[Prediction[SigT]]:
+        """`Module.batch`, typed: each result is a `Prediction` or the item's exception."""
+        return super().batch(inputs, **options)
 
     # -- one call --
 

@@ -1,0 +1,246 @@
+"""Rate limits and budgets at the HTTP boundary: 429s, rate-limit headers, `ts.Budget`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+import typedspy as ts
+from typedspy.limits import parse_reset
+from typedspy.testing import chat_completion, error_body
+from wire import BASE_URL, make_lm
+
+
+class Double(ts.Signature):
+    """Double the number."""
+
+    number: int = ts.InputField()
+    doubled: int = ts.OutputField()
+
+
+class AnswerQuestion(ts.Signature):
+    """Answer the question, using the tools."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+@ts.tool
+def lookup(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
+@pytest.fixture
+def llm() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE_URL, assert_all_called=False) as router:
+        yield router
+
+
+def ok(doubled: Any = 2, *, headers: dict[str, str] | None = None) -> httpx.Response:
+    usage = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+    body = chat_completion(json.dumps({"doubled": doubled}), usage=usage)
+    return httpx.Response(200, json=body, headers=headers)
+
+
+def limited(headers: dict[str, str]) -> httpx.Response:
+    body = error_body(
+        "Rate limit reached for requests", type="requests", code="rate_limit_exceeded"
+    )
+    return httpx.Response(429, json=body, headers=headers)
+
+
+def calls_reply(call_id: str, name: str, arguments: dict[str, Any]) -> httpx.Response:
+    spec = [{"id": call_id, "name": name, "arguments": json.dumps(arguments)}]
+    return httpx.Response(
+        200, json=chat_completion(None, tool_calls=spec, finish_reason="tool_calls")
+    )
+
+
+def inputs(n: int) -> list[dict[str, Any]]:
+    return [{"number": i} for i in range(n)]
+
+
+# -- 429 and rate-limit headers ---------------------------------------------------------------
+
+
+def test_a_429_with_retry_after_is_retried_once_by_the_sdk_and_never_again_by_typedspy(
+    llm: respx.MockRouter,
+) -> None:
+    route = llm.post("/chat/completions").mock(
+        side_effect=[limited({"retry-after-ms": "1"}), ok(), ok()]
+    )
+    limit = ts.RateLimit(requests_per_minute=60_000)
+    predict = ts.Predict(Double, lm=make_lm(max_retries=1), max_retries=3)
+
+    results = predict.batch(inputs(2), concurrency=1, rate_limit=limit)
+
+    assert route.call_count == 3  # one 429, then one success per item: no second retry loop
+    assert [len(r.attempts) for r in results] == [1, 1]  # type: ignore[union-attr]
+
+
+def test_a_final_429_is_the_items_result_and_its_retry_after_pauses_the_others(
+    llm: respx.MockRouter,
+) -> None:
+    route = llm.post("/chat/completions").mock(
+        side_effect=[limited({"Retry-After": "0.05"}), ok(), ok()]
+    )
+    limit = ts.RateLimit(requests_per_minute=60_000)
+    predict = ts.Predict(Double, lm=make_lm(max_retries=0), max_retries=3)
+
+    results = predict.batch(inputs(3), concurrency=1, rate_limit=limit)
+
+    assert isinstance(results[0], ts.LMRateLimitError)
+    assert results[0].retry_after == 0.05
+    assert limit.pauses == 1
+    assert route.call_count == 3
+    assert [type(r).__name__ for r in results[1:]] == ["Prediction", "Prediction"]
+
+
+def test_remaining_zero_headers_pause_every_sender_until_the_reset(
+    llm: respx.MockRouter,
+) -> None:
+    exhausted = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "20ms"}
+    llm.post("/chat/completions").mock(side_effect=[ok(headers=exhausted), ok(), ok()])
+    limit = ts.RateLimit(tokens_per_minute=1_000_000)
+
+    results = ts.Predict(Double, lm=make_lm()).batch(inputs(3), concurrency=1, rate_limit=limit)
+
+    assert len(results.successes) == 3
+    assert limit.pauses == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("1s", 1.0), ("6m0s", 360.0), ("20ms", 0.02), ("1h2m3s", 3723.0), ("0.5", 0.5)],
+)
+def test_reset_durations_are_read_as_openai_writes_them(value: str, seconds: float) -> None:
+    assert parse_reset(value) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("value", ["", "soon", "5x", "1s garbage"])
+def test_unreadable_reset_durations_are_ignored(value: str) -> None:
+    assert parse_reset(value) is None
+
+
+def test_rate_limit_needs_a_positive_limit() -> None:
+    with pytest.raises(ts.ConfigurationError, match="needs requests_per_minute"):
+        ts.RateLimit()
+    with pytest.raises(ts.ConfigurationError, match="expected > 0"):
+        ts.RateLimit(requests_per_minute=0)
+
+
+def test_the_requests_bucket_admits_its_burst_then_waits(llm: respx.MockRouter) -> None:
+    # 6 rpm: a bucket of one request, refilled every 10 s: one passes at once, the next waits.
+    limit = ts.RateLimit(requests_per_minute=6)
+
+    async def main() -> tuple[int, bool]:
+        charged = await limit.acquire(10)
+        second = asyncio.ensure_future(limit.acquire(10))
+        await asyncio.sleep(0)
+        waiting = not second.done()
+        second.cancel()
+        return charged, waiting
+
+    assert asyncio.run(main()) == (0, True)
+
+
+def test_tokens_are_charged_from_the_estimate_and_reconciled_with_usage() -> None:
+    limit = ts.RateLimit(tokens_per_minute=600_000)
+    usage = ts.Usage(prompt_tokens=30, completion_tokens=20, total_tokens=50)
+
+    async def main() -> list[int]:
+        first = await limit.acquire(40)  # no completion seen yet: the prompt estimate only
+        await limit.settle(first, usage)  # reported 50: 10 more charged
+        second = await limit.acquire(40)  # 40 + the 20-token average completion
+        await limit.settle(second, ts.Usage(total_tokens=20))  # 40 too many: credited
+        third = await limit.acquire(40)
+        return [first, second, third]
+
+    assert asyncio.run(main()) == [40, 60, 50]
+
+
+# -- budgets ----------------------------------------------------------------------------------
+
+
+def test_a_budget_counts_retries_and_refuses_the_request_past_it(llm: respx.MockRouter) -> None:
+    route = llm.post("/chat/completions").mock(return_value=ok("bad"))
+    budget = ts.Budget(requests=2)
+
+    with ts.context(budget=budget), pytest.raises(ts.BudgetExceededError) as caught:
+        ts.Predict(Double, lm=make_lm(), max_retries=5)(number=1)
+
+    assert route.call_count == 2
+    assert (caught.value.limit, caught.value.allowed, caught.value.requests) == ("requests", 2, 2)
+    assert budget.usage.total_tokens == 24
+
+
+def test_a_budget_spans_react_steps(llm: respx.MockRouter) -> None:
+    route = llm.post("/chat/completions").mock(
+        side_effect=[
+            calls_reply("c1", "lookup", {"query": "a"}),
+            calls_reply("c2", "lookup", {"query": "b"}),
+            calls_reply("c3", "finish", {"answer": "done"}),
+        ]
+    )
+    agent = ts.ReAct(AnswerQuestion, tools=[lookup], lm=make_lm())
+
+    with ts.context(budget=ts.Budget(requests=2)), pytest.raises(ts.BudgetExceededError):
+        agent(question="q")
+
+    assert route.call_count == 2
+
+
+def test_a_batch_budget_turns_each_refusal_into_that_items_result(
+    llm: respx.MockRouter,
+) -> None:
+    route = llm.post("/chat/completions").mock(side_effect=lambda r: ok(4))
+    budget = ts.Budget(output_tokens=5)
+
+    results = ts.Predict(Double, lm=make_lm()).batch(inputs(5), concurrency=1, budget=budget)
+
+    assert [type(r).__name__ for r in results] == ["Prediction"] * 3 + ["BudgetExceededError"] * 2
+    assert route.call_count == 3
+    assert results.usage == budget.usage == ts.Usage(30, 6, 36)
+    refusal = results[4]
+    assert isinstance(refusal, ts.BudgetExceededError)
+    assert refusal.limit == "output_tokens"
+    assert [item.requests for item in results.items] == [1, 1, 1, 0, 0]
+
+
+def test_an_input_token_budget_refuses_a_prompt_that_would_not_fit(
+    llm: respx.MockRouter,
+) -> None:
+    route = llm.post("/chat/completions").mock(return_value=ok())
+
+    with ts.context(budget=ts.Budget(input_tokens=5)), pytest.raises(ts.BudgetExceededError) as e:
+        ts.Predict(Double, lm=make_lm())(number=1)
+
+    assert route.call_count == 0
+    assert e.value.limit == "input_tokens"
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ({}, "at least one limit"),
+        ({"requests": -1}, "expected 0 or more"),
+        ({"requests": 1.5}, "int"),
+    ],
+)
+def test_invalid_budgets_are_configuration_errors(limits: dict[str, Any], message: str) -> None:
+    with pytest.raises(ts.ConfigurationError, match=message):
+        ts.Budget(**limits)
+
+
+def test_budget_reports_what_is_left() -> None:
+    budget = ts.Budget(requests=3, total_tokens=100)
+    budget.reserve(10)
+    budget.spend(ts.Usage(10, 5, 15))
+    assert budget.remaining() == {"requests": 2, "total_tokens": 85}
