@@ -1,0 +1,47 @@
+"""Cache keys: a hash of the request as it goes on the wire.
+
+The key covers everything that can change the reply: the endpoint's base URL, the model, the
+messages, the response format, the tools and every sampling parameter, exactly as sent
+(`BaseLM.request_body`); only credentials are left out (they are never in the body). A user
+salt draws several samples of one request, and the schema compiler's version retires entries
+when typedspy changes how schemas are compiled. Peers omit the base URL (DSPy) or the tools
+(instructor) from their keys (reference/peers.md); both are in this one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from typedspy.lm._base import BaseLM, LMRequest
+from typedspy.schema import SCHEMA_COMPILER_VERSION
+
+__all__ = ["KEY_FORMAT", "cache_key", "key_material"]
+
+KEY_FORMAT = 1
+"""Version of the key material's layout; part of every key."""
+
+
+def key_material(lm: BaseLM, request: LMRequest, *, salt: str = "") -> dict[str, Any]:
+    """What a request's cache key hashes (shown to help debug an unexpected miss)."""
+    return {
+        "format": KEY_FORMAT,
+        "compiler": SCHEMA_COMPILER_VERSION,
+        "endpoint": lm.endpoint,
+        "body": lm.request_body(request),
+        "salt": salt,
+    }
+
+
+def cache_key(lm: BaseLM, request: LMRequest, *, salt: str = "") -> str:
+    """The hex SHA-256 of the canonical JSON of `key_material`."""
+    return _digest(key_material(lm, request, salt=salt))
+
+
+def _digest(material: Mapping[str, Any]) -> str:
+    canonical = json.dumps(
+        material, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
