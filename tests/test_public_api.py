@@ -15,6 +15,7 @@ PACKAGES = [
     "typedspy.cache",
     "typedspy.limits",
     "typedspy.lm",
+    "typedspy.mcp",
     "typedspy.modules",
     "typedspy.schema",
     "typedspy.signature",

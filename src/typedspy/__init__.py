@@ -77,6 +77,7 @@ from typedspy.signature import InputField, OutputField, Signature, make_signatur
 from typedspy.tools import Tool, Toolset, tool
 
 if TYPE_CHECKING:
+    from typedspy import mcp as mcp  # the typedspy[mcp] extra: not in __all__, loaded on use
     from typedspy import testing
 
 __all__ = [
@@ -159,7 +160,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # typedspy.testing starts nothing at import, but users who never test need not load it.
-    if name == "testing":
-        return importlib.import_module("typedspy.testing")
+    # typedspy.testing starts nothing at import, but users who never test need not load it;
+    # typedspy.mcp needs the optional extra, so it loads only when asked for.
+    if name in ("testing", "mcp"):
+        return importlib.import_module(f"typedspy.{name}")
     raise AttributeError(f"module 'typedspy' has no attribute {name!r}")

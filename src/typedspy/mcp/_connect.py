@@ -1,0 +1,218 @@
+"""`tools`: the tools of an MCP server as typedspy tools, over a connection scoped by a block.
+
+One task owns the connection for its whole life (the SDK's client is built on task groups,
+which must be entered and left by the same task); calls from the agent's tasks send through
+it. Leaving the ``with``/``async with`` block closes the connection and ends a stdio server's
+process, so an agent run inside the block never leaves a connection behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, TypeAlias
+
+import anyio
+import mcp_types as types
+import pydantic
+from mcp import Client, StdioServerParameters
+from mcp.client.session import ElicitationFnT
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+
+from typedspy._runtime import run_sync
+from typedspy.errors import ToolError
+from typedspy.mcp._errors import RemoteResultError, RemoteToolError
+from typedspy.mcp._jsonschema import violation_errors
+from typedspy.mcp._remote import RemoteTool
+from typedspy.tools import Toolset
+
+__all__ = ["RemoteTools", "Source", "tools"]
+
+Source: TypeAlias = "Client | Server[Any] | MCPServer | StdioServerParameters | str"
+"""An entered ``mcp.Client`` (used as is), a server object (in-process), the parameters of
+a stdio server (a subprocess), or the URL of a streamable HTTP server."""
+
+_MAX_PAGES = 100
+_LOST = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
+
+
+def tools(
+    source: Source,
+    *,
+    include: Iterable[str] | None = None,
+    elicitation_callback: ElicitationFnT | None = None,
+    timeout: float | None = 60.0,
+    max_result_chars: int = 100_000,
+) -> RemoteTools:
+    """The tools of an MCP server, for ``with``/``async with``, as a `Toolset` of `RemoteTool`.
+
+    Example:
+        ```python
+        params = StdioServerParameters(command="python", args=["-m", "typedspy.mcp", "app:tools"])
+        async with ts.mcp.tools(params) as remote:
+            agent = ts.ReAct(Task, tools=remote)
+            prediction = await agent.acall(question="...")
+        # the connection is closed and the server process has ended
+        ```
+
+    Args:
+        source: Where the server is (see `Source`). A given ``mcp.Client`` must already be
+            entered; it is neither entered nor closed here.
+        include: Only these tool names (each must exist); all tools when None.
+        elicitation_callback: Answers the server's elicitations (a `confirm_first` tool of a
+            typedspy server asks through one); without it the client declares no elicitation
+            and such tools refuse to run.
+        timeout: Seconds to wait for each response.
+        max_result_chars: A result whose JSON is longer is a `RemoteResultError`.
+    """
+    return RemoteTools(
+        source,
+        include=include,
+        elicitation_callback=elicitation_callback,
+        timeout=timeout,
+        max_result_chars=max_result_chars,
+    )
+
+
+class RemoteTools:
+    """An open connection to an MCP server and its tools; made by `tools`."""
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        include: Iterable[str] | None,
+        elicitation_callback: ElicitationFnT | None,
+        timeout: float | None,
+        max_result_chars: int,
+    ) -> None:
+        """See `tools`."""
+        self._own = not isinstance(source, Client)
+        self._client = (
+            source
+            if isinstance(source, Client)
+            else Client(
+                source, elicitation_callback=elicitation_callback, read_timeout_seconds=timeout
+            )
+        )
+        self._include = None if include is None else list(include)
+        self._max_result_chars = max_result_chars
+        self._closing: asyncio.Event | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._open = False
+
+    async def __aenter__(self) -> Toolset:
+        """Connect, list the tools and wrap them.
+
+        Raises:
+            RemoteToolError: The server cannot be reached (``kind="connection"``).
+            ToolError: A tool named in ``include`` does not exist.
+        """
+        if self._own:
+            await self._connect()
+        self._open = True
+        try:
+            return await self._toolset()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the connection (a stdio server's process ends with it)."""
+        self._open = False
+        if self._closing is not None and self._owner is not None:
+            self._closing.set()
+            await self._owner
+
+    def __enter__(self) -> Toolset:
+        """`__aenter__` for synchronous code (on typedspy's background event loop)."""
+        return run_sync(self.__aenter__, async_name="async with ts.mcp.tools(...)")
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """`__aexit__` for synchronous code."""
+        run_sync(lambda: self.__aexit__(kind, exc, tb), async_name="async with ts.mcp.tools(...)")
+
+    async def _connect(self) -> None:
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._closing = asyncio.Event()
+        self._owner = asyncio.create_task(self._hold(ready, self._closing))
+        try:
+            await ready
+        except Exception as exc:
+            raise RemoteToolError(
+                f"cannot connect to the MCP server: {type(exc).__name__}: {exc}",
+                tool=None,
+                kind="connection",
+            ) from exc
+
+    async def _hold(self, ready: asyncio.Future[None], closing: asyncio.Event) -> None:
+        try:
+            async with self._client:
+                ready.set_result(None)
+                await closing.wait()
+        except BaseException as exc:
+            if ready.done():
+                raise
+            ready.set_exception(exc)
+
+    async def _toolset(self) -> Toolset:
+        listed: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await self._client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        by_name = {tool.name: tool for tool in listed}
+        missing = sorted(set(self._include or ()) - set(by_name))
+        if missing:
+            raise ToolError(
+                f"the MCP server has no tool named {', '.join(missing)}; "
+                f"it has: {', '.join(sorted(by_name)) or 'none'}"
+            )
+        chosen = [by_name[n] for n in self._include] if self._include is not None else listed
+        return Toolset(
+            RemoteTool(tool, self._call, max_result_chars=self._max_result_chars) for tool in chosen
+        )
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if not self._open:
+            raise RemoteToolError(
+                f"{name}: the MCP connection is closed (use the tools inside the block)",
+                tool=name,
+                kind="connection",
+            )
+        try:
+            return await self._client.call_tool(name, arguments)
+        except MCPError as exc:
+            raise RemoteToolError(
+                f"{name}: the MCP server answered with an error: {exc}", tool=name, kind="protocol"
+            ) from exc
+        except RuntimeError as exc:  # the SDK checks results against the outputSchema too
+            errors = violation_errors(exc.__cause__)
+            if errors or "structured content" in str(exc):
+                shown = "; ".join(str(e) for e in errors) or str(exc)
+                raise RemoteResultError(
+                    f"{name} returned a result that violates its own outputSchema: {shown}",
+                    tool=name,
+                    errors=errors,
+                ) from exc
+            raise RemoteToolError(f"{name}: {exc}", tool=name, kind="protocol") from exc
+        except pydantic.ValidationError as exc:
+            raise RemoteResultError(
+                f"{name}: the server's reply is not a valid tools/call result", tool=name
+            ) from exc
+        except _LOST as exc:
+            raise RemoteToolError(
+                f"{name}: the connection to the MCP server was lost: {type(exc).__name__}",
+                tool=name,
+                kind="connection",
+            ) from exc

@@ -1,0 +1,71 @@
+"""`run`: serve over stdio or streamable HTTP (what ``python -m typedspy.mcp`` calls)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import anyio
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from typedspy.errors import ConfigurationError
+from typedspy.mcp._serve import serve
+
+__all__ = ["load", "run"]
+
+
+def run(
+    server: Server[Any],
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+) -> None:
+    """Serve until stdin closes (stdio) or the process is stopped (streamable HTTP).
+
+    Args:
+        server: A server from `serve`.
+        transport: ``"stdio"`` or ``"http"`` (streamable HTTP at ``http://host:port/path``).
+        host: The address to bind for HTTP; 127.0.0.1 unless you mean to expose it.
+        port: The HTTP port.
+        path: The HTTP endpoint's path.
+    """
+    if transport == "stdio":
+        anyio.run(_stdio, server)
+        return
+    import uvicorn  # a dependency of the mcp SDK
+
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+async def _stdio(server: Server[Any]) -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def load(target: str, *, name: str) -> Server[Any]:
+    """The server named by ``module:attribute``: a server, or what to pass to `serve`.
+
+    The attribute may be a server from `serve`, a tool, module, function or toolset, or a list
+    or tuple of those.
+
+    Raises:
+        ConfigurationError: Not ``module:attribute``, or nothing of that name.
+    """
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise ConfigurationError(f"expected module:attribute (e.g. my_app:tools), got {target!r}")
+    try:
+        value: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(f"cannot load {target}: {exc}") from exc
+    if isinstance(value, Server):
+        return value
+    items: Sequence[Any] = value if isinstance(value, (list, tuple)) else (value,)
+    return serve(*items, name=name)

@@ -1,0 +1,112 @@
+"""A module served over MCP and used by a ReAct agent behaves like the same module used locally.
+
+The agent's model is the real openai client answered by respx; the tools are the real MCP
+client talking to the real server, in process and over stdio (a subprocess).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import respx
+from mcp_app import PetLookup, tools
+from mcp_wire import AskAboutPets, script, stdio_params
+
+import typedspy as ts
+import typedspy.mcp
+from wire import BASE_URL, make_lm, sent
+
+
+@pytest.fixture
+def router() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE_URL, assert_all_called=True) as mock:
+        yield mock
+
+
+def local_run(router: respx.MockRouter) -> tuple[ts.Prediction[Any], list[dict[str, Any]]]:
+    route = script(router)
+    agent = ts.ReAct(AskAboutPets, tools=[PetLookup()], lm=make_lm())
+    prediction = agent(question="What can Rex do?")
+    bodies = sent(route)
+    router.routes.clear()
+    return prediction, bodies
+
+
+def test_served_in_process_the_agent_sends_and_gets_exactly_what_it_does_locally(
+    router: respx.MockRouter,
+) -> None:
+    local, local_sent = local_run(router)
+    route = script(router)
+
+    async def main() -> ts.Prediction[Any]:
+        async with ts.mcp.tools(ts.mcp.serve(PetLookup())) as remote:
+            agent = ts.ReAct(AskAboutPets, tools=remote, lm=make_lm())
+            return await agent.acall(question="What can Rex do?")
+
+    remote = asyncio.run(main())
+    assert remote.answer == local.answer == "Rex can sit, roll and fetch"
+    remote_sent = sent(route)
+    assert_same_requests(remote_sent, local_sent)
+    tools_spec = remote_sent[0]["tools"][0]["function"]
+    assert tools_spec["name"] == "look_up_pet" and tools_spec["strict"] is True
+    observations = [m["content"] for m in remote_sent[2]["messages"] if m["role"] == "tool"]
+    assert (
+        observations[0] == '{"pet":{"_type":"Dog","tricks":["sit","roll","fetch"]},"owner":"Ann"}'
+    )
+    assert remote.trajectory.steps[0].calls[0].observation == observations[0]
+
+
+def assert_same_requests(remote: list[dict[str, Any]], local: list[dict[str, Any]]) -> None:
+    """Equal bodies, but for the wording of the invalid-arguments observation.
+
+    Locally Pydantic words it; for a remote tool jsonschema checks the remote inputSchema
+    before the call. Both name the argument and say the tool was not run.
+    """
+    remote_said, local_said = remote[2]["messages"].pop(), local[2]["messages"].pop()
+    assert remote == local
+    for said, wording in [
+        (remote_said, "0 is less than the minimum of 1"),
+        (local_said, "Input should be greater than or equal to 1, got 0"),
+    ]:
+        assert said["tool_call_id"] == "c2"
+        assert said["content"] == (
+            "Error: the arguments for look_up_pet are invalid, so it was not run: "
+            f"look_up_pet: invalid arguments: limit: {wording}"
+        )
+
+
+def test_served_over_stdio_by_the_command_line_the_agent_behaves_the_same(
+    router: respx.MockRouter,
+) -> None:
+    local, local_sent = local_run(router)
+    route = script(router)
+    with ts.mcp.tools(stdio_params(), include=["look_up_pet", "server_pid"]) as remote:
+        pid = remote.get("server_pid")()["result"]
+        remote.remove("server_pid")
+        agent = ts.ReAct(AskAboutPets, tools=remote, lm=make_lm())
+        prediction = agent(question="What can Rex do?")
+    assert prediction.answer == local.answer
+    assert_same_requests(sent(route), local_sent)
+    assert pid != os.getpid()
+    with pytest.raises(ProcessLookupError):  # leaving the block ended the server process
+        os.kill(pid, 0)
+
+
+def test_over_stdio_every_served_tool_is_listed_and_failures_keep_their_paths() -> None:
+    async def main() -> tuple[list[str], BaseException]:
+        async with ts.mcp.tools(stdio_params("--name", "pets")) as remote:
+            with pytest.raises(typedspy.mcp.RemoteToolError) as info:
+                await remote.acall("broken_count", {"word": "x"})
+            return remote.names, info.value
+
+    names, error = asyncio.run(main())
+    assert (
+        names
+        == ts.Toolset(tools).names
+        == ["look_up_pet", "broken_count", "delete_file", "server_pid"]
+    )
+    assert error.kind == "invalid_result" and [e.path for e in error.errors] == [("total",)]

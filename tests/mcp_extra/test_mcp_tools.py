@@ -1,0 +1,239 @@
+"""Using an MCP server's tools: schemas checked with jsonschema on both sides of the call."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp_app import tools as app_tools
+
+import typedspy as ts
+import typedspy.mcp
+from typedspy.mcp import RemoteResultError, RemoteTool, RemoteToolError
+
+SCHEMA_IN = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "minLength": 2},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7},
+        "units": {"enum": ["metric", "imperial"]},
+    },
+    "required": ["city", "days"],
+    "additionalProperties": False,
+}
+SCHEMA_OUT = {
+    "type": "object",
+    "properties": {"high": {"type": "array", "items": {"type": "number"}}},
+    "required": ["high"],
+}
+
+
+def foreign_server(reply: Callable[[dict[str, Any]], types.CallToolResult]) -> tuple[Server, list]:
+    """A non-typedspy server with one tool, ``forecast``; records every call it receives."""
+    received: list[dict[str, Any]] = []
+    listing = [
+        types.Tool(
+            name="forecast",
+            description="Daily highs.",
+            input_schema=SCHEMA_IN,
+            output_schema=SCHEMA_OUT,
+        ),
+        types.Tool(name="describe", input_schema={"type": "object"}),
+    ]
+
+    async def list_tools(ctx: ServerRequestContext, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def call_tool(
+        ctx: ServerRequestContext, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        received.append({"name": params.name, **(params.arguments or {})})
+        return reply(params.arguments or {})
+
+    server = Server("weather", on_list_tools=list_tools, on_call_tool=call_tool)
+    return server, received
+
+
+def structured(value: Any) -> types.CallToolResult:
+    return types.CallToolResult(content=[], structured_content=value)
+
+
+def use(server: Any, body: Callable[[ts.Toolset], Awaitable[Any]], **options: Any) -> Any:
+    async def main() -> Any:
+        async with ts.mcp.tools(server, **options) as remote:
+            return await body(remote)
+
+    return asyncio.run(main())
+
+
+def test_remote_tools_are_typedspy_tools_with_the_remote_definitions() -> None:
+    server, _ = foreign_server(lambda args: structured({"high": [1.0]}))
+
+    async def body(remote: ts.Toolset) -> list[Any]:
+        return list(remote)
+
+    forecast, describe = use(server, body)
+    assert isinstance(forecast, RemoteTool) and isinstance(forecast, ts.Tool)
+    assert forecast.name == "forecast" and forecast.description == "Daily highs."
+    assert forecast.to_mcp_tool()["inputSchema"] == SCHEMA_IN
+    assert list(forecast.signature.input_fields) == ["city", "days", "units"]
+    # `units` has no `type`, which OpenAI's strict subset requires: sent as a plain function.
+    spec = forecast.to_openai_tool()["function"]
+    assert spec["strict"] is False
+    assert spec["parameters"] == SCHEMA_IN
+    assert describe.signature.output_fields.keys() == {"result"}
+
+
+def test_arguments_are_checked_against_the_input_schema_before_the_call() -> None:
+    server, received = foreign_server(lambda args: structured({"high": [1.0]}))
+
+    async def body(remote: ts.Toolset) -> ts.ToolArgumentsError:
+        with pytest.raises(ts.ToolArgumentsError) as info:
+            await remote.acall("forecast", '{"city": "O", "days": 9, "wind": 1}')
+        return info.value
+
+    error = use(server, body)
+    assert received == []  # nothing was sent
+    paths = {e.path: e.message for e in error.errors}
+    assert set(paths) == {(), ("city",), ("days",)}
+    assert "9 is greater than the maximum of 7" in paths[("days",)]
+    assert "'wind' was unexpected" in paths[()]
+
+
+def test_valid_arguments_reach_the_server_and_a_null_optional_is_left_out() -> None:
+    server, received = foreign_server(lambda args: structured({"high": [20.5, 21.0]}))
+
+    async def body(remote: ts.Toolset) -> dict[str, Any]:
+        return await remote.acall("forecast", '{"city": "Oslo", "days": 2, "units": null}')
+
+    assert use(server, body) == {"high": [20.5, 21.0]}
+    assert received == [{"name": "forecast", "city": "Oslo", "days": 2}]
+
+
+def test_a_result_violating_the_servers_own_output_schema_is_a_typed_error() -> None:
+    server, received = foreign_server(lambda args: structured({"high": [20.5, "warm"]}))
+
+    async def body(remote: ts.Toolset) -> RemoteResultError:
+        with pytest.raises(RemoteResultError) as info:
+            await remote.acall("forecast", {"city": "Oslo", "days": 2})
+        return info.value
+
+    error = use(server, body)
+    assert len(received) == 1
+    assert error.tool == "forecast" and error.kind == "result"
+    assert [(e.path, e.message) for e in error.errors] == [
+        (("high", 1), "'warm' is not of type 'number'")
+    ]
+    assert "violates its own outputSchema" in str(error)
+
+
+def test_a_missing_structured_result_is_a_typed_error() -> None:
+    server, _ = foreign_server(
+        lambda args: types.CallToolResult(content=[types.TextContent(type="text", text="hot")])
+    )
+
+    async def body(remote: ts.Toolset) -> None:
+        await remote.acall("forecast", {"city": "Oslo", "days": 2})
+
+    with pytest.raises(RemoteResultError, match="forecast"):
+        use(server, body)
+
+
+def test_a_tool_without_output_schema_returns_its_text_and_names_other_content() -> None:
+    reply = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="A cloud."),
+            types.ImageContent(type="image", data="aGk=", mime_type="image/png"),
+        ]
+    )
+    server, _ = foreign_server(lambda args: reply)
+
+    async def body(remote: ts.Toolset) -> dict[str, Any]:
+        return await remote.acall("describe", {})
+
+    assert use(server, body) == {"result": "A cloud.\n[image content (image/png), not shown]"}
+
+
+def test_an_oversized_result_is_a_typed_error() -> None:
+    server, _ = foreign_server(lambda args: structured({"high": [1.5] * 100}))
+
+    async def body(remote: ts.Toolset) -> None:
+        await remote.acall("forecast", {"city": "Oslo", "days": 2})
+
+    with pytest.raises(RemoteResultError, match="more than the limit of 50"):
+        use(server, body, max_result_chars=50)
+
+
+def test_a_servers_is_error_result_is_a_typed_error() -> None:
+    reply = types.CallToolResult(
+        content=[types.TextContent(type="text", text="quota exceeded")], is_error=True
+    )
+    server, _ = foreign_server(lambda args: reply)
+
+    async def body(remote: ts.Toolset) -> None:
+        await remote.acall("forecast", {"city": "Oslo", "days": 2})
+
+    with pytest.raises(RemoteToolError, match="forecast failed: quota exceeded") as info:
+        use(server, body)
+    assert info.value.kind == "error"
+
+
+def test_a_typedspy_servers_failures_keep_their_kind_and_paths() -> None:
+    server = ts.mcp.serve(*app_tools)
+
+    async def body(remote: ts.Toolset) -> tuple[BaseException, BaseException, BaseException]:
+        found = []
+        for name, arguments in [
+            ("broken_count", {"word": "a"}),
+            ("delete_file", {"path": "/x"}),
+            ("look_up_pet", {"pet_name": "Rex", "limit": 0}),
+        ]:
+            try:
+                await remote.get(name).acall(arguments)
+            except Exception as exc:
+                found.append(exc)
+        return tuple(found)  # type: ignore[return-value]
+
+    broken, refused, invalid = use(server, body)
+    assert isinstance(broken, RemoteToolError) and broken.kind == "invalid_result"
+    assert [e.path for e in broken.errors] == [("total",)]
+    assert isinstance(refused, RemoteToolError) and refused.kind == "rejected"
+    assert isinstance(invalid, ts.ToolArgumentsError)  # caught locally: the schema has minimum
+    assert [e.path for e in invalid.errors] == [("limit",)]
+
+
+def test_include_picks_tools_and_names_missing_ones() -> None:
+    server, _ = foreign_server(lambda args: structured({"high": []}))
+
+    async def picked(remote: ts.Toolset) -> list[str]:
+        return remote.names
+
+    assert use(server, picked, include=["describe"]) == ["describe"]
+    with pytest.raises(ts.ToolError, match="no tool named nope; it has: describe, forecast"):
+        use(server, picked, include=["nope"])
+
+
+def test_calls_after_the_block_are_a_connection_error() -> None:
+    server, received = foreign_server(lambda args: structured({"high": []}))
+
+    async def main() -> None:
+        async with ts.mcp.tools(server) as remote:
+            pass
+        await remote.acall("forecast", {"city": "Oslo", "days": 2})
+
+    with pytest.raises(RemoteToolError, match="the MCP connection is closed") as info:
+        asyncio.run(main())
+    assert info.value.kind == "connection"
+    assert received == []
+
+
+def test_the_sync_block_serves_sync_calls() -> None:
+    server, received = foreign_server(lambda args: structured({"high": [3.0]}))
+    with ts.mcp.tools(server) as remote:
+        assert remote.get("forecast")(city="Oslo", days=1) == {"high": [3.0]}
+    assert received == [{"name": "forecast", "city": "Oslo", "days": 1}]
