@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import respx
-from mcp_app import PetLookup, tools
+from mcp_app import PetLookup
 from mcp_wire import AskAboutPets, script, stdio_params
 
 import typedspy as ts
@@ -84,29 +84,17 @@ def test_served_over_stdio_by_the_command_line_the_agent_behaves_the_same(
 ) -> None:
     local, local_sent = local_run(router)
     route = script(router)
-    with ts.mcp.tools(stdio_params(), include=["look_up_pet", "server_pid"]) as remote:
+    with ts.mcp.tools(stdio_params("--name", "pets")) as remote:
+        assert remote.names == ["look_up_pet", "broken_count", "delete_file", "server_pid"]
         pid = remote.get("server_pid")()["result"]
-        remote.remove("server_pid")
-        agent = ts.ReAct(AskAboutPets, tools=remote, lm=make_lm())
+        with pytest.raises(typedspy.mcp.RemoteToolError) as info:
+            remote.get("broken_count")(word="x")
+        agent = ts.ReAct(AskAboutPets, tools=[remote.get("look_up_pet")], lm=make_lm())
         prediction = agent(question="What can Rex do?")
+    assert info.value.kind == "invalid_result"
+    assert [e.path for e in info.value.errors] == [("total",)]
     assert prediction.answer == local.answer
     assert_same_requests(sent(route), local_sent)
     assert pid != os.getpid()
     with pytest.raises(ProcessLookupError):  # leaving the block ended the server process
         os.kill(pid, 0)
-
-
-def test_over_stdio_every_served_tool_is_listed_and_failures_keep_their_paths() -> None:
-    async def main() -> tuple[list[str], BaseException]:
-        async with ts.mcp.tools(stdio_params("--name", "pets")) as remote:
-            with pytest.raises(typedspy.mcp.RemoteToolError) as info:
-                await remote.acall("broken_count", {"word": "x"})
-            return remote.names, info.value
-
-    names, error = asyncio.run(main())
-    assert (
-        names
-        == ts.Toolset(tools).names
-        == ["look_up_pet", "broken_count", "delete_file", "server_pid"]
-    )
-    assert error.kind == "invalid_result" and [e.path for e in error.errors] == [("total",)]

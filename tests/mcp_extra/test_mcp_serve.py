@@ -200,3 +200,16 @@ def test_serving_nothing_or_a_duplicate_name_is_a_tool_error() -> None:
         ts.mcp.serve()
     with pytest.raises(ts.ToolError, match="duplicate tool name 'delete_file'"):
         ts.mcp.serve(delete_file, ts.Toolset([delete_file]))
+
+
+def test_the_command_line_target_names_a_server_or_what_to_serve() -> None:
+    from mcp.server.lowlevel import Server
+
+    from typedspy.mcp._run import load
+
+    loaded = load("mcp_app:tools", name="pets")
+    assert isinstance(loaded, Server) and loaded.name == "pets"
+    with pytest.raises(ts.ConfigurationError, match="expected module:attribute"):
+        load("mcp_app", name="x")
+    with pytest.raises(ts.ConfigurationError, match="cannot load mcp_app:nothing"):
+        load("mcp_app:nothing", name="x")

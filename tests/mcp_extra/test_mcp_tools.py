@@ -86,6 +86,7 @@ def test_remote_tools_are_typedspy_tools_with_the_remote_definitions() -> None:
     spec = forecast.to_openai_tool()["function"]
     assert spec["strict"] is False
     assert spec["parameters"] == SCHEMA_IN
+    assert forecast.to_openai_tool("json-schema")["function"]["parameters"] == SCHEMA_IN
     assert describe.signature.output_fields.keys() == {"result"}
 
 

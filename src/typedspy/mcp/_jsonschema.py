@@ -1,7 +1,7 @@
 """Validation of remote values against schemas that have no Pydantic model (jsonschema).
 
 A remote MCP tool's ``inputSchema`` and ``outputSchema`` are plain JSON Schema; `jsonschema`
-checks instances against them and reports each violation's path (ADR-020).
+checks instances against them and reports each violation's path (ADR-019).
 """
 
 from __future__ import annotations

@@ -123,13 +123,20 @@ class RemoteTool(Tool):
         """The outputs as JSON-ready data (they already are)."""
         return dict(outputs)
 
-    def to_openai_tool(self) -> dict[str, Any]:
-        """The remote ``inputSchema`` as a strict function, or as a plain one if it cannot be."""
+    def to_openai_tool(self, target: str = "openai-strict") -> dict[str, Any]:
+        """The remote ``inputSchema`` as a function for the LM's schema target.
+
+        For ``openai-strict`` it is reshaped into the strict subset when it fits and sent
+        with ``strict: true``; a schema outside the subset (and any other target) is sent as
+        the server wrote it, without ``strict``. The remote schema is checked either way.
+        """
         schema = copy.deepcopy(self.definition.input_schema)
-        try:
-            parameters, strict = to_openai_strict(copy.deepcopy(schema), name=self.name), True
-        except SchemaError:
-            parameters, strict = schema, False
+        parameters, strict = schema, False
+        if target == "openai-strict":
+            try:
+                parameters, strict = to_openai_strict(copy.deepcopy(schema), name=self.name), True
+            except SchemaError:
+                pass
         function: dict[str, Any] = {"name": self.name}
         if self.description:
             function["description"] = self.description

@@ -3,7 +3,7 @@
 Built on the SDK's low-level ``Server`` (the one ``MCPServer`` wraps): ``MCPServer`` derives
 schemas from a function's parameters and validates arguments with its own model, while a
 typedspy tool already has both schemas from the schema compiler (`Tool.to_mcp_tool`) and
-validates its own arguments, so the low-level handlers serve those unchanged (ADR-020).
+validates its own arguments, so the low-level handlers serve those unchanged (ADR-019).
 """
 
 from __future__ import annotations
