@@ -12,6 +12,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+import respx
 from mcp import Client
 from mcp_app import PetLookup, broken_count, delete_file, server_pid, tools
 
@@ -213,3 +214,32 @@ def test_the_command_line_target_names_a_server_or_what_to_serve() -> None:
         load("mcp_app", name="x")
     with pytest.raises(ts.ConfigurationError, match="cannot load mcp_app:nothing"):
         load("mcp_app:nothing", name="x")
+
+
+def test_a_served_react_agent_answers_with_its_outputs_and_refuses_nested_confirmations() -> None:
+    from mcp_app import PetLookup
+    from mcp_wire import AskAboutPets, calls_reply, script
+
+    from wire import BASE_URL, make_lm, sent
+
+    async def main(server: Any) -> types.CallToolResult:
+        async with Client(server) as client:
+            return await client.call_tool("ask_about_pets", {"question": "What can Rex do?"})
+
+    with respx.mock(base_url=BASE_URL, assert_all_called=True) as router:
+        route = script(router)
+        agent = ts.ReAct(AskAboutPets, tools=[PetLookup()], lm=make_lm())
+        answered = asyncio.run(main(ts.mcp.serve(agent)))
+        assert len(sent(route)) == 3
+    assert answered.structured_content == {"answer": "Rex can sit, roll and fetch"}
+
+    with respx.mock(base_url=BASE_URL, assert_all_called=True) as router:
+        router.post("/chat/completions").mock(
+            side_effect=[calls_reply("c1", "delete_file", {"path": "/tmp/a"})]
+        )
+        agent = ts.ReAct(AskAboutPets, tools=[delete_file], lm=make_lm())
+        refused = asyncio.run(main(ts.mcp.serve(agent)))
+    assert refused.is_error is True
+    error = refused.structured_content["error"]
+    assert error["kind"] == "rejected"
+    assert error["message"].startswith("delete_file inside ask_about_pets needs a person's")

@@ -125,9 +125,20 @@ class RemoteTools:
     ) -> None:
         """Close the connection (a stdio server's process ends with it)."""
         self._open = False
-        if self._closing is not None and self._owner is not None:
-            self._closing.set()
-            await self._owner
+        if self._closing is None or self._owner is None:
+            return
+        self._closing.set()
+        owner, self._owner = self._owner, None
+        try:
+            await owner
+        except Exception as failed:
+            if exc is not None:
+                return  # the block's own exception is the news; closing failed after it
+            raise RemoteToolError(
+                f"closing the MCP connection failed: {type(failed).__name__}: {failed}",
+                tool=None,
+                kind="connection",
+            ) from failed
 
     def __enter__(self) -> Toolset:
         """`__aenter__` for synchronous code (on typedspy's background event loop)."""
