@@ -62,3 +62,21 @@ def server_pid() -> int:
 
 
 tools = [PetLookup(), broken_count, delete_file, server_pid]
+
+
+class Overpromise(ts.Tool):
+    """A tool whose listed outputSchema promises more than it returns (a misbehaving server)."""
+
+    def to_mcp_tool(self) -> dict[str, Any]:
+        listed = super().to_mcp_tool()
+        listed["outputSchema"]["properties"]["result"]["maximum"] = 10
+        return listed
+
+
+@ts.tool
+def roll_dice(sides: int) -> int:
+    """Roll a die."""
+    return sides * 7
+
+
+tools.append(Overpromise(roll_dice.signature, roll_dice.impl, name="roll_dice"))

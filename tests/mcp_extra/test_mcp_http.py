@@ -40,7 +40,7 @@ def test_tools_over_streamable_http_keep_structured_results_and_paths() -> None:
 
     names, found, error = asyncio.run(main())
     sock.close()
-    assert names == ["look_up_pet", "broken_count", "delete_file", "server_pid"]
+    assert names == ["look_up_pet", "broken_count", "delete_file", "server_pid", "roll_dice"]
     assert found == {"pet": {"_type": "Cat", "lives": 9}, "owner": "Bo"}
     assert isinstance(error, typedspy.mcp.RemoteToolError) and error.kind == "invalid_result"
     assert [e.path for e in error.errors] == [("total",)]

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import mcp_types
 import pytest
 import respx
 from mcp_app import PetLookup
@@ -19,6 +20,8 @@ from mcp_wire import AskAboutPets, script, stdio_params
 import typedspy as ts
 import typedspy.mcp
 from wire import BASE_URL, make_lm, sent
+
+ElicitParams = mcp_types.ElicitRequestParams
 
 
 @pytest.fixture
@@ -84,15 +87,40 @@ def test_served_over_stdio_by_the_command_line_the_agent_behaves_the_same(
 ) -> None:
     local, local_sent = local_run(router)
     route = script(router)
-    with ts.mcp.tools(stdio_params("--name", "pets")) as remote:
-        assert remote.names == ["look_up_pet", "broken_count", "delete_file", "server_pid"]
+    asked: list[str] = []
+
+    async def approve(
+        context: Any, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"approve": True})
+
+    params = stdio_params("--name", "pets")
+    with ts.mcp.tools(params, elicitation_callback=approve) as remote:
+        assert remote.names == [
+            "look_up_pet",
+            "broken_count",
+            "delete_file",
+            "server_pid",
+            "roll_dice",
+        ]
         pid = remote.get("server_pid")()["result"]
         with pytest.raises(typedspy.mcp.RemoteToolError) as info:
             remote.get("broken_count")(word="x")
+        with pytest.raises(ts.ToolArgumentsError) as invalid:  # caught before the call
+            remote.get("look_up_pet")(pet_name="Rex", limit=0)
+        with pytest.raises(typedspy.mcp.RemoteResultError) as lying:
+            remote.get("roll_dice")(sides=6)
+        assert remote.get("delete_file")(path="/tmp/a") == {"result": "deleted /tmp/a"}
         agent = ts.ReAct(AskAboutPets, tools=[remote.get("look_up_pet")], lm=make_lm())
         prediction = agent(question="What can Rex do?")
     assert info.value.kind == "invalid_result"
     assert [e.path for e in info.value.errors] == [("total",)]
+    assert [e.path for e in invalid.value.errors] == [("limit",)]
+    assert [(e.path, e.message) for e in lying.value.errors] == [
+        (("result",), "42 is greater than the maximum of 10")
+    ]
+    assert asked == ["Delete /tmp/a?"]
     assert prediction.answer == local.answer
     assert_same_requests(sent(route), local_sent)
     assert pid != os.getpid()

@@ -44,7 +44,7 @@ def test_every_tool_is_listed_with_the_schemas_of_to_mcp_tool(mode: str) -> None
 
     listed = run(mode, body)
     expected = [ts.Tool.from_module(PetLookup()).to_mcp_tool()] + [
-        t.to_mcp_tool() for t in (broken_count, delete_file, server_pid)
+        t.to_mcp_tool() for t in (broken_count, delete_file, server_pid, tools[-1])
     ]
     assert listed == expected
     assert listed[0]["name"] == "look_up_pet"
@@ -193,7 +193,9 @@ def test_an_unknown_tool_is_an_is_error_result_listing_the_tools() -> None:
 
     result = run("auto", body)
     assert result.is_error is True
-    assert "available: broken_count, delete_file, look_up_pet, server_pid" in str(result.content)
+    assert "available: broken_count, delete_file, look_up_pet, roll_dice, server_pid" in str(
+        result.content
+    )
 
 
 def test_serving_nothing_or_a_duplicate_name_is_a_tool_error() -> None:
