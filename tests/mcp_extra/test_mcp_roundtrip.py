@@ -19,6 +19,7 @@ from mcp_wire import AskAboutPets, script, stdio_params
 
 import typedspy as ts
 import typedspy.mcp
+from typedspy.testing import FakeLM
 from wire import BASE_URL, make_lm, sent
 
 ElicitParams = mcp_types.ElicitRequestParams
@@ -126,3 +127,25 @@ def test_served_over_stdio_by_the_command_line_the_agent_behaves_the_same(
     assert pid != os.getpid()
     with pytest.raises(ProcessLookupError):  # leaving the block ended the server process
         os.kill(pid, 0)
+
+
+def test_in_union_mode_a_remote_tool_is_a_member_with_the_remote_schemas() -> None:
+    replies = [
+        '{"reasoning": "look", "next": {"_type": "look_up_pet", "pet_name": "Rex", "limit": 2}}',
+        '{"reasoning": "done", "next": {"_type": "finish", "answer": "sit and roll"}}',
+    ]
+
+    async def main(lm: FakeLM) -> ts.Prediction[Any]:
+        async with ts.mcp.tools(ts.mcp.serve(PetLookup())) as remote:
+            agent = ts.ReAct(AskAboutPets, tools=remote, lm=lm, mode="union")
+            return await agent.acall(question="What can Rex do?")
+
+    lm = FakeLM(replies)
+    prediction = asyncio.run(main(lm))
+    assert prediction.answer == "sit and roll"
+    call = prediction.trajectory.steps[0].calls[0]
+    assert call.observation == '{"pet":{"_type":"Dog","tricks":["sit","roll"]},"owner":"Ann"}'
+    schema = lm.requests[0].response_format["json_schema"]["schema"]
+    member = schema["$defs"]["look_up_pet"]  # the union member is named after the remote tool
+    assert member["properties"]["pet_name"] == {"description": "the pet's name", "type": "string"}
+    assert member["properties"]["limit"]["minimum"] == 1  # the remote subschema, carried over
