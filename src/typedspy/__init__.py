@@ -30,6 +30,8 @@ from typedspy.errors import (
     CacheMissError,
     ConfigurationError,
     ContentFilterError,
+    DatasetError,
+    ExampleError,
     InputError,
     ItemTimeoutError,
     LMConnectionError,
@@ -43,6 +45,8 @@ from typedspy.errors import (
     OutputError,
     OutputValidationError,
     RefusalError,
+    RowError,
+    SavedStateError,
     SchemaError,
     TokenBudgetExceededError,
     ToolArgumentsError,
@@ -50,6 +54,16 @@ from typedspy.errors import (
     ToolNotFoundError,
     TruncatedOutputError,
     TypedspyError,
+)
+from typedspy.evaluate import (
+    Evaluate,
+    EvaluationReport,
+    Example,
+    FieldMetric,
+    LLMJudge,
+    aevaluate,
+    evaluate,
+    load_dataset,
 )
 from typedspy.limits import Budget, RateLimit
 from typedspy.lm import LM, BaseLM
@@ -78,7 +92,7 @@ from typedspy.tools import Tool, Toolset, tool
 
 if TYPE_CHECKING:
     from typedspy import mcp as mcp  # the typedspy[mcp] extra: not in __all__, loaded on use
-    from typedspy import testing
+    from typedspy import metrics, testing
 
 __all__ = [
     "LM",
@@ -101,11 +115,18 @@ __all__ = [
     "ConfirmationRejected",
     "ConfirmationRequired",
     "ContentFilterError",
+    "DatasetError",
+    "Evaluate",
+    "EvaluationReport",
+    "Example",
+    "ExampleError",
     "FieldError",
+    "FieldMetric",
     "History",
     "InputError",
     "InputField",
     "ItemTimeoutError",
+    "LLMJudge",
     "LMConnectionError",
     "LMError",
     "LMRateLimitError",
@@ -130,7 +151,9 @@ __all__ = [
     "ReAct",
     "RefusalError",
     "ResumeState",
+    "RowError",
     "SQLiteCache",
+    "SavedStateError",
     "SchemaError",
     "Signature",
     "TokenBudgetExceededError",
@@ -144,12 +167,16 @@ __all__ = [
     "TypedspyError",
     "Usage",
     "__version__",
+    "aevaluate",
     "compile_schema",
     "configure",
     "confirm_first",
     "context",
+    "evaluate",
     "get_settings",
+    "load_dataset",
     "make_signature",
+    "metrics",
     "module_callback",
     "parse_outputs",
     "resume",
@@ -162,6 +189,6 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # typedspy.testing starts nothing at import, but users who never test need not load it;
     # typedspy.mcp needs the optional extra, so it loads only when asked for.
-    if name in ("testing", "mcp"):
+    if name in ("testing", "mcp", "metrics"):
         return importlib.import_module(f"typedspy.{name}")
     raise AttributeError(f"module 'typedspy' has no attribute {name!r}")

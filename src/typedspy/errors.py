@@ -28,8 +28,11 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     ├── ToolError                         a tool could not be built, found, or its result used
     │   ├── ToolNotFoundError (KeyError)  no tool of that name; lists the available names
     │   └── ToolArgumentsError (ValueError)  arguments failed validation; names the fields
-    └── ConfirmationRejected              the user rejected a confirm_first tool call
-                                          (see typedspy.modules._confirm)
+    ├── ConfirmationRejected              the user rejected a confirm_first tool call
+    │                                     (see typedspy.modules._confirm)
+    ├── ExampleError (ValueError)         an example's values do not fit its signature
+    │   └── DatasetError                  dataset rows that do not fit; names row and field
+    └── SavedStateError (ValueError)      a saved program that does not fit this program
 
 `ConfirmationRequired` is deliberately *not* in this tree: it pauses a run for a human decision,
 it does not report a failure, so ``except TypedspyError`` must not swallow it.
@@ -38,6 +41,7 @@ it does not report a failure, so ``except TypedspyError`` must not swallow it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from typedspy._types import Attempt, FieldError, Usage
 
@@ -47,6 +51,8 @@ __all__ = [
     "CacheMissError",
     "ConfigurationError",
     "ContentFilterError",
+    "DatasetError",
+    "ExampleError",
     "InputError",
     "ItemTimeoutError",
     "LMConnectionError",
@@ -60,6 +66,8 @@ __all__ = [
     "OutputError",
     "OutputValidationError",
     "RefusalError",
+    "RowError",
+    "SavedStateError",
     "SchemaError",
     "TokenBudgetExceededError",
     "ToolArgumentsError",
@@ -335,3 +343,57 @@ class ToolArgumentsError(ToolError, ValueError):
 
     def __init__(self, message: str, *, tool: str, errors: Sequence[FieldError]) -> None:
         super().__init__(message, tool=tool, errors=errors)
+
+
+class ExampleError(TypedspyError, ValueError):
+    """An example's values do not fit its signature.
+
+    Attributes:
+        errors: One `FieldError` per problem; ``path`` starts with the field name.
+    """
+
+    def __init__(self, message: str, *, errors: Sequence[FieldError] = ()) -> None:
+        super().__init__(message)
+        self.errors = tuple(errors)
+
+
+@dataclass(frozen=True)
+class RowError:
+    """One problem in one dataset row.
+
+    Attributes:
+        row: The row's number, from 1 (for a JSONL or CSV file: see `DatasetError.source`).
+        error: The field path and message.
+    """
+
+    row: int
+    error: FieldError
+
+    def __str__(self) -> str:
+        return f"row {self.row}: {self.error}"
+
+
+class DatasetError(ExampleError):
+    """Rows of a dataset that do not fit its signature; every bad row is listed.
+
+    Attributes:
+        rows: One `RowError` per problem, in row order.
+        source: The file (or ``"<list>"``) the rows came from.
+    """
+
+    def __init__(self, message: str, *, rows: Sequence[RowError], source: str) -> None:
+        super().__init__(message, errors=[r.error for r in rows])
+        self.rows = tuple(rows)
+        self.source = source
+
+
+class SavedStateError(TypedspyError, ValueError):
+    """A saved program does not fit the program it is loaded into (nothing was changed).
+
+    Attributes:
+        path: The predictor path the problem is at (``""`` for the file as a whole).
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
-from typedspy.errors import LMResponseError, RefusalError
+from typedspy.errors import ConfigurationError, LMResponseError, RefusalError
 from typedspy.profiles import Profile, resolve_profile
 
 if TYPE_CHECKING:
@@ -250,6 +250,14 @@ class BaseLM(abc.ABC):
         from typedspy.lm._stream import chunk_of
 
         yield chunk_of(await self.acomplete(request))
+
+    async def aembed(self, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
+        """Embed ``texts``, one vector per text (`LM` calls ``/v1/embeddings``).
+
+        Raises:
+            ConfigurationError: This LM cannot embed.
+        """
+        raise ConfigurationError(f"{type(self).__name__} cannot embed texts; use typedspy.LM")
 
     async def acall(self, prompt: str | Sequence[ChatMessage], **params: Any) -> str:
         """Send a prompt (or a list of messages) and return the reply text.

@@ -13,7 +13,7 @@ import inspect
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import openai
@@ -227,6 +227,29 @@ class LM(BaseLM):
             kwargs.pop(transport_only, None)  # client options, not part of the body
         extra = kwargs.pop("extra_body", None) or {}
         return {**kwargs, **extra}
+
+    async def aembed(self, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
+        """Embed ``texts`` through the endpoint's ``/v1/embeddings``, one vector per text.
+
+        Args:
+            texts: The texts, sent in one request.
+            model: The embedding model (default: this LM's model name).
+
+        Raises:
+            LMError: As for `acomplete`, or a reply without one vector per text.
+        """
+        try:
+            reply = await self.client.embeddings.create(
+                model=model or self.model, input=list(texts), encoding_format="float"
+            )
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from exc
+        vectors = [list(item.embedding) for item in sorted(reply.data, key=lambda d: d.index)]
+        if len(vectors) != len(texts):
+            raise LMResponseError(
+                f"{model or self.model}: {len(vectors)} embeddings for {len(texts)} texts"
+            )
+        return vectors
 
     async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
         """Stream one completion (``stream=True`` with ``include_usage``), chunk by chunk.

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from typedspy.testing._datagen import generate_instance
+from typedspy.testing._embeddings import embed_text
 from typedspy.testing._fake_lm import FakeLM, FakeReply
+from typedspy.testing._nearest import NearestDemo
 from typedspy.testing._payloads import chat_chunk, chat_completion, error_body, sse_body
 
 if TYPE_CHECKING:
@@ -14,10 +16,12 @@ if TYPE_CHECKING:
 __all__ = [
     "FakeLM",
     "FakeReply",
+    "NearestDemo",
     "Reply",
     "StandIn",
     "chat_chunk",
     "chat_completion",
+    "embed_text",
     "error_body",
     "generate_instance",
     "sse_body",

@@ -11,7 +11,7 @@ import json
 import re
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,8 +98,15 @@ class Responder:
     """Decides the answer to each request; thread-safe."""
 
     def __init__(
-        self, *, supports_json_schema: bool, supports_tools: bool, seed: int, model: str
+        self,
+        *,
+        supports_json_schema: bool,
+        supports_tools: bool,
+        seed: int,
+        model: str,
+        answer: Callable[[dict[str, Any]], Reply | str | dict[str, Any] | None] | None = None,
     ) -> None:
+        self.answer = answer
         self.supports_json_schema = supports_json_schema
         self.supports_tools = supports_tools
         self.seed = seed
@@ -118,6 +125,8 @@ class Responder:
             self._count += 1
             scripted = self._queue.popleft() if self._queue else None
         req = request if isinstance(request, dict) else {}
+        if scripted is None and self.answer is not None:
+            scripted = self.answer(req)
         if scripted is not None:
             return self._scripted(scripted, req)
         try:

@@ -19,11 +19,12 @@ import socket
 import socketserver
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType, TracebackType
 from typing import Any
 
+from typedspy.testing._embeddings import embeddings_outcome
 from typedspy.testing._payloads import error_body, sse_event
 from typedspy.testing._responder import Outcome, Reply, Responder
 
@@ -31,6 +32,7 @@ __all__ = ["Reply", "StandIn", "main"]
 
 _CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 _MODELS_PATHS = ("/v1/models", "/models")
+_EMBEDDINGS_PATHS = ("/v1/embeddings", "/embeddings")
 _request_ids = itertools.count(1)
 
 
@@ -40,6 +42,7 @@ class StandIn:
     Attributes:
         requests: Every chat-completions request body received (parsed JSON objects), in
             order.
+        embedding_requests: Every ``/v1/embeddings`` request body received, in order.
         disconnects: How many streams the client cut off before they were complete.
         chunk_delay: Seconds to wait before each streamed chunk.
     """
@@ -54,6 +57,7 @@ class StandIn:
         seed: int = 0,
         model: str = "standin-1",
         chunk_delay: float = 0.0,
+        answer: Callable[[dict[str, Any]], Reply | str | dict[str, Any] | None] | None = None,
     ) -> None:
         """Configure the server; nothing listens until :meth:`start`.
 
@@ -66,9 +70,14 @@ class StandIn:
             seed: Offset for generated data; request ``n`` (from 0) uses ``seed + n``.
             model: Model reported by ``/v1/models`` and used when a request names none.
             chunk_delay: Seconds to wait before each streamed chunk.
+            answer: A function of the request body that decides the reply (as for
+                :meth:`enqueue`); returning None falls back to generated data. Scripted
+                replies still come first. ``/v1/embeddings`` always answers with
+                deterministic bag-of-words vectors (texts sharing words are close).
         """
         self.host = host
         self.requests: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
         self.disconnects = 0
         self.chunk_delay = chunk_delay
         self.model = model
@@ -80,6 +89,7 @@ class StandIn:
             supports_tools=supports_tools,
             seed=seed,
             model=model,
+            answer=answer,
         )
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -249,6 +259,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send(Outcome(400, error_body("Malformed chunked request body.")))
             return
+        if path in _EMBEDDINGS_PATHS:
+            self._send(self._embeddings(raw))
+            return
         if path not in _CHAT_PATHS:
             self._send(_not_found("POST", path))
             return
@@ -287,6 +300,18 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(body, dict):
             self.server.standin._record(body)
         return self.server.standin._responder.respond(body)
+
+    def _embeddings(self, raw: bytes) -> Outcome:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return Outcome(400, error_body("We could not parse the JSON body of your request."))
+        standin = self.server.standin
+        if isinstance(body, dict):
+            with standin._lock:
+                standin.embedding_requests.append(body)
+        status, payload = embeddings_outcome(body, standin.model)
+        return Outcome(status, payload)
 
     def _start(self, status: int, headers: dict[str, str]) -> None:
         self.send_response(status)

@@ -1,0 +1,191 @@
+"""`evaluate` / `Evaluate`: run a program over a dataset and score it, never raising per item."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from typedspy._runtime import run_sync
+from typedspy._types import Usage
+from typedspy.errors import ConfigurationError
+from typedspy.evaluate._example import Example
+from typedspy.evaluate._metric import FieldMetric, Metric, score
+from typedspy.evaluate._observe import Outcome, run_observed
+from typedspy.evaluate._report import EvaluationReport, ItemResult, failure_kind
+from typedspy.modules import Module
+from typedspy.signature import to_jsonable
+
+__all__ = ["Evaluate", "aevaluate", "evaluate"]
+
+
+async def aevaluate(
+    program: Module,
+    devset: Sequence[Example],
+    metric: Metric | None = None,
+    *,
+    concurrency: int = 8,
+    failure_score: float = 0.0,
+) -> EvaluationReport:
+    """Async `evaluate`."""
+    if not devset:
+        raise ConfigurationError("evaluate: the dataset is empty")
+    chosen: Metric = metric if metric is not None else FieldMetric()
+    start = time.perf_counter()
+    outcomes = await run_observed(program, [ex.inputs() for ex in devset], concurrency=concurrency)
+    items = [
+        await _item(i, ex, out, chosen, failure_score)
+        for i, (ex, out) in enumerate(zip(devset, outcomes, strict=True))
+    ]
+    return _report(program, chosen, items, outcomes, time.perf_counter() - start)
+
+
+def evaluate(
+    program: Module,
+    devset: Sequence[Example],
+    metric: Metric | None = None,
+    *,
+    concurrency: int = 8,
+    failure_score: float = 0.0,
+) -> EvaluationReport:
+    """Run ``program`` on every example of ``devset`` and score its predictions.
+
+    One item that fails (a decode or validation failure after retries, truncation, a
+    refusal, a transport error, an exception from the program or the metric) scores
+    ``failure_score`` and is reported by kind; the evaluation goes on.
+
+    Example:
+        ```python
+        report = ts.evaluate(program, devset)          # per-field exact match by default
+        print(report)                                  # a table
+        report.score, report.field_scores, report.failures
+        report.to_csv("dev.csv")
+        ```
+
+    Args:
+        program: Any module (a `Predict`, a `ChainOfThought`, your own `Module`).
+        devset: Typed examples (see `load_dataset`).
+        metric: ``(example, prediction) -> float | bool``, a `FieldMetric`, `composite`, or
+            `LLMJudge`; default `FieldMetric()` (every labelled output field, exact match
+            with numeric tolerance, union members by class and value).
+        concurrency: How many items run at once.
+        failure_score: The score of an item whose run or metric failed.
+
+    Returns:
+        An `EvaluationReport`.
+
+    Raises:
+        ConfigurationError: An empty dataset, or an example without known inputs.
+    """
+    return run_sync(
+        lambda: aevaluate(
+            program, devset, metric, concurrency=concurrency, failure_score=failure_score
+        ),
+        async_name="aevaluate",
+    )
+
+
+class Evaluate:
+    """A reusable evaluation (DSPy style): the dataset and metric now, the program later.
+
+    Example:
+        ```python
+        dev = ts.Evaluate(devset, metric=my_metric, concurrency=4)
+        report = dev(program)
+        ```
+
+    Args:
+        devset / metric / concurrency / failure_score: As for `evaluate`.
+    """
+
+    def __init__(
+        self,
+        devset: Sequence[Example],
+        metric: Metric | None = None,
+        *,
+        concurrency: int = 8,
+        failure_score: float = 0.0,
+    ) -> None:
+        self.devset = list(devset)
+        self.metric = metric
+        self.concurrency = concurrency
+        self.failure_score = failure_score
+
+    async def acall(self, program: Module) -> EvaluationReport:
+        """Evaluate ``program`` in the current event loop."""
+        return await aevaluate(
+            program,
+            self.devset,
+            self.metric,
+            concurrency=self.concurrency,
+            failure_score=self.failure_score,
+        )
+
+    def __call__(self, program: Module) -> EvaluationReport:
+        return run_sync(lambda: self.acall(program), async_name="Evaluate.acall")
+
+
+async def _item(
+    index: int, example: Example, outcome: Outcome, metric: Metric, failure_score: float
+) -> ItemResult:
+    item = ItemResult(
+        index=index,
+        inputs=_jsonable(example, example.inputs()),
+        expected=_jsonable(example, example.labels()),
+        score=failure_score,
+        seconds=outcome.seconds,
+        calls=outcome.calls,
+        prompt_tokens=outcome.usage.prompt_tokens,
+        completion_tokens=outcome.usage.completion_tokens,
+    )
+    if outcome.error is not None:
+        item.failure, item.error = failure_kind(outcome.error), _message(outcome.error)
+        return item
+    to_dict = getattr(outcome.result, "to_dict", None)
+    item.outputs = to_dict() if callable(to_dict) else {"result": to_jsonable(outcome.result)}
+    try:
+        item.score, item.field_scores = await score(metric, example, outcome.result)
+    except Exception as exc:  # a metric bug on one item is reported, not raised
+        item.failure, item.error = "metric", _message(exc)
+    return item
+
+
+def _report(
+    program: Module,
+    metric: Metric,
+    items: list[ItemResult],
+    outcomes: list[Outcome],
+    seconds: float,
+) -> EvaluationReport:
+    ran = [i for i in items if i.failure is None]
+    names = list(dict.fromkeys(n for i in ran for n in i.field_scores))
+    field_scores = {n: sum(i.field_scores.get(n, 0.0) for i in ran) / len(ran) for n in names}
+    failures: dict[str, int] = {}
+    for i in items:
+        if i.failure is not None:
+            failures[i.failure] = failures.get(i.failure, 0) + 1
+    usage = sum((o.usage for o in outcomes), Usage())
+    return EvaluationReport(
+        program=repr(program),
+        metric=repr(metric)
+        if not callable(metric) or hasattr(metric, "per_field")
+        else getattr(metric, "__qualname__", repr(metric)),
+        score=sum(i.score for i in items) / len(items),
+        field_scores=field_scores,
+        failures=failures,
+        items=items,
+        calls=sum(o.calls for o in outcomes),
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        seconds=seconds,
+    )
+
+
+def _jsonable(example: Example, values: dict[str, Any]) -> dict[str, Any]:
+    data = example.to_dict()
+    return {k: data[k] for k in values}
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:300]

@@ -1,0 +1,153 @@
+"""Metrics: per-field scores with no code for the common case, composites, plain functions."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from typedspy.errors import ConfigurationError
+from typedspy.evaluate._compare import Comparer, exact, type_match
+from typedspy.evaluate._example import Example
+
+__all__ = ["FieldMetric", "Metric", "composite", "score"]
+
+Metric = Callable[[Example, Any], "float | bool | Awaitable[float | bool]"]
+"""A metric: ``(example, prediction) -> float | bool`` (``True`` is 1.0), sync or async."""
+
+
+@runtime_checkable
+class _PerField(Protocol):
+    def per_field(self, example: Example, prediction: Any) -> dict[str, float]: ...
+
+
+class FieldMetric:
+    """Scores each labelled output field with a comparer; the score is their weighted mean.
+
+    With no arguments it compares every output field the example has a label for: numbers
+    with a small tolerance, union fields by member and value, everything else by equality
+    (`exact`). Give comparers for some fields to change how they score, ``only`` to score a
+    subset, and ``weights`` for a composite score.
+
+    Example:
+        ```python
+        metric = FieldMetric({"label": type_match(), "tags": f1()}, weights={"label": 2})
+        metric(example, prediction)            # 0.0..1.0
+        metric.per_field(example, prediction)  # {"label": 1.0, "tags": 0.5}
+        ```
+
+    Args:
+        comparers: Field name to comparer (`exact`, `normalized`, `type_match`, `f1`, or
+            any ``(expected, predicted) -> float``).
+        default: The comparer for labelled fields not in ``comparers``.
+        only: Score only these fields (default: every labelled output field).
+        weights: Field name to weight (default 1.0 each).
+    """
+
+    def __init__(
+        self,
+        comparers: Mapping[str, Comparer] | None = None,
+        *,
+        default: Comparer | None = None,
+        only: list[str] | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> None:
+        self.comparers = dict(comparers or {})
+        self.default = default or exact(rel_tol=1e-6)
+        self.only = list(only) if only is not None else None
+        self.weights = dict(weights or {})
+        if any(w < 0 for w in self.weights.values()):
+            raise ConfigurationError("metric weights must be >= 0")
+
+    def per_field(self, example: Example, prediction: Any) -> dict[str, float]:
+        """Each scored field's score (a field missing from the prediction scores 0.0)."""
+        labels = example.labels()
+        names = self.only if self.only is not None else list(labels)
+        scores: dict[str, float] = {}
+        for name in names:
+            if name not in labels:
+                continue
+            try:
+                predicted = prediction[name]
+            except (KeyError, TypeError):
+                scores[name] = 0.0
+                continue
+            compare = self.comparers.get(name, self.default)
+            scores[name] = float(compare(labels[name], predicted))
+        return scores
+
+    def __call__(self, example: Example, prediction: Any) -> float:
+        scores = self.per_field(example, prediction)
+        total = sum(self.weights.get(n, 1.0) for n in scores)
+        if not scores or total == 0:
+            return 0.0
+        return sum(s * self.weights.get(n, 1.0) for n, s in scores.items()) / total
+
+    def __repr__(self) -> str:
+        shown = {k: getattr(v, "__qualname__", repr(v)) for k, v in self.comparers.items()}
+        return f"FieldMetric({shown}, weights={self.weights})"
+
+
+def union_accuracy(*fields: str) -> FieldMetric:
+    """`_type` accuracy on union fields: is the predicted member the expected one?"""
+    return FieldMetric({f: type_match() for f in fields}, only=list(fields))
+
+
+class _Composite:
+    def __init__(self, metrics: Mapping[str, Metric], weights: Mapping[str, float]) -> None:
+        self.metrics = dict(metrics)
+        self.weights = {n: float(weights.get(n, 1.0)) for n in self.metrics}
+
+    def combine(self, parts: Mapping[str, float]) -> float:
+        total = sum(self.weights.values())
+        return sum(parts[n] * self.weights[n] for n in parts) / total if total else 0.0
+
+    async def ascore(self, example: Example, prediction: Any) -> float:
+        return self.combine(await self.aper_field(example, prediction))
+
+    async def aper_field(self, example: Example, prediction: Any) -> dict[str, float]:
+        return {n: (await score(m, example, prediction))[0] for n, m in self.metrics.items()}
+
+    def __call__(self, example: Example, prediction: Any) -> float:
+        from typedspy._runtime import run_sync
+
+        return run_sync(lambda: self.ascore(example, prediction), async_name="composite.ascore")
+
+
+def composite(
+    metrics: Mapping[str, Metric], *, weights: Mapping[str, float] | None = None
+) -> Metric:
+    """A weighted mean of named metrics (fields, functions, judges); each shows as a column.
+
+    Args:
+        metrics: Name to metric.
+        weights: Name to weight (default 1.0 each).
+    """
+    if not metrics:
+        raise ConfigurationError("composite needs at least one metric")
+    return _Composite(metrics, weights or {})
+
+
+async def score(
+    metric: Metric, example: Example, prediction: Any
+) -> tuple[float, dict[str, float]]:
+    """Run any metric: its score as a float and, when it has them, its per-field scores."""
+    if isinstance(metric, _Composite):
+        parts = await metric.aper_field(example, prediction)
+        return metric.combine(parts), parts
+    ascore = getattr(metric, "ascore", None)
+    result: Any = await ascore(example, prediction) if ascore else metric(example, prediction)
+    if inspect.isawaitable(result):
+        result = await result
+    if isinstance(result, bool):
+        value = 1.0 if result else 0.0
+    elif isinstance(result, (int, float)):
+        value = float(result)
+    else:
+        raise ConfigurationError(
+            f"metric {metric!r} returned {type(result).__name__}; return a float or a bool"
+        )
+    per_field: dict[str, float] = {}
+    if isinstance(metric, _PerField):
+        per_field = metric.per_field(example, prediction)
+    return value, per_field
