@@ -32,7 +32,9 @@ async def aevaluate(
         raise ConfigurationError("evaluate: the dataset is empty")
     chosen: Metric = metric if metric is not None else FieldMetric()
     start = time.perf_counter()
-    outcomes = await run_observed(program, [ex.inputs() for ex in devset], concurrency=concurrency)
+    outcomes = await run_observed(
+        [(program, ex.inputs()) for ex in devset], concurrency=concurrency
+    )
     items = [
         await _item(i, ex, out, chosen, failure_score)
         for i, (ex, out) in enumerate(zip(devset, outcomes, strict=True))

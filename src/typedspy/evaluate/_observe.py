@@ -98,22 +98,20 @@ def watch(program: Module) -> dict[int, str]:
 
 
 async def run_observed(
-    program: Module,
-    inputs: Sequence[Mapping[str, Any]],
+    jobs: Sequence[tuple[Module, Mapping[str, Any]]],
     *,
     concurrency: int,
     trace: bool = False,
 ) -> list[Outcome]:
-    """Run ``program`` on every input, at most ``concurrency`` at a time, results in order.
+    """Run each ``(program, inputs)`` job, at most ``concurrency`` at a time, results in order.
 
     This is the one place evaluation and optimizers fan out; it is where the batch machinery
-    plugs in.
+    plugs in. With ``trace``, each outcome holds the calls of the job's program's predictors.
     """
-    watched = watch(program) if trace else {}
     gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(item: Mapping[str, Any]) -> Outcome:
+    async def one(program: Module, inputs: Mapping[str, Any]) -> Outcome:
         async with gate:
-            return await observe(program, item, watched)
+            return await observe(program, inputs, watch(program) if trace else {})
 
-    return list(await asyncio.gather(*(one(item) for item in inputs)))
+    return list(await asyncio.gather(*(one(program, inputs) for program, inputs in jobs)))

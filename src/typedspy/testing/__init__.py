@@ -9,15 +9,24 @@ from typedspy.testing._embeddings import embed_text
 from typedspy.testing._fake_lm import FakeLM, FakeReply
 from typedspy.testing._nearest import NearestDemo
 from typedspy.testing._payloads import chat_chunk, chat_completion, error_body, sse_body
+from typedspy.testing._tickets import (
+    TICKET_FALLBACK,
+    TICKET_STOPWORDS,
+    RouteTicket,
+    support_tickets,
+)
 
 if TYPE_CHECKING:
     from typedspy.testing.standin import Reply, StandIn
 
 __all__ = [
+    "TICKET_FALLBACK",
+    "TICKET_STOPWORDS",
     "FakeLM",
     "FakeReply",
     "NearestDemo",
     "Reply",
+    "RouteTicket",
     "StandIn",
     "chat_chunk",
     "chat_completion",
@@ -25,6 +34,7 @@ __all__ = [
     "error_body",
     "generate_instance",
     "sse_body",
+    "support_tickets",
 ]
 
 

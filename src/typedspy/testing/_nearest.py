@@ -3,12 +3,14 @@
 It knows nothing about the task by itself: it reads the demos in the request (each a user turn
 followed by an assistant turn) and copies the answer of the demo whose user turn shares the most
 words with the final user turn. Without demos, or with no demo sharing a word, it answers
-``fallback``. So its score on a dataset is moved by the demos and nothing else: the honest
+``fallback``. Output fields the copied answer lacks (a `ChainOfThought`'s ``reasoning``, say)
+are filled with generated data when the request carries a JSON schema. So its score on a dataset is moved by the demos and nothing else: the honest
 model for testing optimizers offline.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -57,4 +59,23 @@ class NearestDemo:
             overlap = len(query & (_words(user) - self.ignore))
             if overlap > best_overlap:
                 best, best_overlap = assistant, overlap
-        return best
+        return _complete(best, request)
+
+
+def _complete(reply: str, request: Mapping[str, Any]) -> str:
+    """``reply`` with the schema's missing top-level properties generated (if it has one)."""
+    from typedspy.testing._datagen import generate_instance
+
+    fmt = request.get("response_format")
+    schema = fmt.get("json_schema", {}).get("schema") if isinstance(fmt, Mapping) else None
+    try:
+        data = json.loads(reply)
+    except ValueError:
+        return reply
+    if not isinstance(schema, Mapping) or not isinstance(data, dict):
+        return reply
+    generated = generate_instance(dict(schema), seed=0)
+    if not isinstance(generated, dict):
+        return reply
+    merged = {k: data.get(k, v) for k, v in generated.items()}
+    return json.dumps(merged, separators=(",", ":"))

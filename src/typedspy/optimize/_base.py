@@ -1,0 +1,143 @@
+"""What every optimizer shares: a plan printed before it starts, seeds, demos per predictor."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from typedspy._runtime import run_sync
+from typedspy.errors import ConfigurationError
+from typedspy.evaluate._example import Example
+from typedspy.modules import Module
+from typedspy.settings import get_settings
+from typedspy.signature import Signature
+
+__all__ = ["Optimizer", "Plan", "demo_for", "fresh_copy"]
+
+_CHARS_PER_TOKEN = 4  # a rough estimate, stated as such in the plan
+
+
+@dataclass
+class Plan:
+    """What an optimizer will do and the most it will spend, shown before it starts.
+
+    Attributes:
+        optimizer: Its name and settings.
+        steps: What it does, in order.
+        max_calls: The most LM requests it can make (retries included).
+        est_tokens: A rough estimate of the tokens those requests use (about four
+            characters per token, from the training examples and demo counts).
+    """
+
+    optimizer: str
+    steps: list[str] = field(default_factory=list)
+    max_calls: int = 0
+    est_tokens: int = 0
+
+    def __str__(self) -> str:
+        lines = [f"{self.optimizer}: plan"]
+        lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, start=1)]
+        lines.append(f"  budget: at most {self.max_calls} LM calls, ~{self.est_tokens} tokens")
+        return "\n".join(lines)
+
+
+class Optimizer:
+    """Base class: ``compile`` returns a NEW program; the one passed in is never changed.
+
+    Attributes:
+        plan: The plan of the last compile (None before the first).
+        verbose: Print the plan before compiling.
+        out: Where the plan is printed (default: standard output).
+    """
+
+    verbose: bool = True
+    out: TextIO | None = None
+    plan: Plan | None = None
+
+    async def acompile(
+        self,
+        program: Module,
+        trainset: Sequence[Example],
+        *,
+        valset: Sequence[Example] | None = None,
+    ) -> Module:
+        """Optimize ``program`` on ``trainset``; return the optimized copy."""
+        raise NotImplementedError
+
+    def compile(
+        self,
+        program: Module,
+        trainset: Sequence[Example],
+        *,
+        valset: Sequence[Example] | None = None,
+    ) -> Module:
+        """Synchronous `acompile`."""
+        return run_sync(
+            lambda: self.acompile(program, trainset, valset=valset),
+            async_name=f"{type(self).__name__}.acompile",
+        )
+
+    def _announce(self, plan: Plan) -> None:
+        self.plan = plan
+        if self.verbose:
+            print(plan, file=self.out or sys.stdout, flush=True)
+
+
+def check_trainset(trainset: Sequence[Example], who: str) -> list[Example]:
+    """The trainset as a list of examples that know their inputs.
+
+    Raises:
+        ConfigurationError: Empty, or an item that is not an `Example` with inputs.
+    """
+    items = list(trainset)
+    if not items:
+        raise ConfigurationError(f"{who}: the trainset is empty")
+    for i, ex in enumerate(items):
+        if not isinstance(ex, Example):
+            raise ConfigurationError(
+                f"{who}: trainset item {i} is a {type(ex).__name__}, not a ts.Example "
+                "(load files with ts.load_dataset)"
+            )
+        ex.inputs()  # raises when the example does not know its inputs
+    return items
+
+
+def fresh_copy(program: Module) -> Module:
+    """A deep copy of ``program`` (LMs are shared handles, ADR-013)."""
+    return copy.deepcopy(program)
+
+
+def demo_for(signature: type[Signature], values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The part of ``values`` that is a demo for ``signature``, or None if it shows no output.
+
+    A demo keeps the signature's fields only, and needs every required input and at least
+    one output.
+    """
+    inputs, outputs = signature.input_fields, signature.output_fields
+    demo = {k: v for k, v in values.items() if k in inputs or k in outputs}
+    if not any(k in outputs for k in demo):
+        return None
+    if any(f.is_required() and n not in demo for n, f in inputs.items()):
+        return None
+    return demo
+
+
+def predictors(program: Module) -> list[tuple[str, Any]]:
+    """``program``'s predictors with their paths (`Module.named_predictors`)."""
+    return list(program.named_predictors())
+
+
+def max_retries() -> int:
+    """The retries each call may make (the configured setting)."""
+    return get_settings().max_retries
+
+
+def estimate_tokens(trainset: Sequence[Example], calls: int, demos: int) -> int:
+    """Rough tokens for ``calls`` requests carrying ``demos`` demos each."""
+    sizes = [len(str(ex.to_dict())) for ex in trainset] or [0]
+    mean = sum(sizes) / len(sizes)
+    per_call = 200 + mean * (demos + 1)  # ~200 characters of instructions and framing
+    return int(calls * per_call / _CHARS_PER_TOKEN)

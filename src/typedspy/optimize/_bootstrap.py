@@ -1,0 +1,226 @@
+"""`BootstrapFewShot`: a teacher runs on the train set; its passing traces become demos."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from typedspy.errors import ConfigurationError
+from typedspy.evaluate._example import Example
+from typedspy.evaluate._metric import FieldMetric, Metric, score
+from typedspy.evaluate._observe import Outcome, TraceStep, run_observed
+from typedspy.modules import Module
+from typedspy.optimize._base import (
+    Optimizer,
+    Plan,
+    check_trainset,
+    demo_for,
+    estimate_tokens,
+    fresh_copy,
+    max_retries,
+    predictors,
+)
+from typedspy.optimize._labeled import LabeledFewShot, with_labeled
+
+__all__ = ["BootstrapFewShot", "BootstrapResult"]
+
+
+@dataclass
+class BootstrapResult:
+    """What a bootstrap found.
+
+    Attributes:
+        demos: Predictor path to its bootstrapped demos, in training-set order.
+        passed: Indices (in the trainset) of the examples whose traces became demos.
+        failed: Indices of the examples tried that did not pass (or raised).
+        calls / tokens: LM requests and tokens the teacher used.
+    """
+
+    demos: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    passed: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    calls: int = 0
+    tokens: int = 0
+
+
+class BootstrapFewShot(Optimizer):
+    """Demos from the program's own successful runs, for every predictor inside it.
+
+    A teacher (a copy of the program, or ``teacher``) runs on training examples in order.
+    While it runs on an example, that example is removed from the teacher's demos. When its
+    prediction passes the metric, every call that a predictor of the program made during that
+    run (a `ChainOfThought`'s reasoning included, the predictors inside your modules too) becomes
+    a demo for that predictor. It stops after ``max_bootstrapped_demos`` passing examples;
+    ``max_rounds`` tries the failing ones again (at a higher temperature). Each predictor then
+    gets its bootstrapped demos followed by labelled examples up to ``max_labeled_demos``.
+
+    Example:
+        ```python
+        optimizer = ts.BootstrapFewShot(max_bootstrapped_demos=4, max_labeled_demos=4)
+        compiled = optimizer.compile(program, trainset)
+        optimizer.result.passed  # which training examples became demos
+        ```
+
+    Args:
+        metric: Scores a teacher's prediction; default `FieldMetric()`.
+        metric_threshold: The score a prediction needs to pass (``True`` counts as 1.0).
+        teacher: The program that runs on the train set (default: a copy of the student,
+            given ``max_labeled_demos`` labelled demos when it has none).
+        max_bootstrapped_demos: Passing examples to collect.
+        max_labeled_demos: Demos per predictor in total, bootstrapped ones first.
+        max_rounds: Passes over the failing examples (at least 1).
+        seed: Seeds the labelled demos' sampling.
+        concurrency: Teacher runs at once.
+        verbose: Print the plan before compiling.
+
+    Attributes:
+        result: The `BootstrapResult` of the last compile.
+    """
+
+    def __init__(
+        self,
+        metric: Metric | None = None,
+        *,
+        metric_threshold: float = 1.0,
+        teacher: Module | None = None,
+        max_bootstrapped_demos: int = 4,
+        max_labeled_demos: int = 16,
+        max_rounds: int = 1,
+        seed: int = 0,
+        concurrency: int = 8,
+        verbose: bool = True,
+    ) -> None:
+        if max_bootstrapped_demos < 0 or max_labeled_demos < 0:
+            raise ConfigurationError("BootstrapFewShot: demo counts must be >= 0")
+        if max_rounds < 1:
+            raise ConfigurationError("BootstrapFewShot: max_rounds must be >= 1")
+        self.metric: Metric = metric if metric is not None else FieldMetric()
+        self.metric_threshold = metric_threshold
+        self.teacher = teacher
+        self.max_bootstrapped_demos = max_bootstrapped_demos
+        self.max_labeled_demos = max_labeled_demos
+        self.max_rounds = max_rounds
+        self.seed = seed
+        self.concurrency = concurrency
+        self.verbose = verbose
+        self.result = BootstrapResult()
+
+    def make_plan(self, program: Module, items: list[Example]) -> Plan:
+        """The plan and budget for compiling ``program`` on ``items``."""
+        per_run = max(1, len(predictors(program))) * (1 + max_retries())
+        calls = self.max_rounds * len(items) * per_run
+        return Plan(
+            f"BootstrapFewShot(max_bootstrapped_demos={self.max_bootstrapped_demos}, "
+            f"max_labeled_demos={self.max_labeled_demos}, max_rounds={self.max_rounds})",
+            [
+                f"run the teacher on up to {len(items)} training examples, in order, "
+                f"{self.concurrency} at a time, until {self.max_bootstrapped_demos} pass "
+                f"the metric (threshold {self.metric_threshold})",
+                f"retry failing examples for up to {self.max_rounds - 1} more round(s)",
+                "give each predictor its bootstrapped demos, then labelled examples "
+                f"up to {self.max_labeled_demos}",
+            ],
+            max_calls=calls,
+            est_tokens=estimate_tokens(items, calls, self.max_labeled_demos),
+        )
+
+    async def acompile(
+        self,
+        program: Module,
+        trainset: Sequence[Example],
+        *,
+        valset: Sequence[Example] | None = None,
+    ) -> Module:
+        """Return a copy of ``program`` with bootstrapped and labelled demos."""
+        items = check_trainset(trainset, "BootstrapFewShot")
+        self._announce(self.make_plan(program, items))
+        teacher = self._teacher(program, items)
+        self.result = await self.bootstrap(teacher, items)
+        return self.assemble(program, items, self.result)
+
+    def _teacher(self, program: Module, items: list[Example]) -> Module:
+        teacher = fresh_copy(self.teacher or program)
+        has_demos = any(p.demos for _, p in predictors(teacher))
+        if self.max_labeled_demos and not has_demos:
+            labeled = LabeledFewShot(self.max_labeled_demos, seed=self.seed, verbose=False)
+            teacher = with_labeled(teacher, labeled.pick(items))
+        return teacher
+
+    async def bootstrap(self, teacher: Module, items: list[Example]) -> BootstrapResult:
+        """Run ``teacher`` over ``items`` (in order, in rounds) and collect passing traces."""
+        result = BootstrapResult()
+        tried: set[int] = set()
+        pending = list(range(len(items)))
+        size = max(1, self.concurrency)
+        for round_ in range(self.max_rounds):
+            failing: list[int] = []
+            for start in range(0, len(pending), size):
+                if self._enough(result):
+                    break
+                chunk = pending[start : start + size]
+                jobs = [(_without(teacher, items[i], round_), items[i].inputs()) for i in chunk]
+                outcomes = await run_observed(jobs, concurrency=self.concurrency, trace=True)
+                for i, outcome in zip(chunk, outcomes, strict=True):
+                    tried.add(i)
+                    result.calls += outcome.calls
+                    result.tokens += outcome.usage.total_tokens
+                    if self._enough(result):
+                        continue  # ran in the same chunk as the last one needed
+                    if await self._passes(items[i], outcome):
+                        result.passed.append(i)
+                        _collect(result, outcome.trace)
+                    else:
+                        failing.append(i)
+            pending = failing
+            if not pending or self._enough(result):
+                break
+        result.failed = sorted(tried - set(result.passed))
+        return result
+
+    def _enough(self, result: BootstrapResult) -> bool:
+        return len(result.passed) >= self.max_bootstrapped_demos
+
+    async def _passes(self, example: Example, outcome: Outcome) -> bool:
+        if outcome.error is not None or outcome.result is None:
+            return False
+        try:
+            value, _ = await score(self.metric, example, outcome.result)
+        except Exception:  # a metric that fails on one prediction rejects that prediction
+            return False
+        return value >= self.metric_threshold
+
+    def assemble(self, program: Module, items: list[Example], result: BootstrapResult) -> Module:
+        """A copy of ``program``: bootstrapped demos first, then labelled ones (seeded)."""
+        compiled = fresh_copy(program)
+        rest = [ex for i, ex in enumerate(items) if i not in set(result.passed)]
+        rng = random.Random(self.seed)
+        for path, predictor in predictors(compiled):
+            sig = predictor.signature
+            boot = [demo_for(sig, d) for d in result.demos.get(path, [])]
+            chosen = [d for d in boot if d is not None][: self.max_bootstrapped_demos]
+            room = max(0, self.max_labeled_demos - len(chosen))
+            labeled = [demo_for(sig, ex) for ex in rng.sample(rest, min(room, len(rest)))]
+            predictor.demos = chosen + [d for d in labeled if d is not None]
+        return compiled
+
+
+def _without(teacher: Module, example: Example, round_: int) -> Module:
+    """The teacher for one example: that example out of its demos; warmer after round 0."""
+    copy = fresh_copy(teacher)
+    for _, predictor in predictors(copy):
+        predictor.demos = [d for d in predictor.demos if not _same(d, example)]
+        if round_ > 0:
+            predictor.lm_kwargs = {**predictor.lm_kwargs, "temperature": 0.7 + 0.001 * round_}
+    return copy
+
+
+def _same(demo: Any, example: Example) -> bool:
+    inputs = example.inputs()
+    return all(k in demo and demo[k] == v for k, v in inputs.items())
+
+
+def _collect(result: BootstrapResult, trace: list[TraceStep]) -> None:
+    for step in trace:
+        result.demos.setdefault(step.path, []).append({**step.inputs, **step.outputs})
