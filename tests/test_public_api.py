@@ -22,6 +22,9 @@ PACKAGES = [
     "typedspy.testing",
     "typedspy.tools",
     "typedspy.streaming",
+    "typedspy.evaluate",
+    "typedspy.optimize",
+    "typedspy.metrics",
 ]
 
 

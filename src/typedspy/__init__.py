@@ -82,6 +82,12 @@ from typedspy.modules import (
     module_callback,
     resume,
 )
+from typedspy.optimize import (
+    BootstrapFewShot,
+    BootstrapFewShotWithRandomSearch,
+    KNNFewShot,
+    LabeledFewShot,
+)
 from typedspy.parse import ParseFailure, ParseResult, parse_outputs
 from typedspy.prediction import Prediction
 from typedspy.profiles import LoopRemedy, Profile
@@ -104,6 +110,8 @@ __all__ = [
     "BatchProgress",
     "BatchResult",
     "BatchStoppedError",
+    "BootstrapFewShot",
+    "BootstrapFewShotWithRandomSearch",
     "Budget",
     "BudgetExceededError",
     "Cache",
@@ -126,6 +134,7 @@ __all__ = [
     "InputError",
     "InputField",
     "ItemTimeoutError",
+    "KNNFewShot",
     "LLMJudge",
     "LMConnectionError",
     "LMError",
@@ -134,6 +143,7 @@ __all__ = [
     "LMStatusError",
     "LMTimeoutError",
     "LMUnsupportedFeatureError",
+    "LabeledFewShot",
     "LoopRemedy",
     "MemoryCache",
     "Module",

@@ -95,6 +95,10 @@ def _rows(
         return "<list>", list(enumerate(source, start=1))
     path = Path(source)
     suffix = path.suffix.lower()
+    if suffix not in (".jsonl", ".json", ".csv"):
+        raise ConfigurationError(
+            f"{path}: unknown dataset type {suffix!r}; use .jsonl, .json or .csv"
+        )
     text = path.read_text(encoding="utf-8")
     if suffix == ".jsonl":
         return str(path), list(_jsonl(text, str(path)))
@@ -107,9 +111,7 @@ def _rows(
                 source=str(path),
             )
         return str(path), list(enumerate(data, start=1))
-    if suffix == ".csv":
-        return str(path), list(_csv(text))
-    raise ConfigurationError(f"{path}: unknown dataset type {suffix!r}; use .jsonl, .json or .csv")
+    return str(path), list(_csv(text))
 
 
 def _jsonl(text: str, name: str) -> Iterable[tuple[int, Any]]:

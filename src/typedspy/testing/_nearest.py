@@ -4,8 +4,9 @@ It knows nothing about the task by itself: it reads the demos in the request (ea
 followed by an assistant turn) and copies the answer of the demo whose user turn shares the most
 words with the final user turn. Without demos, or with no demo sharing a word, it answers
 ``fallback``. Output fields the copied answer lacks (a `ChainOfThought`'s ``reasoning``, say)
-are filled with generated data when the request carries a JSON schema. So its score on a dataset is moved by the demos and nothing else: the honest
-model for testing optimizers offline.
+are filled with generated data when the request carries a JSON schema. So its score on a
+dataset is moved by the demos and nothing else: the honest model for testing optimizers
+offline.
 """
 
 from __future__ import annotations

@@ -1,0 +1,172 @@
+"""`BootstrapFewShotWithRandomSearch`: several demo sets, each scored on a validation set."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from typedspy.errors import ConfigurationError
+from typedspy.evaluate._evaluate import aevaluate
+from typedspy.evaluate._example import Example
+from typedspy.evaluate._metric import FieldMetric, Metric
+from typedspy.modules import Module
+from typedspy.optimize._base import (
+    Optimizer,
+    Plan,
+    check_trainset,
+    estimate_tokens,
+    fresh_copy,
+    max_retries,
+    predictors,
+)
+from typedspy.optimize._bootstrap import BootstrapFewShot
+from typedspy.optimize._labeled import LabeledFewShot
+
+__all__ = ["BootstrapFewShotWithRandomSearch", "Candidate"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate program's recipe and its validation score.
+
+    Attributes:
+        index: Its position in the search (0: no demos, 1: labelled only, 2: bootstrapped
+            in order, then shuffled bootstraps).
+        recipe: How its demos were chosen.
+        score: Its validation score, 0.0 to 1.0.
+    """
+
+    index: int
+    recipe: str
+    score: float
+
+
+class BootstrapFewShotWithRandomSearch(Optimizer):
+    """Try several demo sets and keep the one that scores best on a validation set.
+
+    The candidates are: no demos; labelled demos only; `BootstrapFewShot` over the training
+    set in order; then ``num_candidate_programs`` bootstraps over shuffled copies of it, each
+    with a random number (1 to ``max_bootstrapped_demos``) of bootstrapped demos. Every
+    candidate is evaluated on ``valset`` (default: the training set); the best one is
+    returned, the earliest on ties. The seed fixes every shuffle and sample.
+
+    Example:
+        ```python
+        search = ts.BootstrapFewShotWithRandomSearch(num_candidate_programs=4, seed=1)
+        best = search.compile(program, trainset, valset=devset)
+        search.candidates  # each candidate's recipe and score
+        ```
+
+    Args:
+        metric: Scores predictions, for bootstrapping and validation (default `FieldMetric()`).
+        num_candidate_programs: Shuffled bootstraps to try (besides the three fixed ones).
+        max_bootstrapped_demos / max_labeled_demos / max_rounds / metric_threshold: As for
+            `BootstrapFewShot`.
+        seed: The random seed.
+        concurrency: Runs at once.
+        verbose: Print the plan before compiling.
+
+    Attributes:
+        candidates: The `Candidate` list of the last compile, in the order they were tried.
+    """
+
+    def __init__(
+        self,
+        metric: Metric | None = None,
+        *,
+        num_candidate_programs: int = 8,
+        max_bootstrapped_demos: int = 4,
+        max_labeled_demos: int = 16,
+        max_rounds: int = 1,
+        metric_threshold: float = 1.0,
+        seed: int = 0,
+        concurrency: int = 8,
+        verbose: bool = True,
+    ) -> None:
+        if num_candidate_programs < 0:
+            raise ConfigurationError("num_candidate_programs must be >= 0")
+        self.metric: Metric = metric if metric is not None else FieldMetric()
+        self.num_candidate_programs = num_candidate_programs
+        self.max_bootstrapped_demos = max_bootstrapped_demos
+        self.max_labeled_demos = max_labeled_demos
+        self.max_rounds = max_rounds
+        self.metric_threshold = metric_threshold
+        self.seed = seed
+        self.concurrency = concurrency
+        self.verbose = verbose
+        self.candidates: list[Candidate] = []
+
+    def make_plan(self, program: Module, items: list[Example], val: list[Example]) -> Plan:
+        """The plan and budget for compiling ``program``."""
+        per_run = max(1, len(predictors(program))) * (1 + max_retries())
+        bootstraps = 1 + self.num_candidate_programs
+        boot_calls = bootstraps * self.max_rounds * len(items) * per_run
+        val_calls = (3 + self.num_candidate_programs) * len(val) * per_run
+        calls = boot_calls + val_calls
+        return Plan(
+            f"BootstrapFewShotWithRandomSearch(num_candidate_programs="
+            f"{self.num_candidate_programs}, max_bootstrapped_demos="
+            f"{self.max_bootstrapped_demos}, seed={self.seed})",
+            [
+                "build candidates: no demos, labelled only, bootstrapped in order, and "
+                f"{self.num_candidate_programs} bootstraps over shuffled training sets",
+                f"evaluate each candidate on {len(val)} validation examples",
+                "return the best candidate (the earliest on ties)",
+            ],
+            max_calls=calls,
+            est_tokens=estimate_tokens(items, calls, self.max_labeled_demos),
+        )
+
+    async def acompile(
+        self,
+        program: Module,
+        trainset: Sequence[Example],
+        *,
+        valset: Sequence[Example] | None = None,
+    ) -> Module:
+        """Return the best-scoring candidate (a new program)."""
+        items = check_trainset(trainset, "BootstrapFewShotWithRandomSearch")
+        val = check_trainset(valset, "valset") if valset is not None else items
+        self._announce(self.make_plan(program, items, val))
+        rng = random.Random(self.seed)
+        self.candidates = []
+        best: tuple[float, Module] | None = None
+        for index in range(3 + self.num_candidate_programs):
+            recipe, candidate = await self._candidate(index, program, items, rng)
+            report = await aevaluate(candidate, val, self.metric, concurrency=self.concurrency)
+            self.candidates.append(Candidate(index, recipe, report.score))
+            if best is None or report.score > best[0]:
+                best = (report.score, candidate)
+        assert best is not None  # at least the three fixed candidates ran
+        return best[1]
+
+    async def _candidate(
+        self, index: int, program: Module, items: list[Example], rng: random.Random
+    ) -> tuple[str, Module]:
+        if index == 0:
+            compiled = fresh_copy(program)
+            for _, predictor in predictors(compiled):
+                predictor.demos = []
+            return "no demos", compiled
+        if index == 1:
+            labeled = LabeledFewShot(self.max_labeled_demos, seed=self.seed, verbose=False)
+            return f"{self.max_labeled_demos} labelled", await labeled.acompile(program, items)
+        order = list(items)
+        size = self.max_bootstrapped_demos
+        if index > 2:
+            rng.shuffle(order)
+            size = rng.randint(1, max(1, self.max_bootstrapped_demos))
+        bootstrap = BootstrapFewShot(
+            self.metric,
+            metric_threshold=self.metric_threshold,
+            max_bootstrapped_demos=size,
+            max_labeled_demos=self.max_labeled_demos,
+            max_rounds=self.max_rounds,
+            seed=self.seed + index,
+            concurrency=self.concurrency,
+            verbose=False,
+        )
+        compiled = await bootstrap.acompile(program, order)
+        how = "in order" if index == 2 else "shuffled"
+        return f"bootstrap {size} ({how}), passed {len(bootstrap.result.passed)}", compiled

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+import typedspy as ts
+from served import nearest, served
+from typedspy.testing import Reply, RouteTicket, support_tickets
+
+_, DEV = support_tickets()
+BILLING = '{"route":{"_type":"Billing","kind":"refund"}}'
+
+
+def test_every_failure_kind_is_reported_and_the_run_goes_on() -> None:
+    devset = DEV[:7]
+    with served() as (server, _):
+        server.enqueue(
+            BILLING,  # right for DEV[0]
+            "not json at all",  # decode
+            '{"route":{"_type":"Billing","kind":"gift"}}',  # validation
+            Reply(content='{"route":', finish_reason="length"),  # truncation
+            Reply(refusal="I cannot help with that."),  # refusal
+            Reply(status=500),  # transport
+            '{"route":{"_type":"Account","action":"close"}}',  # wrong answer for DEV[6]
+        )
+        report = ts.evaluate(ts.Predict(RouteTicket, max_retries=0), devset, concurrency=1)
+    assert [i.failure for i in report.items] == [
+        None, "decode", "validation", "truncation", "refusal", "transport", None,
+    ]  # fmt: skip
+    assert report.failures == {
+        "decode": 1, "validation": 1, "truncation": 1, "refusal": 1, "transport": 1,
+    }  # fmt: skip
+    assert [i.score for i in report.items] == [1.0, 0, 0, 0, 0, 0, 0.0]
+    assert report.score == pytest.approx(1 / 7)
+    assert report.field_scores == {"route": 0.5}  # over the two items that ran
+    assert report.items[0].outputs == {"route": {"_type": "Billing", "kind": "refund"}}
+    assert report.items[2].error is not None and "OutputValidationError" in report.items[2].error
+    assert report.calls == 7
+    assert report.prompt_tokens == sum(i.prompt_tokens for i in report.items) > 0
+    assert [i.index for i in report.worst(2)] == [1, 2]  # failures first, dataset order
+    assert len(report.slowest(3)) == 3
+
+
+def test_report_exports_json_csv_and_a_table(tmp_path: Path) -> None:
+    with served(nearest()):
+        report = ts.evaluate(ts.Predict(RouteTicket), DEV)
+    assert report.percent == 16.67  # the model answers its fallback: right for 2 of 12
+    data = json.loads(report.to_json(tmp_path / "r.json"))
+    assert data["score"] == report.score
+    assert len(data["items"]) == 12
+    assert ts.EvaluationReport.model_validate_json((tmp_path / "r.json").read_text()) == report
+    rows = list(csv.DictReader(io.StringIO(report.to_csv(tmp_path / "r.csv"))))
+    assert (tmp_path / "r.csv").read_text() == report.to_csv()
+    assert [float(r["score.route"]) for r in rows].count(1.0) == 2
+    assert json.loads(rows[0]["expected"]) == {"route": DEV[0].to_dict()["route"]}
+    assert json.loads(rows[0]["inputs"]) == {"ticket": DEV[0].ticket}
+    table = str(report)
+    assert "score             16.67%" in table
+    assert "route             16.67%" in table
+    assert "12 calls" in table
+    assert "worst:" in table and "slowest:" in table
+
+
+def test_a_program_that_raises_is_an_error_item_not_an_exception() -> None:
+    class Broken(ts.Module):
+        async def aforward(self, **inputs: object) -> object:
+            raise RuntimeError("bug in my module")
+
+    report = ts.evaluate(Broken(), DEV[:2])
+    assert report.failures == {"error": 2}
+    assert report.items[0].error == "RuntimeError: bug in my module"
+    assert report.score == 0.0
+
+
+def test_evaluate_class_is_reusable_and_failure_score_applies() -> None:
+    class Broken(ts.Module):
+        async def aforward(self, **inputs: object) -> object:
+            raise ts.LMConnectionError("down")
+
+    dev = ts.Evaluate(DEV[:3], failure_score=0.25)
+    report = dev(Broken())
+    assert report.failures == {"transport": 3}
+    assert report.score == 0.25
+    with pytest.raises(ts.ConfigurationError, match="empty"):
+        ts.evaluate(Broken(), [])

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+import typedspy as ts
+
+
+class Bug(BaseModel):
+    component: str
+
+
+class Question(BaseModel):
+    topic: str
+
+
+class Triage(ts.Signature):
+    """Triage a ticket."""
+
+    text: str = ts.InputField()
+    label: Bug | Question = ts.OutputField()
+    priority: int = ts.OutputField(ge=1, le=3)
+
+
+def test_typed_example_validates_values_and_knows_its_inputs() -> None:
+    ex = ts.Example(Triage, text="crash", label={"_type": "Bug", "component": "ui"}, priority="2")
+    assert ex.label == Bug(component="ui")
+    assert ex.priority == 2
+    assert ex.inputs() == {"text": "crash"}
+    assert ex.labels() == {"label": Bug(component="ui"), "priority": 2}
+    assert ex.to_dict() == {
+        "text": "crash",
+        "label": {"_type": "Bug", "component": "ui"},
+        "priority": 2,
+    }
+    assert ex.copy(priority=3).priority == 3
+
+
+def test_typed_example_names_the_bad_fields() -> None:
+    with pytest.raises(ts.ExampleError) as caught:
+        ts.Example(Triage, label={"_type": "Nope"}, priority=9, extra=1)
+    paths = sorted(str(e) for e in caught.value.errors)
+    assert any(p.startswith("text: required input missing") for p in paths)
+    assert any(p.startswith("priority: Input should be less than or equal to 3") for p in paths)
+    assert any(p.startswith("extra: not a field") for p in paths)
+    assert any(p.startswith('label: _type "Nope"') for p in paths)
+
+
+def test_untyped_example_works_like_dspy() -> None:
+    ex = ts.Example(question="2 + 2?", answer="4").with_inputs("question")
+    assert ex.inputs() == {"question": "2 + 2?"}
+    assert ex.labels() == {"answer": "4"}
+    with pytest.raises(ts.ConfigurationError, match="does not know its inputs"):
+        ts.Example(question="q").inputs()
+    with pytest.raises(ts.ConfigurationError, match="not values of this example"):
+        ex.with_inputs("nope")
+
+
+def test_jsonl_rows_are_numbered_in_errors(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    rows = [
+        {"text": "a", "label": {"_type": "Bug", "component": "x"}, "priority": 1},
+        {"text": "b", "label": {"_type": "Bug"}, "priority": 1},
+        {"text": "c", "priority": 7},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    with pytest.raises(ts.DatasetError) as caught:
+        ts.load_dataset(path, Triage)
+    err = caught.value
+    assert [(r.row, str(r.error).split(":")[0]) for r in err.rows] == [
+        (2, "label.component"),
+        (3, "priority"),
+    ]
+    assert "2 row(s) do not fit Triage" in str(err)
+    assert err.source == str(path)
+
+
+def test_invalid_json_line_names_its_row(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"text": "a"}\n{oops\n')
+    with pytest.raises(ts.DatasetError, match="row 2 is not valid JSON"):
+        ts.load_dataset(path, Triage)
+
+
+def test_csv_reads_json_cells_for_typed_fields_and_text_for_strings(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text(
+        'ticket,label,priority\n42,"{""_type"": ""Question"", ""topic"": ""t""}",2\nhello,,\n'
+    )
+    [first, second] = ts.load_dataset(path, Triage, rename={"ticket": "text"})
+    assert first.text == "42"
+    assert first.label == Question(topic="t")
+    assert first.priority == 2
+    assert second.labels() == {}
+
+
+def test_list_of_dicts_and_json_files(tmp_path: Path) -> None:
+    data = [{"text": "a", "priority": 1}, "not an object"]
+    with pytest.raises(ts.DatasetError) as caught:
+        ts.load_dataset(data, Triage)  # type: ignore[arg-type]
+    assert [r.row for r in caught.value.rows] == [2]
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(data[:1]))
+    assert ts.load_dataset(path, Triage)[0].priority == 1
+    with pytest.raises(ts.ConfigurationError, match="unknown dataset type"):
+        ts.load_dataset(tmp_path / "d.txt", Triage)
+
+
+def test_the_shipped_ticket_dataset_loads_with_every_class_in_both_halves() -> None:
+    train, dev = ts.testing.support_tickets()
+    assert len(train) == len(dev) == 12
+
+    def classes(items: list[ts.Example]) -> set[str]:
+        return {json.dumps(ex.to_dict()["route"], sort_keys=True) for ex in items}
+
+    assert len(classes(train)) == 6
+    assert classes(train) == classes(dev)

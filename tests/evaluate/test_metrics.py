@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import BaseModel
+
+import typedspy as ts
+from served import served
+from typedspy import metrics
+
+
+class Bug(BaseModel):
+    component: str
+    severity: float
+
+
+class Question(BaseModel):
+    topic: str
+
+
+class Triage(ts.Signature):
+    """Triage a ticket."""
+
+    text: str = ts.InputField()
+    label: Bug | Question = ts.OutputField()
+    tags: list[str] = ts.OutputField()
+    summary: str = ts.OutputField()
+
+
+EXAMPLE = ts.Example(
+    Triage,
+    text="app crash",
+    label=Bug(component="app", severity=0.3),
+    tags=["crash", "app"],
+    summary="The app crashes.",
+)
+
+
+def pred(**outputs: object) -> ts.Prediction[Triage]:
+    base: dict[str, object] = {
+        "label": Bug(component="app", severity=0.3),
+        "tags": ["crash", "app"],
+        "summary": "The app crashes.",
+    }
+    return ts.Prediction(Triage, {**base, **outputs})
+
+
+def test_comparers() -> None:
+    assert metrics.exact()(0.1 + 0.2, 0.3) == 1.0
+    assert metrics.exact(abs_tol=0.01)(1.0, 1.005) == 1.0
+    assert metrics.exact()(1.0, 1.1) == 0.0
+    assert metrics.exact()(True, 1) == 0.0  # a bool is not a number here
+    assert metrics.exact()(Bug(component="a", severity=0.1), Question(topic="a")) == 0.0
+    assert metrics.normalized()("The  App, crashes!", "the app crashes") == 1.0
+    assert metrics.normalized()("app", "web") == 0.0
+    assert metrics.type_match()(Bug(component="a", severity=1), Bug(component="b", severity=2))
+    assert metrics.type_match()(Bug(component="a", severity=1), Question(topic="a")) == 0.0
+    assert metrics.f1()(["a", "b", "c", "d"], ["a", "b"]) == pytest.approx(2 / 3)
+    assert metrics.f1()([], []) == 1.0
+    assert metrics.f1()("the app crashes", "app crashes badly") == pytest.approx(2 / 3)
+
+
+def test_default_field_metric_scores_every_labelled_field() -> None:
+    metric = metrics.FieldMetric()
+    assert metric(EXAMPLE, pred()) == 1.0
+    wrong = pred(label=Bug(component="app", severity=0.3000001), summary="The app crashes")
+    assert metric.per_field(EXAMPLE, wrong) == {"label": 1.0, "tags": 1.0, "summary": 0.0}
+    assert metric(EXAMPLE, wrong) == pytest.approx(2 / 3)
+
+
+def test_composite_field_metric_with_weights_and_comparers() -> None:
+    metric = metrics.FieldMetric(
+        {"label": metrics.type_match(), "tags": metrics.f1(), "summary": metrics.normalized()},
+        weights={"label": 2, "tags": 1, "summary": 1},
+    )
+    p = pred(label=Bug(component="web", severity=1), tags=["crash"], summary="the APP crashes")
+    assert metric.per_field(EXAMPLE, p) == {
+        "label": 1.0,
+        "tags": pytest.approx(2 / 3),
+        "summary": 1.0,
+    }
+    assert metric(EXAMPLE, p) == pytest.approx((2 + 2 / 3 + 1) / 4)
+    assert metrics.union_accuracy("label")(EXAMPLE, pred(label=Question(topic="x"))) == 0.0
+
+
+def test_composite_of_plain_functions_reports_each_part() -> None:
+    def short(example: ts.Example, prediction: ts.Prediction[Triage]) -> bool:
+        return len(prediction.summary) < 10
+
+    metric = metrics.composite(
+        {"fields": metrics.FieldMetric(), "short": short}, weights={"fields": 3}
+    )
+    devset = [EXAMPLE]
+
+    class Fixed(ts.Module):
+        async def aforward(self, **inputs: object) -> ts.Prediction[Triage]:
+            return pred()
+
+    report = ts.evaluate(Fixed(), devset, metric)
+    assert report.field_scores == {"fields": 1.0, "short": 0.0}
+    assert report.score == pytest.approx(0.75)
+
+
+class JudgeSummary(ts.Signature):
+    """Does the predicted summary say what the expected one says?"""
+
+    text: str = ts.InputField()
+    expected_summary: str = ts.InputField()
+    predicted_summary: str = ts.InputField()
+    same: bool = ts.OutputField()
+
+
+def test_llm_judge_fills_its_inputs_by_name_and_scores_with_its_bool() -> None:
+    with served() as (standin, lm):
+        standin.enqueue('{"same": true}', '{"same": false}')
+        judge = ts.LLMJudge(JudgeSummary, lm=lm)
+        assert judge(EXAMPLE, pred(summary="It crashes.")) == 1.0
+        assert judge(EXAMPLE, pred(summary="All fine.")) == 0.0
+    first = standin.requests[0]["messages"][-1]["content"]
+    assert "<expected_summary>\nThe app crashes.\n</expected_summary>" in first
+    assert "<predicted_summary>\nIt crashes.\n</predicted_summary>" in first
+    assert "<text>\napp crash\n</text>" in first
+
+
+def test_llm_judge_needs_a_score_output() -> None:
+    with pytest.raises(ts.ConfigurationError, match="needs a bool, int or float output"):
+        ts.LLMJudge(ts.make_signature("a -> verdict"))
+
+
+def test_a_metric_returning_something_else_is_a_reported_failure() -> None:
+    class Fixed(ts.Module):
+        async def aforward(self, **inputs: object) -> ts.Prediction[Triage]:
+            return pred()
+
+    report = ts.evaluate(Fixed(), [EXAMPLE], lambda e, p: "yes")  # type: ignore[arg-type,return-value]
+    assert report.failures == {"metric": 1}
+    assert report.items[0].error is not None and "return a float or a bool" in report.items[0].error
+    assert json.loads(report.to_json())["failures"] == {"metric": 1}
