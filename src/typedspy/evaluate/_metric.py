@@ -84,8 +84,12 @@ class FieldMetric:
         return sum(s * self.weights.get(n, 1.0) for n, s in scores.items()) / total
 
     def __repr__(self) -> str:
-        shown = {k: getattr(v, "__qualname__", repr(v)) for k, v in self.comparers.items()}
-        return f"FieldMetric({shown}, weights={self.weights})"
+        parts = [f"{k}={getattr(v, '__qualname__', repr(v))}" for k, v in self.comparers.items()]
+        if self.only is not None:
+            parts.append(f"only={self.only}")
+        if self.weights:
+            parts.append(f"weights={self.weights}")
+        return f"FieldMetric({', '.join(parts) or 'exact'})"
 
 
 def union_accuracy(*fields: str) -> FieldMetric:

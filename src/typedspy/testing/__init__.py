@@ -12,6 +12,9 @@ from typedspy.testing._payloads import chat_chunk, chat_completion, error_body, 
 from typedspy.testing._tickets import (
     TICKET_FALLBACK,
     TICKET_STOPWORDS,
+    Account,
+    Billing,
+    Bug,
     RouteTicket,
     support_tickets,
 )
@@ -22,6 +25,9 @@ if TYPE_CHECKING:
 __all__ = [
     "TICKET_FALLBACK",
     "TICKET_STOPWORDS",
+    "Account",
+    "Billing",
+    "Bug",
     "FakeLM",
     "FakeReply",
     "NearestDemo",

@@ -1,0 +1,42 @@
+"""A program built from code, for the saved-program round trip (imported by two processes)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typedspy as ts
+from typedspy.testing import TICKET_FALLBACK, TICKET_STOPWORDS, NearestDemo, RouteTicket, StandIn
+
+
+class Explain(ts.Signature):
+    """Explain why the ticket goes to that team."""
+
+    ticket: str = ts.InputField()
+    team: str = ts.InputField()
+    note: str = ts.OutputField()
+
+
+class Pipeline(ts.Module):
+    def __init__(self) -> None:
+        self.route = ts.ChainOfThought(RouteTicket)
+        self.explain = ts.Predict(Explain)
+
+    async def aforward(self, ticket: str) -> ts.Prediction[Any]:
+        pred = await self.route.acall(ticket=ticket)
+        await self.explain.acall(ticket=ticket, team=type(pred.route).__name__)
+        return pred
+
+
+def requests_for(program: ts.Module, tickets: list[str]) -> list[str]:
+    """The chat request bodies ``program`` sends for ``tickets``, as JSON text, in order."""
+    answer = NearestDemo(TICKET_FALLBACK, ignore=TICKET_STOPWORDS)
+    with StandIn(answer=answer) as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-standin", max_retries=0)
+        try:
+            with ts.context(lm=lm):
+                for ticket in tickets:
+                    program(ticket=ticket)
+        finally:
+            lm.close()
+    return [json.dumps(body, ensure_ascii=False) for body in server.requests]

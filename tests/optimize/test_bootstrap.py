@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from wire_demos import demos_sent, query_of
+
+import typedspy as ts
+from served import nearest, served
+from typedspy.testing import RouteTicket, support_tickets
+
+TRAIN, DEV = support_tickets()
+FALLBACK_CLASS = {"_type": "Bug", "component": "app"}  # what the model answers unhelped
+
+
+def quiet(**options: Any) -> ts.BootstrapFewShot:
+    return ts.BootstrapFewShot(verbose=False, **options)
+
+
+def test_only_passing_traces_become_demos_and_they_are_what_is_sent() -> None:
+    # No labelled demos: the teacher answers its fallback, so exactly the training examples
+    # labelled with the fallback class pass, and only they may be sent as demos.
+    program = ts.Predict(RouteTicket)
+    optimizer = quiet(max_bootstrapped_demos=4, max_labeled_demos=0)
+    with served(nearest()) as (server, _):
+        compiled = optimizer.compile(program, TRAIN)
+        teacher_requests = list(server.requests)
+        compiled(ticket=DEV[0].ticket)
+    passing = [i for i, ex in enumerate(TRAIN) if ex.to_dict()["route"] == FALLBACK_CLASS]
+    assert passing == [2, 8]
+    assert optimizer.result.passed == passing
+    assert optimizer.result.failed == [i for i in range(12) if i not in passing]
+    assert all(demos_sent(body) == [] for body in teacher_requests)
+    assert demos_sent(server.requests[-1]) == [
+        (TRAIN[i].ticket, {"route": FALLBACK_CLASS}) for i in passing
+    ]
+    assert program.demos == []  # the original is untouched
+
+
+def test_the_teacher_never_sees_the_example_it_is_running_on_among_its_demos() -> None:
+    optimizer = quiet(max_bootstrapped_demos=12, max_labeled_demos=12)
+    with served(nearest()) as (server, _):
+        optimizer.compile(ts.Predict(RouteTicket), TRAIN)
+    assert len(server.requests) == 12
+    for body in server.requests:
+        tickets = [ticket for ticket, _ in demos_sent(body)]
+        assert len(tickets) == 11
+        assert query_of(body) not in tickets
+
+
+def test_labelled_demos_fill_up_after_bootstrapped_ones_reproducibly() -> None:
+    def compile_once() -> tuple[list[int], list[dict[str, Any]]]:
+        with served(nearest()):
+            optimizer = quiet(max_bootstrapped_demos=2, max_labeled_demos=5, seed=3)
+            compiled = optimizer.compile(ts.Predict(RouteTicket), TRAIN)
+        state: list[dict[str, Any]] = compiled.dump_state()["demos"]
+        return optimizer.result.passed, state
+
+    passed, first = compile_once()
+    assert (passed, first) == compile_once()
+    assert len(passed) == 2
+    assert len(first) == 5
+    boot = {TRAIN[i].ticket for i in passed}
+    assert [d["ticket"] for d in first[:2]] == [TRAIN[i].ticket for i in passed]
+    assert not {d["ticket"] for d in first[2:]} & boot
+
+
+def test_chain_of_thought_demos_carry_the_teachers_reasoning() -> None:
+    optimizer = quiet(max_bootstrapped_demos=2, max_labeled_demos=0)
+    with served(nearest()) as (server, _):
+        compiled = optimizer.compile(ts.ChainOfThought(RouteTicket), TRAIN)
+        compiled(ticket=DEV[0].ticket)
+    assert isinstance(compiled, ts.ChainOfThought)
+    assert [set(d) for d in compiled.demos] == [{"ticket", "reasoning", "route"}] * 2
+    sent = [json.loads(m["content"]) for m in server.requests[-1]["messages"][2::2][:2]]
+    assert all("reasoning" in s and s["route"] == FALLBACK_CLASS for s in sent)
+
+
+class Explain(ts.Signature):
+    """Explain why the ticket goes to that team."""
+
+    ticket: str = ts.InputField()
+    team: str = ts.InputField()
+    note: str = ts.OutputField()
+
+
+class Pipeline(ts.Module):
+    def __init__(self) -> None:
+        self.route = ts.Predict(RouteTicket)
+        self.explain = ts.ChainOfThought(Explain)
+
+    async def aforward(self, ticket: str) -> ts.Prediction[RouteTicket]:
+        pred = await self.route.acall(ticket=ticket)
+        await self.explain.acall(ticket=ticket, team=type(pred.route).__name__)
+        return pred
+
+
+def test_every_predictor_inside_a_module_gets_its_own_traced_demos() -> None:
+    optimizer = quiet(max_bootstrapped_demos=2, max_labeled_demos=0)
+    with served(nearest()) as (server, _):
+        compiled = optimizer.compile(Pipeline(), TRAIN)
+        before = len(server.requests)
+        compiled(ticket=DEV[0].ticket)
+        route_req, explain_req = server.requests[before:]
+    assert isinstance(compiled, Pipeline)
+    assert optimizer.result.passed == [2, 8]
+    assert [d["ticket"] for d in compiled.route.demos] == [TRAIN[2].ticket, TRAIN[8].ticket]
+    assert [(d["ticket"], d["team"]) for d in compiled.explain.demos] == [
+        (TRAIN[2].ticket, "Bug"),
+        (TRAIN[8].ticket, "Bug"),
+    ]
+    assert all(set(d) == {"ticket", "team", "reasoning", "note"} for d in compiled.explain.demos)
+    assert len(demos_sent(route_req)) == 2
+    assert "<team>\nBug\n</team>" in explain_req["messages"][1]["content"]
+
+
+def test_later_rounds_retry_failures_warmer_and_the_plan_states_the_budget(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    optimizer = ts.BootstrapFewShot(max_bootstrapped_demos=3, max_labeled_demos=0, max_rounds=2)
+    with served(nearest()) as (server, _):
+        optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN)
+    out = capsys.readouterr().out
+    assert "BootstrapFewShot(max_bootstrapped_demos=3, max_labeled_demos=0, max_rounds=2)" in out
+    assert "budget: at most 72 LM calls" in out  # 2 rounds x 12 examples x (1 + 2 retries)
+    first, second = server.requests[:12], server.requests[12:]
+    assert len(second) == 10  # the ten that failed in round one
+    assert all("temperature" not in b for b in first)
+    assert all(b["temperature"] == pytest.approx(0.701) for b in second)
+    assert optimizer.result.calls == 22
+
+
+def test_bootstrap_raises_the_score_through_its_demos_alone() -> None:
+    program = ts.Predict(RouteTicket)
+    with served(nearest()):
+        before = ts.evaluate(program, DEV)
+        compiled = quiet(max_bootstrapped_demos=12, max_labeled_demos=12).compile(program, TRAIN)
+        after = ts.evaluate(compiled, DEV)
+        no_demos = compiled.__class__(RouteTicket)  # same program, demos dropped
+        again = ts.evaluate(no_demos, DEV)
+    assert before.percent == again.percent == 16.67
+    assert after.percent == 100.0
