@@ -39,7 +39,7 @@ def test_every_failure_kind_is_reported_and_the_run_goes_on() -> None:
     assert report.field_scores == {"route": 0.5}  # over the two items that ran
     assert report.items[0].outputs == {"route": {"_type": "Billing", "kind": "refund"}}
     assert report.items[2].error is not None and "OutputValidationError" in report.items[2].error
-    assert report.calls == 7
+    assert report.calls == 6  # the batch meter counts answered requests: not the 500
     assert report.prompt_tokens == sum(i.prompt_tokens for i in report.items) > 0
     assert [i.index for i in report.worst(2)] == [1, 2]  # failures first, dataset order
     assert len(report.slowest(3)) == 3
@@ -87,3 +87,19 @@ def test_evaluate_class_is_reusable_and_failure_score_applies() -> None:
     assert report.score == 0.25
     with pytest.raises(ts.ConfigurationError, match="empty"):
         ts.evaluate(Broken(), [])
+
+
+def test_evaluate_runs_on_the_batch_machinery_budget_and_progress() -> None:
+    seen: list[int] = []
+    with served(nearest()) as (server, _):
+        report = ts.evaluate(
+            ts.Predict(RouteTicket, max_retries=0),
+            DEV,
+            concurrency=1,
+            budget=ts.Budget(requests=4),
+            on_progress=lambda p: seen.append(p.done),
+        )
+    assert len(server.requests) == 4
+    assert report.failures == {"budget": 8}
+    assert [i.failure for i in report.items[:5]] == [None, None, None, None, "budget"]
+    assert seen == list(range(1, 13))

@@ -141,3 +141,28 @@ def test_bootstrap_raises_the_score_through_its_demos_alone() -> None:
         again = ts.evaluate(no_demos, DEV)
     assert before.percent == again.percent == 16.67
     assert after.percent == 100.0
+
+
+def test_a_budget_caps_the_teacher_and_the_plan_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    budget = ts.Budget(requests=5)
+    optimizer = ts.BootstrapFewShot(
+        max_bootstrapped_demos=12, max_labeled_demos=0, concurrency=1, budget=budget
+    )
+    with served(nearest()) as (server, _):
+        compiled = optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN)
+    assert "capped by ts.Budget(requests=5)" in capsys.readouterr().out
+    assert len(server.requests) == 5
+    assert optimizer.result.budget_spent
+    assert optimizer.result.passed == [2]  # the one fallback-class example among the first 5
+    assert optimizer.result.failed == [0, 1, 3, 4]
+    assert [d["ticket"] for d in compiled.demos] == [TRAIN[2].ticket]
+
+
+def test_the_budget_setting_is_honoured_too() -> None:
+    optimizer = quiet(max_bootstrapped_demos=12, max_labeled_demos=0, concurrency=1)
+    with served(nearest()) as (server, _), ts.context(budget=ts.Budget(requests=3)):
+        optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN)
+    assert len(server.requests) == 3
+    assert optimizer.result.budget_spent

@@ -49,7 +49,7 @@ def test_a_saved_optimized_program_sends_identical_requests_in_a_fresh_process(
     there = json.loads(done.stdout)
     assert len(here) == 6
     assert there == here
-    assert all('_type' in body for body in here[::2])  # tagged demos went out
+    assert all("_type" in body for body in here[::2])  # tagged demos went out
 
 
 def test_saved_state_is_json_with_tagged_typed_demos_per_predictor_path(tmp_path: Path) -> None:

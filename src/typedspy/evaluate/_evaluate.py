@@ -6,8 +6,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from typing_extensions import Unpack
+
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
+from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError
 from typedspy.evaluate._example import Example
 from typedspy.evaluate._metric import FieldMetric, Metric, score
@@ -24,17 +27,15 @@ async def aevaluate(
     devset: Sequence[Example],
     metric: Metric | None = None,
     *,
-    concurrency: int = 8,
     failure_score: float = 0.0,
+    **options: Unpack[BatchOptions],
 ) -> EvaluationReport:
     """Async `evaluate`."""
     if not devset:
         raise ConfigurationError("evaluate: the dataset is empty")
     chosen: Metric = metric if metric is not None else FieldMetric()
     start = time.perf_counter()
-    outcomes = await run_observed(
-        [(program, ex.inputs()) for ex in devset], concurrency=concurrency
-    )
+    outcomes = await run_observed([(program, ex.inputs()) for ex in devset], **options)
     items = [
         await _item(i, ex, out, chosen, failure_score)
         for i, (ex, out) in enumerate(zip(devset, outcomes, strict=True))
@@ -47,14 +48,16 @@ def evaluate(
     devset: Sequence[Example],
     metric: Metric | None = None,
     *,
-    concurrency: int = 8,
     failure_score: float = 0.0,
+    **options: Unpack[BatchOptions],
 ) -> EvaluationReport:
     """Run ``program`` on every example of ``devset`` and score its predictions.
 
-    One item that fails (a decode or validation failure after retries, truncation, a
-    refusal, a transport error, an exception from the program or the metric) scores
-    ``failure_score`` and is reported by kind; the evaluation goes on.
+    The items run through the batch machinery (`Module.abatch`'s worker pool, rate limit,
+    budget, per-item timeout, progress bar; the response cache when one is configured). One
+    item that fails (a decode or validation failure after retries, truncation, a refusal, a
+    transport error, a timeout, a spent budget, an exception from the program or the metric)
+    scores ``failure_score`` and is reported by kind; the evaluation goes on.
 
     Example:
         ```python
@@ -70,8 +73,9 @@ def evaluate(
         metric: ``(example, prediction) -> float | bool``, a `FieldMetric`, `composite`, or
             `LLMJudge`; default `FieldMetric()` (every labelled output field, exact match
             with numeric tolerance, union members by class and value).
-        concurrency: How many items run at once.
         failure_score: The score of an item whose run or metric failed.
+        **options: `BatchOptions`: ``concurrency`` (default 8), ``rate_limit``, ``budget``,
+            ``timeout``, ``max_errors``, ``progress``, ``on_progress``.
 
     Returns:
         An `EvaluationReport`.
@@ -80,9 +84,7 @@ def evaluate(
         ConfigurationError: An empty dataset, or an example without known inputs.
     """
     return run_sync(
-        lambda: aevaluate(
-            program, devset, metric, concurrency=concurrency, failure_score=failure_score
-        ),
+        lambda: aevaluate(program, devset, metric, failure_score=failure_score, **options),
         async_name="aevaluate",
     )
 
@@ -97,7 +99,7 @@ class Evaluate:
         ```
 
     Args:
-        devset / metric / concurrency / failure_score: As for `evaluate`.
+        devset / metric / failure_score / options: As for `evaluate`.
     """
 
     def __init__(
@@ -105,22 +107,18 @@ class Evaluate:
         devset: Sequence[Example],
         metric: Metric | None = None,
         *,
-        concurrency: int = 8,
         failure_score: float = 0.0,
+        **options: Unpack[BatchOptions],
     ) -> None:
         self.devset = list(devset)
         self.metric = metric
-        self.concurrency = concurrency
         self.failure_score = failure_score
+        self.options = options
 
     async def acall(self, program: Module) -> EvaluationReport:
         """Evaluate ``program`` in the current event loop."""
         return await aevaluate(
-            program,
-            self.devset,
-            self.metric,
-            concurrency=self.concurrency,
-            failure_score=self.failure_score,
+            program, self.devset, self.metric, failure_score=self.failure_score, **self.options
         )
 
     def __call__(self, program: Module) -> EvaluationReport:
@@ -137,6 +135,7 @@ async def _item(
         score=failure_score,
         seconds=outcome.seconds,
         calls=outcome.calls,
+        cached=outcome.cached,
         prompt_tokens=outcome.usage.prompt_tokens,
         completion_tokens=outcome.usage.completion_tokens,
     )
@@ -177,6 +176,7 @@ def _report(
         failures=failures,
         items=items,
         calls=sum(o.calls for o in outcomes),
+        cached=sum(o.cached for o in outcomes),
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         seconds=seconds,

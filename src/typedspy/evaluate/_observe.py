@@ -1,22 +1,22 @@
-"""Run a program on many inputs, observing each run: result or error, time, usage, trace.
+"""Run programs on many inputs through the batch machinery, observing each run.
 
-Each run gets its own `Recorder` callback, scoped with `ts.context` to the run's task, so
-concurrent runs never see each other's events. The recorder keeps the LM usage of the run
-and, for the predictors it watches, what each was called with and returned: the per-predictor
+Runs go through `typedspy.batch.run_batch` (its worker pool, rate limit, budget, per-item
+timeout, progress and usage meters). Each run also gets its own `Recorder` callback, scoped
+with `ts.context` to the run's task, so concurrent runs never see each other's events: for the
+predictors it watches, it keeps what each was called with and returned, the per-predictor
 trace optimizers turn into demos.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from typedspy._types import Usage
+from typedspy.batch import run_batch
 from typedspy.callbacks import BaseCallback
-from typedspy.lm._base import BaseLM, LMRequest, LMResponse
 from typedspy.modules import Module
 from typedspy.prediction import Prediction
 from typedspy.settings import context, get_settings
@@ -34,14 +34,12 @@ class TraceStep:
 
 
 class Recorder(BaseCallback):
-    """Collects one run's LM usage and the calls of the predictors it watches."""
+    """Collects the calls of the predictors it watches, during one run."""
 
     def __init__(self, watched: Mapping[int, str]) -> None:
         self._watched = watched
         self._open: dict[str, tuple[str, Mapping[str, Any]]] = {}
         self.trace: list[TraceStep] = []
-        self.usage = Usage()
-        self.calls = 0
 
     def on_module_start(self, call_id: str, instance: Any, inputs: Mapping[str, Any]) -> None:
         path = self._watched.get(id(instance))
@@ -53,25 +51,17 @@ class Recorder(BaseCallback):
         if opened is not None and exception is None and isinstance(outputs, Prediction):
             self.trace.append(TraceStep(opened[0], opened[1], dict(outputs)))
 
-    def on_lm_start(self, call_id: str, instance: BaseLM, request: LMRequest) -> None:
-        self.calls += 1
-
-    def on_lm_end(
-        self, call_id: str, response: LMResponse | None, exception: BaseException | None
-    ) -> None:
-        if response is not None:
-            self.usage = self.usage + response.usage
-
 
 @dataclass
 class Outcome:
-    """What one run produced (never an exception raised past it)."""
+    """What one run produced (never an exception raised past it); usage from the batch meter."""
 
     result: Any = None
     error: BaseException | None = None
     seconds: float = 0.0
     usage: Usage = field(default_factory=Usage)
     calls: int = 0
+    cached: int = 0
     trace: list[TraceStep] = field(default_factory=list)
 
 
@@ -88,7 +78,7 @@ async def observe(
         except Exception as exc:  # one bad item must not end the run: it is reported
             outcome.error = exc
     outcome.seconds = time.perf_counter() - start
-    outcome.usage, outcome.calls, outcome.trace = recorder.usage, recorder.calls, recorder.trace
+    outcome.trace = recorder.trace
     return outcome
 
 
@@ -97,21 +87,37 @@ def watch(program: Module) -> dict[int, str]:
     return {id(p): name for name, p in program.named_predictors()}
 
 
+class _Jobs:
+    """What `run_batch` runs: item ``job`` is one observed run of its own program."""
+
+    def __init__(self, jobs: Sequence[tuple[Module, Mapping[str, Any]]], trace: bool) -> None:
+        self.jobs = jobs
+        self.trace = trace
+
+    async def acall(self, **inputs: Any) -> Outcome:
+        program, values = self.jobs[int(inputs["job"])]
+        return await observe(program, values, watch(program) if self.trace else {})
+
+
 async def run_observed(
     jobs: Sequence[tuple[Module, Mapping[str, Any]]],
     *,
-    concurrency: int,
     trace: bool = False,
+    **batch_options: Any,
 ) -> list[Outcome]:
-    """Run each ``(program, inputs)`` job, at most ``concurrency`` at a time, results in order.
+    """Run each ``(program, inputs)`` job through `run_batch`; outcomes in job order.
 
-    This is the one place evaluation and optimizers fan out; it is where the batch machinery
-    plugs in. With ``trace``, each outcome holds the calls of the job's program's predictors.
+    ``batch_options`` are `BatchOptions` (``concurrency``, ``budget``, ``rate_limit``,
+    ``timeout``, ``max_errors``, ``progress``, ``on_progress``). With ``trace``, each outcome
+    holds the calls of its program's predictors. An item the batch itself ended (timeout,
+    ``max_errors``) becomes an outcome with that error.
     """
-    gate = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(program: Module, inputs: Mapping[str, Any]) -> Outcome:
-        async with gate:
-            return await observe(program, inputs, watch(program) if trace else {})
-
-    return list(await asyncio.gather(*(one(program, inputs) for program, inputs in jobs)))
+    results = await run_batch(
+        _Jobs(jobs, trace), [{"job": i} for i in range(len(jobs))], **batch_options
+    )
+    outcomes: list[Outcome] = []
+    for item in results.items:
+        outcome = item.result if isinstance(item.result, Outcome) else Outcome(error=item.error)
+        outcome.usage, outcome.calls, outcome.cached = item.usage, item.requests, item.cached
+        outcomes.append(outcome)
+    return outcomes

@@ -11,8 +11,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from typedspy.errors import (
+    BatchStoppedError,
+    BudgetExceededError,
+    CacheMissError,
     ContentFilterError,
     InputError,
+    ItemTimeoutError,
     LMError,
     OutputDecodeError,
     OutputValidationError,
@@ -30,6 +34,9 @@ FailureKind = Literal[
     "refusal",
     "transport",
     "budget",
+    "timeout",
+    "stopped",
+    "cache",
     "input",
     "metric",
     "error",
@@ -41,6 +48,10 @@ _KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
     (RefusalError, "refusal"),
     (ContentFilterError, "refusal"),
     (TokenBudgetExceededError, "budget"),
+    (BudgetExceededError, "budget"),
+    (ItemTimeoutError, "timeout"),
+    (BatchStoppedError, "stopped"),
+    (CacheMissError, "cache"),
     (LMError, "transport"),
     (InputError, "input"),
 )
@@ -63,7 +74,8 @@ class ItemResult(BaseModel):
         score: The metric's score (the failure score when the run or the metric failed).
         field_scores: Per-field scores, for metrics that have them.
         failure / error: The failure kind and message, when it failed.
-        seconds: Wall time of the run. calls / tokens: LM requests and tokens it used.
+        seconds: Wall time of the run. calls / tokens: requests it sent to the endpoint and
+            the tokens they used; cached: requests answered from the response cache.
     """
 
     index: int
@@ -76,6 +88,7 @@ class ItemResult(BaseModel):
     error: str | None = None
     seconds: float = 0.0
     calls: int = 0
+    cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -99,6 +112,7 @@ class EvaluationReport(BaseModel):
     failures: dict[str, int]
     items: list[ItemResult]
     calls: int
+    cached: int = 0
     prompt_tokens: int
     completion_tokens: int
     seconds: float
@@ -128,7 +142,7 @@ class EvaluationReport(BaseModel):
         """One row per item (values as JSON); also written to ``path`` when given."""
         fields = sorted({name for item in self.items for name in item.field_scores})
         columns = ["index", "score", *(f"score.{f}" for f in fields), "failure", "error",
-                   "seconds", "calls", "prompt_tokens", "completion_tokens", "inputs",
+                   "seconds", "calls", "cached", "prompt_tokens", "completion_tokens", "inputs",
                    "expected", "outputs"]  # fmt: skip
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -143,6 +157,7 @@ class EvaluationReport(BaseModel):
                     item.error or "",
                     round(item.seconds, 4),
                     item.calls,
+                    item.cached,
                     item.prompt_tokens,
                     item.completion_tokens,
                     _json(item.inputs),
@@ -168,8 +183,9 @@ class EvaluationReport(BaseModel):
             shown = ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items()))
             lines.append(f"  failures         {shown}")
         lines.append(
-            f"  usage            {self.calls} calls, {self.prompt_tokens} prompt + "
-            f"{self.completion_tokens} completion tokens, {self.seconds:.2f}s"
+            f"  usage            {self.calls} calls ({self.cached} cached), "
+            f"{self.prompt_tokens} prompt + {self.completion_tokens} completion tokens, "
+            f"{self.seconds:.2f}s"
         )
         for title, items in (("worst", self.worst(rows)), ("slowest", self.slowest(rows))):
             lines.append(f"  {title}:")

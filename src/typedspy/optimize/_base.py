@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from typedspy._runtime import run_sync
 from typedspy.errors import ConfigurationError
 from typedspy.evaluate._example import Example
+from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.settings import get_settings
 from typedspy.signature import Signature
@@ -30,17 +31,22 @@ class Plan:
         max_calls: The most LM requests it can make (retries included).
         est_tokens: A rough estimate of the tokens those requests use (about four
             characters per token, from the training examples and demo counts).
+        budget: The `ts.Budget` that bounds the run, when one is set.
     """
 
     optimizer: str
     steps: list[str] = field(default_factory=list)
     max_calls: int = 0
     est_tokens: int = 0
+    budget: Budget | None = None
 
     def __str__(self) -> str:
         lines = [f"{self.optimizer}: plan"]
         lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, start=1)]
         lines.append(f"  budget: at most {self.max_calls} LM calls, ~{self.est_tokens} tokens")
+        if self.budget is not None:
+            limits = ", ".join(f"{k}={v}" for k, v in self.budget.limits.items())
+            lines.append(f"  capped by ts.Budget({limits}); it stops early when that runs out")
         return "\n".join(lines)
 
 

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from typedspy.errors import ConfigurationError
+from typedspy.errors import BudgetExceededError, ConfigurationError
 from typedspy.evaluate._example import Example
 from typedspy.evaluate._metric import FieldMetric, Metric, score
 from typedspy.evaluate._observe import Outcome, TraceStep, run_observed
+from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.optimize._base import (
     Optimizer,
@@ -23,6 +24,7 @@ from typedspy.optimize._base import (
     predictors,
 )
 from typedspy.optimize._labeled import LabeledFewShot, with_labeled
+from typedspy.settings import get_settings
 
 __all__ = ["BootstrapFewShot", "BootstrapResult"]
 
@@ -36,6 +38,7 @@ class BootstrapResult:
         passed: Indices (in the trainset) of the examples whose traces became demos.
         failed: Indices of the examples tried that did not pass (or raised).
         calls / tokens: LM requests and tokens the teacher used.
+        budget_spent: A `ts.Budget` ran out; the bootstrap stopped with what it had.
     """
 
     demos: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -43,6 +46,7 @@ class BootstrapResult:
     failed: list[int] = field(default_factory=list)
     calls: int = 0
     tokens: int = 0
+    budget_spent: bool = False
 
 
 class BootstrapFewShot(Optimizer):
@@ -73,6 +77,9 @@ class BootstrapFewShot(Optimizer):
         max_rounds: Passes over the failing examples (at least 1).
         seed: Seeds the labelled demos' sampling.
         concurrency: Teacher runs at once.
+        budget: A `ts.Budget` for the teacher's requests (default: the ``budget`` setting,
+            which counts them too). When it runs out, bootstrapping stops and the demos
+            found so far are used.
         verbose: Print the plan before compiling.
 
     Attributes:
@@ -90,6 +97,7 @@ class BootstrapFewShot(Optimizer):
         max_rounds: int = 1,
         seed: int = 0,
         concurrency: int = 8,
+        budget: Budget | None = None,
         verbose: bool = True,
     ) -> None:
         if max_bootstrapped_demos < 0 or max_labeled_demos < 0:
@@ -104,6 +112,7 @@ class BootstrapFewShot(Optimizer):
         self.max_rounds = max_rounds
         self.seed = seed
         self.concurrency = concurrency
+        self.budget = budget
         self.verbose = verbose
         self.result = BootstrapResult()
 
@@ -124,6 +133,7 @@ class BootstrapFewShot(Optimizer):
             ],
             max_calls=calls,
             est_tokens=estimate_tokens(items, calls, self.max_labeled_demos),
+            budget=self.budget or get_settings().budget,
         )
 
     async def acompile(
@@ -161,8 +171,13 @@ class BootstrapFewShot(Optimizer):
                     break
                 chunk = pending[start : start + size]
                 jobs = [(_without(teacher, items[i], round_), items[i].inputs()) for i in chunk]
-                outcomes = await run_observed(jobs, concurrency=self.concurrency, trace=True)
+                outcomes = await run_observed(
+                    jobs, trace=True, concurrency=self.concurrency, budget=self.budget
+                )
                 for i, outcome in zip(chunk, outcomes, strict=True):
+                    if isinstance(outcome.error, BudgetExceededError):
+                        result.budget_spent = True
+                        continue  # not tried: the budget refused its request
                     tried.add(i)
                     result.calls += outcome.calls
                     result.tokens += outcome.usage.total_tokens
@@ -180,7 +195,7 @@ class BootstrapFewShot(Optimizer):
         return result
 
     def _enough(self, result: BootstrapResult) -> bool:
-        return len(result.passed) >= self.max_bootstrapped_demos
+        return result.budget_spent or len(result.passed) >= self.max_bootstrapped_demos
 
     async def _passes(self, example: Example, outcome: Outcome) -> bool:
         if outcome.error is not None or outcome.result is None:

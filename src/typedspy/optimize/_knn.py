@@ -1,7 +1,7 @@
 """`KNNFewShot`: per input, the most similar training examples become the demos.
 
 Embeddings come from the endpoint's ``/v1/embeddings`` (`LM.aembed`); the vector math is
-numpy's (the ``typedspy[knn]`` extra, ADR-018).
+numpy's (the ``typedspy[knn]`` extra, ADR-020).
 """
 
 from __future__ import annotations

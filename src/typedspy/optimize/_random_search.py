@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError
 from typedspy.evaluate._evaluate import aevaluate
 from typedspy.evaluate._example import Example
 from typedspy.evaluate._metric import FieldMetric, Metric
+from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.optimize._base import (
     Optimizer,
@@ -22,8 +25,11 @@ from typedspy.optimize._base import (
 )
 from typedspy.optimize._bootstrap import BootstrapFewShot
 from typedspy.optimize._labeled import LabeledFewShot
+from typedspy.settings import get_settings
 
 __all__ = ["BootstrapFewShotWithRandomSearch", "Candidate"]
+
+logger = logging.getLogger("typedspy")
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,9 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
             `BootstrapFewShot`.
         seed: The random seed.
         concurrency: Runs at once.
+        budget: A `ts.Budget` for every request of the search (default: the ``budget``
+            setting). When it runs out, the search stops and returns the best candidate
+            evaluated in full so far.
         verbose: Print the plan before compiling.
 
     Attributes:
@@ -82,6 +91,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
         metric_threshold: float = 1.0,
         seed: int = 0,
         concurrency: int = 8,
+        budget: Budget | None = None,
         verbose: bool = True,
     ) -> None:
         if num_candidate_programs < 0:
@@ -94,6 +104,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
         self.metric_threshold = metric_threshold
         self.seed = seed
         self.concurrency = concurrency
+        self.budget = budget
         self.verbose = verbose
         self.candidates: list[Candidate] = []
 
@@ -116,6 +127,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
             ],
             max_calls=calls,
             est_tokens=estimate_tokens(items, calls, self.max_labeled_demos),
+            budget=self.budget or get_settings().budget,
         )
 
     async def acompile(
@@ -133,25 +145,31 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
         self.candidates = []
         best: tuple[float, Module] | None = None
         for index in range(3 + self.num_candidate_programs):
-            recipe, candidate = await self._candidate(index, program, items, rng)
-            report = await aevaluate(candidate, val, self.metric, concurrency=self.concurrency)
+            recipe, candidate, spent = await self._candidate(index, program, items, rng)
+            options: BatchOptions = {"concurrency": self.concurrency, "budget": self.budget}
+            report = await aevaluate(candidate, val, self.metric, **options)
+            if spent or "budget" in report.failures:
+                break  # a candidate cut short by the budget is not comparable
             self.candidates.append(Candidate(index, recipe, report.score))
             if best is None or report.score > best[0]:
                 best = (report.score, candidate)
-        assert best is not None  # at least the three fixed candidates ran
+        if best is None:  # the budget ran out before one candidate was evaluated in full
+            logger.warning("random search: budget spent before any candidate; no demos added")
+            return fresh_copy(program)
         return best[1]
 
     async def _candidate(
         self, index: int, program: Module, items: list[Example], rng: random.Random
-    ) -> tuple[str, Module]:
+    ) -> tuple[str, Module, bool]:
         if index == 0:
             compiled = fresh_copy(program)
             for _, predictor in predictors(compiled):
                 predictor.demos = []
-            return "no demos", compiled
+            return "no demos", compiled, False
         if index == 1:
             labeled = LabeledFewShot(self.max_labeled_demos, seed=self.seed, verbose=False)
-            return f"{self.max_labeled_demos} labelled", await labeled.acompile(program, items)
+            compiled = await labeled.acompile(program, items)
+            return f"{self.max_labeled_demos} labelled", compiled, False
         order = list(items)
         size = self.max_bootstrapped_demos
         if index > 2:
@@ -165,8 +183,10 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
             max_rounds=self.max_rounds,
             seed=self.seed + index,
             concurrency=self.concurrency,
+            budget=self.budget,
             verbose=False,
         )
         compiled = await bootstrap.acompile(program, order)
         how = "in order" if index == 2 else "shuffled"
-        return f"bootstrap {size} ({how}), passed {len(bootstrap.result.passed)}", compiled
+        recipe = f"bootstrap {size} ({how}), passed {len(bootstrap.result.passed)}"
+        return recipe, compiled, bootstrap.result.budget_spent
