@@ -487,8 +487,13 @@ def test_handler_failure_answers_500_and_server_survives(
 def test_invalid_json_body_and_unknown_path(server: StandIn) -> None:
     status, body = raw_request(server, "POST", "/v1/chat/completions", b"{not json")
     assert status == 400 and body["error"]["type"] == "invalid_request_error"
+    status, body = raw_request(server, "POST", "/v1/images/generations", b"{}")
+    assert (status, body["error"]["message"]) == (
+        404,
+        "Invalid URL (POST /v1/images/generations)",
+    )
     status, body = raw_request(server, "POST", "/v1/embeddings", b"{}")
-    assert (status, body["error"]["message"]) == (404, "Invalid URL (POST /v1/embeddings)")
+    assert (status, body["error"]["message"]) == (400, "Missing required parameter: 'input'.")
     status, body = raw_request(
         server, "POST", "/chat/completions", json.dumps({"model": "m", "messages": USER}).encode()
     )
