@@ -166,3 +166,25 @@ def test_the_budget_setting_is_honoured_too() -> None:
         optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN)
     assert len(server.requests) == 3
     assert optimizer.result.budget_spent
+
+
+def lookup_customer(ticket: str) -> str:
+    """Look the customer up."""
+    return "a customer"
+
+
+def test_react_extraction_calls_are_traced_into_demos_for_its_extract_predictor() -> None:
+    agent = ts.ReAct(RouteTicket, tools=[lookup_customer], max_iters=1)
+    optimizer = quiet(max_bootstrapped_demos=2, max_labeled_demos=0)
+    with served(nearest()) as (server, _):
+        compiled = optimizer.compile(agent, TRAIN)
+        before = len(server.requests)
+        compiled(ticket=DEV[0].ticket)
+    assert isinstance(compiled, ts.ReAct)
+    assert optimizer.result.passed == [2, 8]
+    assert [d["ticket"] for d in compiled.extract.demos] == [TRAIN[2].ticket, TRAIN[8].ticket]
+    assert all("trajectory" in d and d["route"] for d in compiled.extract.demos)
+    assert agent.extract.demos == []
+    extraction = server.requests[-1]
+    assert len(server.requests) - before == 2  # one step, then the extraction
+    assert [t for t, _ in demos_sent(extraction)] == [TRAIN[2].ticket, TRAIN[8].ticket]

@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast
 
+from typedspy import callbacks
 from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError
 from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
 from typedspy.modules._confirm import ResumeState, approvals
@@ -375,19 +376,25 @@ class ReAct(Module, Generic[SigT]):
         predict = copy.copy(self.extract)  # this run's LM, without touching the template
         if predict.lm is None:
             predict.lm = run.lm
+        inputs = {**run.inputs, TRAJECTORY_FIELD: run.trajectory.to_text()}
+        # Callbacks see the call as the agent's `extract` predictor's (optimizers trace it).
+        call_id = callbacks.module_start(self.extract, inputs)
         pred: Any = None
-        async with closing(
-            predict.aexecute(
-                stream=stream,
-                history=run.history,
-                **run.inputs,
-                **{TRAJECTORY_FIELD: run.trajectory.to_text()},
-            )
-        ) as events:
-            async for event in events:
-                if isinstance(event, Prediction):
-                    pred = event
-                else:
-                    yield event
+        try:
+            async with closing(
+                predict.aexecute(stream=stream, history=run.history, **inputs)
+            ) as events:
+                async for event in events:
+                    if isinstance(event, Prediction):
+                        pred = event
+                    else:
+                        yield event
+        except GeneratorExit:
+            callbacks.module_end(call_id, None, None)
+            raise
+        except BaseException as exc:
+            callbacks.module_end(call_id, None, exc)
+            raise
+        callbacks.module_end(call_id, pred, None)
         run.record(pred.usage, pred.completion)
         yield run.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
