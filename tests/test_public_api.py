@@ -16,6 +16,7 @@ PACKAGES = [
     "typedspy.limits",
     "typedspy.lm",
     "typedspy.mcp",
+    "typedspy.media",
     "typedspy.modules",
     "typedspy.schema",
     "typedspy.signature",

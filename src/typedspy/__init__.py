@@ -41,6 +41,8 @@ from typedspy.errors import (
     LMStatusError,
     LMTimeoutError,
     LMUnsupportedFeatureError,
+    MediaError,
+    MediaNotSupportedError,
     OutputDecodeError,
     OutputError,
     OutputValidationError,
@@ -67,6 +69,7 @@ from typedspy.evaluate import (
 )
 from typedspy.limits import Budget, RateLimit
 from typedspy.lm import LM, BaseLM
+from typedspy.media import Audio, File, Image
 from typedspy.modules import (
     ChainOfThought,
     ConfirmationRejected,
@@ -103,6 +106,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LM",
     "Attempt",
+    "Audio",
     "BaseCallback",
     "BaseLM",
     "BatchItem",
@@ -130,7 +134,9 @@ __all__ = [
     "ExampleError",
     "FieldError",
     "FieldMetric",
+    "File",
     "History",
+    "Image",
     "InputError",
     "InputField",
     "ItemTimeoutError",
@@ -145,6 +151,8 @@ __all__ = [
     "LMUnsupportedFeatureError",
     "LabeledFewShot",
     "LoopRemedy",
+    "MediaError",
+    "MediaNotSupportedError",
     "MemoryCache",
     "Module",
     "ModuleContext",

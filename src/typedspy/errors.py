@@ -6,6 +6,8 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     TypedspyError
     ├── ConfigurationError (ValueError)   misuse: bad settings, sync call inside a running loop
     │   └── InputError                    missing or unexpected inputs, caught before any request
+    │       └── MediaError                an image, audio or file input that cannot be sent
+    │           └── MediaNotSupportedError  the endpoint's profile takes no media of that kind
     ├── SchemaError (TypeError)           a signature or model that cannot compile; names the path
     ├── LMError                           the endpoint could not be used (SDK error as __cause__)
     │   ├── LMConnectionError
@@ -62,6 +64,8 @@ __all__ = [
     "LMStatusError",
     "LMTimeoutError",
     "LMUnsupportedFeatureError",
+    "MediaError",
+    "MediaNotSupportedError",
     "OutputDecodeError",
     "OutputError",
     "OutputValidationError",
@@ -100,6 +104,32 @@ class InputError(ConfigurationError):
         super().__init__(message)
         self.missing = tuple(missing)
         self.unexpected = tuple(unexpected)
+
+
+class MediaError(InputError):
+    """An `Image`, `Audio` or `File` input that cannot be sent (type, size, source, hash).
+
+    Attributes:
+        kind: ``"image"``, ``"audio"`` or ``"file"``.
+        field: The input field holding the value, when known.
+    """
+
+    def __init__(self, message: str, *, kind: str = "", field: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.field = field
+
+
+class MediaNotSupportedError(MediaError):
+    """The LM's profile takes no media of this kind (`Profile.media`); nothing was sent.
+
+    Attributes:
+        profile: The name of the profile that refused.
+    """
+
+    def __init__(self, message: str, *, kind: str, field: str | None, profile: str) -> None:
+        super().__init__(message, kind=kind, field=field)
+        self.profile = profile
 
 
 class SchemaError(TypedspyError, TypeError):

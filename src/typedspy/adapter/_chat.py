@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
+from typedspy.adapter._parts import user_content
 from typedspy.lm._base import ChatMessage, LMRequest
 from typedspy.profiles import Mode, Profile
 from typedspy.schema import CompiledSchema, compile_schema
@@ -60,6 +61,12 @@ def format_inputs(sig: type[Signature], inputs: Mapping[str, Any]) -> str:
         if name in inputs:
             parts.append(f"<{name}>\n{render_value(inputs[name], info.annotation)}\n</{name}>")
     return "\n".join(parts)
+
+
+def _user(
+    sig: type[Signature], inputs: Mapping[str, Any], profile: Profile
+) -> str | list[dict[str, Any]]:
+    return user_content(sig, inputs, profile, format_inputs(sig, inputs))
 
 
 def format_outputs(sig: type[Signature], outputs: Mapping[str, Any]) -> str:
@@ -176,16 +183,19 @@ def build_request(
         history: Earlier turns of the conversation; a system message among them is appended
             to typedspy's system turn, which stays the only one and first.
         params: Request parameters (temperature, max_tokens, ...).
+
+    Raises:
+        MediaNotSupportedError: A media input of a kind the profile does not take.
     """
     profile = profile if profile is not None else Profile.named("openai")
     prompt = _prompt_for(sig, mode, profile)
     system, turns = with_history(prompt.system, history)
     messages: list[ChatMessage] = [system]
     for demo in demos:
-        messages.append({"role": "user", "content": format_inputs(sig, demo)})
+        messages.append({"role": "user", "content": _user(sig, demo, profile)})
         messages.append({"role": "assistant", "content": format_outputs(sig, demo)})
     messages.extend(turns)
-    messages.append({"role": "user", "content": format_inputs(sig, inputs)})
+    messages.append({"role": "user", "content": _user(sig, inputs, profile)})
     return LMRequest(
         messages=tuple(messages),
         response_format=prompt.response_format,

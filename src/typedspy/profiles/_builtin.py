@@ -13,6 +13,10 @@ from typedspy.profiles._profile import Profile
 
 __all__ = ["PROFILE_NAMES", "builtin", "detect_profile"]
 
+# Media (ADR-021): the content parts each server's chat endpoint documents (image_url,
+# input_audio, file). The reference/ notes hold no media facts: these are typedspy's defaults,
+# whether a given model can see or hear is the model's business (derive a profile to change).
+# Every other profile, the generic one included, takes images only.
 _PROFILES: dict[str, Profile] = {
     # OpenAI enforces the strict subset server-side (structured-outputs.md §1); a schema it
     # accepted is enforced, so the prompt need not repeat it. Large hosted models: no cap and
@@ -20,6 +24,7 @@ _PROFILES: dict[str, Profile] = {
     "openai": Profile(
         name="openai",
         target="openai-strict",
+        media=frozenset({"image", "audio", "file"}),
         schema_hint=False,
         response_format_with_tools=True,
         dependable_tool_calling=True,
@@ -33,6 +38,7 @@ _PROFILES: dict[str, Profile] = {
     "azure": Profile(
         name="azure",
         target="openai-strict",
+        media=frozenset({"image", "audio", "file"}),
         schema_hint=False,
         response_format_with_tools=True,
         dependable_tool_calling=True,
@@ -48,6 +54,7 @@ _PROFILES: dict[str, Profile] = {
     "vllm": Profile(
         name="vllm",
         target="json-schema",
+        media=frozenset({"image", "audio"}),
         schema_hint=True,
         response_format_with_tools=False,
         dependable_tool_calling=True,
@@ -61,6 +68,7 @@ _PROFILES: dict[str, Profile] = {
     "llama.cpp": Profile(
         name="llama.cpp",
         target="json-schema",
+        media=frozenset({"image", "audio"}),
         json_object_schema=True,
         schema_hint=True,
         response_format_with_tools=False,

@@ -88,6 +88,9 @@ class Profile:
         on_repetition_loop: The re-ask after a truncation inside a repetition loop.
         reasoning_tags: Tags around reasoning the server leaves in the content
             (``("<think>", "</think>")``): split off into ``reasoning_content``.
+        media: The media input kinds the endpoint takes as content parts (``"image"``,
+            ``"audio"``, ``"file"``); a `ts.Image`/`ts.Audio`/`ts.File` input of another kind
+            raises `MediaNotSupportedError` before anything is sent (ADR-021).
     """
 
     name: str = "generic"
@@ -102,6 +105,7 @@ class Profile:
     on_whitespace_loop: LoopRemedy | None = _COMPACT
     on_repetition_loop: LoopRemedy | None = _SHORT_STRINGS
     reasoning_tags: tuple[str, str] | None = ("<think>", "</think>")
+    media: frozenset[str] = frozenset({"image"})
     _rejected: set[str] = field(default_factory=set, init=False, repr=False)
     _seen: set[str] = field(default_factory=set, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -206,6 +210,10 @@ class Profile:
                 return {"type": "json_object", "schema": schema}
             return {"type": "json_object"}
         return None
+
+    def takes_media(self, kind: str) -> bool:
+        """Whether the endpoint takes ``kind`` media as a content part (and has not refused it)."""
+        return kind in self.media and not self.rejects(f"media:{kind}")
 
     def structured_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """``params`` with the profile's ``max_tokens`` cap added when they set no cap."""

@@ -1,0 +1,278 @@
+"""`Image`, `Audio` and `File`: media inputs of a signature, sent as chat content parts.
+
+A media value holds its bytes as base64 with their SHA-256 (or, for images, a URL the endpoint
+fetches itself). It is a frozen Pydantic model, so it validates as a signature input, saves in
+demos and cache entries as plain JSON, and loads back checked against its hash (ADR-021).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from typedspy.errors import MediaError
+from typedspy.media._sniff import ACCEPTED, AUDIO_FORMATS, EXTENSIONS, sniff
+
+__all__ = ["Audio", "File", "Image", "Media"]
+
+_MIB = 1024 * 1024
+
+
+class Media(BaseModel):
+    """What `Image`, `Audio` and `File` share: a source, a MIME type and a content hash.
+
+    Build one with `from_url`, `from_bytes` or `from_path`; as a signature input a `bytes`
+    value, a `pathlib.Path`, an ``http(s)://`` URL or a ``data:`` URL is converted for you.
+
+    Attributes:
+        url: Where the endpoint fetches the content (images only), or ``None``.
+        data: The content as base64, or ``None`` for a URL.
+        mime_type: The content's MIME type (sniffed from the bytes or the file name).
+        sha256: The SHA-256 of the content (hex), checked when a saved value loads.
+        filename: The file name to report (files), if known.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ClassVar[str] = "file"
+    max_bytes: ClassVar[int] = 20 * _MIB
+    """The largest content accepted, in bytes (a typedspy bound, checked before sending)."""
+
+    url: str | None = None
+    data: str | None = None
+    mime_type: str | None = None
+    sha256: str | None = None
+    filename: str | None = None
+
+    @classmethod
+    def from_url(cls, url: str, **extra: Any) -> Any:
+        """A value the endpoint fetches from ``url`` (``http(s)://``), or a ``data:`` URL.
+
+        Raises:
+            MediaError: Not a URL, a type this kind does not take, or a kind that cannot be
+                sent by URL.
+        """
+        return _validated(cls, {**_from_url(cls.kind, url), **extra})
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, mime_type: str | None = None, **extra: Any) -> Any:
+        """A value holding ``data``; the MIME type is sniffed when not given.
+
+        Raises:
+            MediaError: An unknown or unaccepted MIME type, or more than `max_bytes`.
+        """
+        return _validated(cls, {**_from_bytes(data, mime_type), **extra})
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], **extra: Any) -> Any:
+        """A value holding the file at ``path`` (type from its bytes, else its extension).
+
+        Raises:
+            MediaError: The file cannot be read, its type is not accepted, or it is too big.
+        """
+        return _validated(cls, {**_from_path(pathlib.Path(path)), **extra})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _coerce(cls, value: Any) -> Any:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            value = _from_bytes(bytes(value), None)
+        elif isinstance(value, pathlib.PurePath):
+            value = _from_path(pathlib.Path(value))
+        elif isinstance(value, str):
+            value = _from_url(cls.kind, value)
+        if isinstance(value, Mapping):
+            return _checked_mapping(cls, dict(value))
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> Media:
+        if (self.url is None) == (self.data is None) and not self._other_source():
+            raise MediaError(
+                f"{type(self).__name__} needs exactly one source: a url or base64 data",
+                kind=self.kind,
+            )
+        if self.mime_type is not None and self.mime_type not in ACCEPTED[self.kind]:
+            raise MediaError(
+                f"{type(self).__name__} does not take {self.mime_type!r} (accepted: "
+                f"{', '.join(sorted(ACCEPTED[self.kind]))})",
+                kind=self.kind,
+            )
+        if self.data is not None and self.mime_type is None:
+            raise MediaError(
+                f"{type(self).__name__}: unknown content type; pass mime_type= (one of "
+                f"{', '.join(sorted(ACCEPTED[self.kind]))})",
+                kind=self.kind,
+            )
+        return self
+
+    def _other_source(self) -> bool:
+        return False
+
+    def data_url(self) -> str:
+        """The content as a ``data:`` URL (the URL itself for a URL value)."""
+        if self.data is None:
+            return self.url or ""
+        return f"data:{self.mime_type};base64,{self.data}"
+
+    def content_part(self) -> dict[str, Any]:
+        """The chat content part that carries this value."""
+        raise NotImplementedError
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            if value is None:
+                continue
+            if name == "data" and isinstance(value, str):
+                yield name, f"<{len(value) * 3 // 4 - value[-2:].count('=')} bytes>"
+            else:
+                yield name, value
+
+
+class Image(Media):
+    """An image input, sent as an ``image_url`` content part (PNG, JPEG, GIF or WebP).
+
+    Example:
+        ```python
+        class Describe(ts.Signature):
+            photo: ts.Image = ts.InputField()
+            caption: str = ts.OutputField()
+
+        ts.Predict(Describe)(photo=ts.Image.from_path("cat.png"))
+        ```
+
+    Attributes:
+        detail: The ``detail`` hint (``"low"``, ``"high"``, ``"auto"``), sent when set.
+    """
+
+    kind: ClassVar[str] = "image"
+    detail: Literal["auto", "low", "high"] | None = None
+
+    def content_part(self) -> dict[str, Any]:
+        """``{"type": "image_url", "image_url": {"url": ..., "detail": ...}}``."""
+        image: dict[str, Any] = {"url": self.data_url()}
+        if self.detail is not None:
+            image["detail"] = self.detail
+        return {"type": "image_url", "image_url": image}
+
+
+class Audio(Media):
+    """An audio input (WAV or MP3), sent as an ``input_audio`` content part.
+
+    The part carries base64 data only, so an `Audio` comes from bytes or a path, not a URL.
+    """
+
+    kind: ClassVar[str] = "audio"
+    max_bytes: ClassVar[int] = 25 * _MIB
+
+    def content_part(self) -> dict[str, Any]:
+        """``{"type": "input_audio", "input_audio": {"data": ..., "format": "wav"}}``."""
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": self.data, "format": AUDIO_FORMATS[str(self.mime_type)]},
+        }
+
+
+class File(Media):
+    """A document input (PDF or plain text), sent as a ``file`` content part.
+
+    From bytes or a path (sent as ``file_data``), or an id the endpoint already stores
+    (``File(file_id="file-...")``); not from a URL.
+
+    Attributes:
+        file_id: An id of a file uploaded to the endpoint beforehand.
+    """
+
+    kind: ClassVar[str] = "file"
+    max_bytes: ClassVar[int] = 32 * _MIB
+    file_id: str | None = None
+
+    def _other_source(self) -> bool:
+        return self.file_id is not None and self.data is None and self.url is None
+
+    def content_part(self) -> dict[str, Any]:
+        """``{"type": "file", "file": {"file_data": ..., "filename": ...}}`` or a file id."""
+        if self.file_id is not None:
+            return {"type": "file", "file": {"file_id": self.file_id}}
+        name = self.filename or f"{(self.sha256 or 'file')[:12]}.pdf"
+        return {"type": "file", "file": {"file_data": self.data_url(), "filename": name}}
+
+
+def _validated(cls: type[Media], fields: dict[str, Any]) -> Any:
+    """``cls`` built from ``fields``; a failed check is a `MediaError`, not a ValidationError."""
+    try:
+        return cls.model_validate(fields)
+    except ValidationError as exc:
+        detail = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise MediaError(f"{cls.__name__}: {detail}", kind=cls.kind) from exc
+
+
+def _from_bytes(data: bytes, mime_type: str | None) -> dict[str, Any]:
+    return {
+        "data": base64.b64encode(data).decode("ascii"),
+        "mime_type": mime_type or sniff(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+
+
+def _from_path(path: pathlib.Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MediaError(f"cannot read media file {str(path)!r}: {exc.strerror}") from exc
+    fields = _from_bytes(data, sniff(data) or EXTENSIONS.get(path.suffix.lower()))
+    return {**fields, "filename": path.name}
+
+
+def _from_url(kind: str, url: str) -> dict[str, Any]:
+    if url.startswith("data:"):
+        head, sep, payload = url.partition(",")
+        if not sep or not head.endswith(";base64"):
+            raise MediaError("a data: URL must be base64 (data:<type>;base64,<data>)", kind=kind)
+        return {"data": payload, "mime_type": head[5:-7] or None}
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise MediaError(
+            f"{url[:80]!r} is not an http(s) or data: URL; pass a pathlib.Path for a file",
+            kind=kind,
+        )
+    if kind != "image":
+        raise MediaError(
+            f"a {kind} input cannot be sent by URL (its content part carries the data); "
+            "pass bytes or a path",
+            kind=kind,
+        )
+    return {"url": url, "mime_type": EXTENSIONS.get(pathlib.PurePosixPath(parts.path).suffix)}
+
+
+def _checked_mapping(cls: type[Media], value: dict[str, Any]) -> dict[str, Any]:
+    """A saved value: decode its data, check size and hash (fill the hash when absent)."""
+    data = value.get("data")
+    if not isinstance(data, str):
+        return value
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise MediaError(f"{cls.__name__}: data is not valid base64", kind=cls.kind) from exc
+    if len(raw) > cls.max_bytes:
+        raise MediaError(
+            f"{cls.__name__}: {len(raw):,} bytes is more than the {cls.max_bytes:,} accepted",
+            kind=cls.kind,
+        )
+    digest = hashlib.sha256(raw).hexdigest()
+    if value.get("sha256") not in (None, digest):
+        raise MediaError(
+            f"{cls.__name__}: the data does not match its sha256 (corrupted or edited)",
+            kind=cls.kind,
+        )
+    if value.get("mime_type") is None:
+        value["mime_type"] = sniff(raw)
+    return {**value, "sha256": digest}

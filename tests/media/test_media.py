@@ -1,0 +1,185 @@
+"""Media inputs: values, checks, content parts on the wire, saved demos and the profile gate."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import respx
+
+import typedspy as ts
+from typedspy.testing import chat_completion
+from wire import BASE_URL, make_lm, sent
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x00" * 16
+PDF = b"%PDF-1.4\n%fake\n"
+
+
+class Describe(ts.Signature):
+    """Caption the photo."""
+
+    photo: ts.Image = ts.InputField()
+    note: str = ts.InputField()
+    caption: str = ts.OutputField()
+
+
+class Transcribe(ts.Signature):
+    """Transcribe the clip and summarise the document."""
+
+    clip: ts.Audio = ts.InputField()
+    doc: ts.File = ts.InputField()
+    text: str = ts.OutputField()
+
+
+@pytest.fixture
+def router() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE_URL, assert_all_called=True) as mock:
+        yield mock
+
+
+def ok(data: object) -> httpx.Response:
+    return httpx.Response(200, json=chat_completion(json.dumps(data)))
+
+
+def test_bytes_give_base64_a_sniffed_type_and_the_content_hash() -> None:
+    image = ts.Image.from_bytes(PNG)
+    assert image.mime_type == "image/png"
+    assert image.data == base64.b64encode(PNG).decode()
+    assert image.sha256 == hashlib.sha256(PNG).hexdigest()
+    assert image.url is None
+    assert "<32 bytes>" in repr(image)  # no base64 in reprs and logs
+
+
+def test_path_and_url_sources(tmp_path: Path) -> None:
+    path = tmp_path / "doc.pdf"
+    path.write_bytes(PDF)
+    doc = ts.File.from_path(path)
+    assert (doc.mime_type, doc.filename) == ("application/pdf", "doc.pdf")
+    remote = ts.Image.from_url("https://img.test/cat.jpg", detail="low")
+    assert (remote.url, remote.mime_type, remote.data) == (
+        "https://img.test/cat.jpg",
+        "image/jpeg",
+        None,
+    )
+    assert remote.content_part() == {
+        "type": "image_url",
+        "image_url": {"url": "https://img.test/cat.jpg", "detail": "low"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ts.Image.from_bytes(b"plain text"), "unknown content type"),
+        (lambda: ts.Image.from_bytes(PDF), "does not take 'application/pdf'"),
+        (lambda: ts.Audio.from_url("https://a.test/x.wav"), "cannot be sent by URL"),
+        (lambda: ts.Image.from_url("ftp://x/y.png"), r"not an http\(s\) or data: URL"),
+        (lambda: ts.File.from_path("/nonexistent/x.pdf"), "cannot read media file"),
+        (lambda: ts.Image.from_url("data:image/png;base64,!!"), "not valid base64"),
+    ],
+)
+def test_bad_media_is_a_typed_error(build: object, message: str) -> None:
+    with pytest.raises(ts.MediaError, match=message):
+        build()  # type: ignore[operator]
+
+
+def test_too_big_is_refused_before_sending() -> None:
+    class Tiny(ts.Image):
+        max_bytes = 16
+
+    with pytest.raises(ts.MediaError, match="more than the 16 accepted"):
+        Tiny.from_bytes(PNG)
+
+
+def test_a_tampered_saved_image_fails_its_hash_naming_the_field() -> None:
+    demo = {"photo": ts.Image.from_bytes(PNG), "note": "n", "caption": "c"}
+    state = ts.Predict(Describe, demos=[demo]).dump_state()
+    state["demos"][0]["photo"]["data"] = base64.b64encode(PNG + b"x").decode()
+    with pytest.raises(ts.ConfigurationError, match=r"photo[\s\S]*does not match its sha256"):
+        ts.Predict(Describe).load_state(state)
+
+
+def test_an_image_input_reaches_the_wire_as_an_image_url_part(router: respx.MockRouter) -> None:
+    route = router.post("/chat/completions").mock(return_value=ok({"caption": "a cat"}))
+    pred = ts.Predict(Describe, lm=make_lm())(photo=PNG, note="be brief")
+    assert pred.caption == "a cat"
+    user = sent(route)[0]["messages"][-1]
+    data_url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    assert user["content"] == [
+        {"type": "text", "text": "<photo>"},
+        {"type": "image_url", "image_url": {"url": data_url}},
+        {"type": "text", "text": "</photo>\n<note>\nbe brief\n</note>"},
+    ]
+
+
+def test_audio_and_file_parts(router: respx.MockRouter, tmp_path: Path) -> None:
+    (tmp_path / "r.pdf").write_bytes(PDF)
+    route = router.post("/chat/completions").mock(return_value=ok({"text": "hi"}))
+    ts.Predict(Transcribe, lm=make_lm())(clip=WAV, doc=tmp_path / "r.pdf")
+    parts = sent(route)[0]["messages"][-1]["content"]
+    assert parts[1] == {
+        "type": "input_audio",
+        "input_audio": {"data": base64.b64encode(WAV).decode(), "format": "wav"},
+    }
+    assert parts[3] == {
+        "type": "file",
+        "file": {
+            "file_data": "data:application/pdf;base64," + base64.b64encode(PDF).decode(),
+            "filename": "r.pdf",
+        },
+    }
+
+
+def test_a_profile_without_the_kind_raises_before_sending(router: respx.MockRouter) -> None:
+    route = router.post("/chat/completions").mock(return_value=ok({"text": "hi"}))
+    predict = ts.Predict(Transcribe, lm=make_lm(profile="ollama"))
+    with pytest.raises(ts.MediaNotSupportedError) as info:
+        predict(clip=WAV, doc=ts.File(file_id="file-1"))
+    assert (info.value.kind, info.value.field, info.value.profile) == ("audio", "clip", "ollama")
+    assert route.call_count == 0
+    router.reset()
+    # Allowed once the profile says so (assert_all_called needs the route used).
+    lm = make_lm(profile=ts.Profile.named("ollama").derive(media=frozenset({"audio", "file"})))
+    ts.Predict(Transcribe, lm=lm)(clip=WAV, doc=ts.File(file_id="file-1"))
+    assert sent(route)[0]["messages"][-1]["content"][3] == {
+        "type": "file",
+        "file": {"file_id": "file-1"},
+    }
+
+
+def test_a_demo_with_an_image_saves_and_loads(router: respx.MockRouter, tmp_path: Path) -> None:
+    demo = {"photo": ts.Image.from_bytes(PNG), "note": "n", "caption": "a square"}
+    predict = ts.Predict(Describe, lm=make_lm(), demos=[demo])
+    predict.save(tmp_path / "state.json")
+    saved = json.loads((tmp_path / "state.json").read_text())
+    photo = saved["demos"][0]["photo"]
+    assert photo["sha256"] == hashlib.sha256(PNG).hexdigest()
+    assert photo["data"] == base64.b64encode(PNG).decode()
+
+    fresh = ts.Predict(Describe, lm=make_lm())
+    fresh.load(tmp_path / "state.json")
+    assert fresh.demos[0]["photo"] == demo["photo"]
+    route = router.post("/chat/completions").mock(return_value=ok({"caption": "c"}))
+    fresh(photo=ts.Image.from_url("https://img.test/b.png"), note="m")
+    messages = sent(route)[0]["messages"]
+    assert messages[1]["content"][1]["type"] == "image_url"  # the demo's user turn
+    assert messages[-1]["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "https://img.test/b.png"},
+    }
+
+
+def test_the_response_cache_keys_on_the_image_content(router: respx.MockRouter) -> None:
+    route = router.post("/chat/completions").mock(return_value=ok({"caption": "x"}))
+    predict = ts.Predict(Describe, lm=make_lm())
+    with ts.context(cache=ts.MemoryCache()):
+        predict(photo=PNG, note="n")
+        predict(photo=ts.Image.from_bytes(PNG), note="n")  # same content: a hit
+        predict(photo=PNG + b"\x00", note="n")  # other content: sent
+    assert route.call_count == 2
