@@ -23,7 +23,7 @@ PACKAGES = [
     "typedspy.testing",
     "typedspy.tools",
     "typedspy.streaming",
-    "typedspy.evaluate",
+    "typedspy.evaluation",
     "typedspy.optimize",
     "typedspy.metrics",
 ]

@@ -57,7 +57,7 @@ from typedspy.errors import (
     TruncatedOutputError,
     TypedspyError,
 )
-from typedspy.evaluate import (
+from typedspy.evaluation import (
     Evaluate,
     EvaluationReport,
     Example,

@@ -15,9 +15,9 @@ A metric is any ``(example, prediction) -> float | bool``. The common cases need
 
 from __future__ import annotations
 
-from typedspy.evaluate._compare import Comparer, exact, f1, normalize_text, normalized, type_match
-from typedspy.evaluate._judge import LLMJudge
-from typedspy.evaluate._metric import FieldMetric, Metric, composite, union_accuracy
+from typedspy.evaluation._compare import Comparer, exact, f1, normalize_text, normalized, type_match
+from typedspy.evaluation._judge import LLMJudge
+from typedspy.evaluation._metric import FieldMetric, Metric, composite, union_accuracy
 
 __all__ = [
     "Comparer",

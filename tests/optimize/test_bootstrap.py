@@ -123,12 +123,20 @@ def test_later_rounds_retry_failures_warmer_and_the_plan_states_the_budget(
         optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN)
     out = capsys.readouterr().out
     assert "BootstrapFewShot(max_bootstrapped_demos=3, max_labeled_demos=0, max_rounds=2)" in out
-    assert "budget: at most 72 LM calls" in out  # 2 rounds x 12 examples x (1 + 2 retries)
+    assert "budget: at most 24 LM calls" in out  # 2 rounds x 12 examples x 1 attempt
     first, second = server.requests[:12], server.requests[12:]
     assert len(second) == 10  # the ten that failed in round one
     assert all("temperature" not in b for b in first)
     assert all(b["temperature"] == pytest.approx(0.701) for b in second)
     assert optimizer.result.calls == 22
+
+
+def test_the_plan_counts_retries_and_agent_steps() -> None:
+    agent = ts.ReAct(RouteTicket, tools=[lookup_customer], max_iters=3)
+    plan = quiet(max_rounds=1).make_plan(agent, TRAIN[:2])
+    assert plan.max_calls == 2 * (3 + 3)  # 3 steps + the extraction's 1 + 2 retries, twice
+    plan = quiet().make_plan(ts.Predict(RouteTicket, max_retries=1), TRAIN)
+    assert plan.max_calls == 24
 
 
 def test_bootstrap_raises_the_score_through_its_demos_alone() -> None:

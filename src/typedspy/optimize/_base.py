@@ -10,13 +10,13 @@ from typing import Any, TextIO
 
 from typedspy._runtime import run_sync
 from typedspy.errors import ConfigurationError
-from typedspy.evaluate._example import Example
+from typedspy.evaluation._example import Example
 from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.settings import get_settings
 from typedspy.signature import Signature
 
-__all__ = ["Optimizer", "Plan", "demo_for", "fresh_copy"]
+__all__ = ["Optimizer", "Plan", "calls_per_run", "demo_for", "fresh_copy"]
 
 _CHARS_PER_TOKEN = 4  # a rough estimate, stated as such in the plan
 
@@ -139,6 +139,24 @@ def predictors(program: Module) -> list[tuple[str, Any]]:
 def max_retries() -> int:
     """The retries each call may make (the configured setting)."""
     return get_settings().max_retries
+
+
+def calls_per_run(program: Module) -> int:
+    """The most LM requests one run of ``program`` makes.
+
+    Each predictor counts once plus its retries; a `ReAct` inside adds one request per step
+    (``max_iters``).
+    """
+    retries = max_retries()
+    calls = 0
+    for _, predictor in predictors(program):
+        own = getattr(predictor, "max_retries", None)
+        calls += 1 + (own if isinstance(own, int) else retries)
+    for _, module in program.named_modules():
+        steps = getattr(module, "max_iters", None)
+        if isinstance(steps, int) and not isinstance(steps, bool):
+            calls += steps
+    return max(1, calls)
 
 
 def estimate_tokens(trainset: Sequence[Example], calls: int, demos: int) -> int:

@@ -8,19 +8,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from typedspy.errors import BudgetExceededError, ConfigurationError
-from typedspy.evaluate._example import Example
-from typedspy.evaluate._metric import FieldMetric, Metric, score
-from typedspy.evaluate._observe import Outcome, TraceStep, run_observed
+from typedspy.evaluation._example import Example
+from typedspy.evaluation._metric import FieldMetric, Metric, score
+from typedspy.evaluation._observe import Outcome, TraceStep, run_observed
 from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.optimize._base import (
     Optimizer,
     Plan,
+    calls_per_run,
     check_trainset,
     demo_for,
     estimate_tokens,
     fresh_copy,
-    max_retries,
     predictors,
 )
 from typedspy.optimize._labeled import LabeledFewShot, with_labeled
@@ -118,7 +118,7 @@ class BootstrapFewShot(Optimizer):
 
     def make_plan(self, program: Module, items: list[Example]) -> Plan:
         """The plan and budget for compiling ``program`` on ``items``."""
-        per_run = max(1, len(predictors(program))) * (1 + max_retries())
+        per_run = calls_per_run(program)
         calls = self.max_rounds * len(items) * per_run
         return Plan(
             f"BootstrapFewShot(max_bootstrapped_demos={self.max_bootstrapped_demos}, "

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from typedspy.adapter import render_value
 from typedspy.errors import ConfigurationError
-from typedspy.evaluate._example import Example
+from typedspy.evaluation._example import Example
 from typedspy.lm._base import BaseLM
 from typedspy.modules import Module
 from typedspy.optimize._base import Optimizer, Plan, check_trainset, fresh_copy

@@ -9,18 +9,18 @@ from dataclasses import dataclass
 
 from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError
-from typedspy.evaluate._evaluate import aevaluate
-from typedspy.evaluate._example import Example
-from typedspy.evaluate._metric import FieldMetric, Metric
+from typedspy.evaluation._evaluate import aevaluate
+from typedspy.evaluation._example import Example
+from typedspy.evaluation._metric import FieldMetric, Metric
 from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.optimize._base import (
     Optimizer,
     Plan,
+    calls_per_run,
     check_trainset,
     estimate_tokens,
     fresh_copy,
-    max_retries,
     predictors,
 )
 from typedspy.optimize._bootstrap import BootstrapFewShot
@@ -110,7 +110,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
 
     def make_plan(self, program: Module, items: list[Example], val: list[Example]) -> Plan:
         """The plan and budget for compiling ``program``."""
-        per_run = max(1, len(predictors(program))) * (1 + max_retries())
+        per_run = calls_per_run(program)
         bootstraps = 1 + self.num_candidate_programs
         boot_calls = bootstraps * self.max_rounds * len(items) * per_run
         val_calls = (3 + self.num_candidate_programs) * len(val) * per_run

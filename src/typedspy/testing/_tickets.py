@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from typedspy.evaluate import Example, load_dataset
+from typedspy.evaluation import Example, load_dataset
 from typedspy.signature import InputField, OutputField, Signature
 
 __all__ = [

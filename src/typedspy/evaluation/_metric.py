@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from typedspy.errors import ConfigurationError
-from typedspy.evaluate._compare import Comparer, exact, type_match
-from typedspy.evaluate._example import Example
+from typedspy.evaluation._compare import Comparer, exact, type_match
+from typedspy.evaluation._example import Example
 
 __all__ = ["FieldMetric", "Metric", "composite", "score"]
 

@@ -12,10 +12,10 @@ from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError
-from typedspy.evaluate._example import Example
-from typedspy.evaluate._metric import FieldMetric, Metric, score
-from typedspy.evaluate._observe import Outcome, run_observed
-from typedspy.evaluate._report import EvaluationReport, ItemResult, failure_kind
+from typedspy.evaluation._example import Example
+from typedspy.evaluation._metric import FieldMetric, Metric, score
+from typedspy.evaluation._observe import Outcome, run_observed
+from typedspy.evaluation._report import EvaluationReport, ItemResult, failure_kind
 from typedspy.modules import Module
 from typedspy.signature import to_jsonable
 

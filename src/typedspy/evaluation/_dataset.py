@@ -11,7 +11,7 @@ from typing import Any
 
 from typedspy._types import FieldError
 from typedspy.errors import DatasetError, ExampleError, RowError
-from typedspy.evaluate._example import Example
+from typedspy.evaluation._example import Example
 from typedspy.signature import Signature
 
 __all__ = ["load_dataset"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -189,16 +189,3 @@ def _validate_field(model: type[BaseModel], name: str, value: Any) -> tuple[Any,
     except ValidationError as exc:
         return value, field_errors(exc)
     return getattr(holder, name), []
-
-
-def examples_from(
-    items: Iterable[Example | Mapping[str, Any]], signature: type[Signature]
-) -> list[Example]:
-    """Examples typed by ``signature`` from examples or mappings (used by optimizers)."""
-    out: list[Example] = []
-    for item in items:
-        if isinstance(item, Example) and item.signature is not None:
-            out.append(item)
-        else:
-            out.append(Example(signature, **dict(item)))
-    return out
