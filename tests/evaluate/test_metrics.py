@@ -137,3 +137,20 @@ def test_a_metric_returning_something_else_is_a_reported_failure() -> None:
     assert report.failures == {"metric": 1}
     assert report.items[0].error is not None and "return a float or a bool" in report.items[0].error
     assert json.loads(report.to_json())["failures"] == {"metric": 1}
+
+
+def test_a_judge_runs_inside_each_item_its_requests_counted_and_budgeted() -> None:
+    class Fixed(ts.Module):
+        async def aforward(self, **inputs: object) -> ts.Prediction[Triage]:
+            return pred()
+
+    with served() as (standin, lm):
+        standin.enqueue('{"same": true}', '{"same": false}')
+        judge = ts.LLMJudge(JudgeSummary, lm=lm)
+        report = ts.evaluate(
+            Fixed(), [EXAMPLE] * 3, judge, concurrency=1, budget=ts.Budget(requests=2)
+        )
+    assert [i.score for i in report.items] == [1.0, 0.0, 0.0]
+    assert [i.calls for i in report.items] == [1, 1, 0]
+    assert report.failures == {"metric": 1}  # the budget refused the third judge call
+    assert report.items[2].error is not None and "BudgetExceededError" in report.items[2].error

@@ -35,9 +35,17 @@ async def aevaluate(
         raise ConfigurationError("evaluate: the dataset is empty")
     chosen: Metric = metric if metric is not None else FieldMetric()
     start = time.perf_counter()
-    outcomes = await run_observed([(program, ex.inputs()) for ex in devset], **options)
+
+    async def scored(job: int, outcome: Outcome) -> None:
+        try:
+            outcome.scored = await score(chosen, devset[job], outcome.result)
+        except Exception as exc:  # a metric bug on one item is reported, not raised
+            outcome.scored = exc
+
+    jobs = [(program, ex.inputs()) for ex in devset]
+    outcomes = await run_observed(jobs, after=scored, **options)
     items = [
-        await _item(i, ex, out, chosen, failure_score)
+        _item(i, ex, out, failure_score)
         for i, (ex, out) in enumerate(zip(devset, outcomes, strict=True))
     ]
     return _report(program, chosen, items, outcomes, time.perf_counter() - start)
@@ -125,9 +133,7 @@ class Evaluate:
         return run_sync(lambda: self.acall(program), async_name="Evaluate.acall")
 
 
-async def _item(
-    index: int, example: Example, outcome: Outcome, metric: Metric, failure_score: float
-) -> ItemResult:
+def _item(index: int, example: Example, outcome: Outcome, failure_score: float) -> ItemResult:
     item = ItemResult(
         index=index,
         inputs=_jsonable(example, example.inputs()),
@@ -144,10 +150,10 @@ async def _item(
         return item
     to_dict = getattr(outcome.result, "to_dict", None)
     item.outputs = to_dict() if callable(to_dict) else {"result": to_jsonable(outcome.result)}
-    try:
-        item.score, item.field_scores = await score(metric, example, outcome.result)
-    except Exception as exc:  # a metric bug on one item is reported, not raised
-        item.failure, item.error = "metric", _message(exc)
+    if isinstance(outcome.scored, Exception):
+        item.failure, item.error = "metric", _message(outcome.scored)
+    elif outcome.scored is not None:
+        item.score, item.field_scores = outcome.scored
     return item
 
 

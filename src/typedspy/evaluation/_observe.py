@@ -10,7 +10,7 @@ trace optimizers turn into demos.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,7 @@ class Outcome:
     calls: int = 0
     cached: int = 0
     trace: list[TraceStep] = field(default_factory=list)
+    scored: tuple[float, dict[str, float]] | Exception | None = None
 
 
 async def observe(
@@ -90,30 +91,44 @@ def watch(program: Module) -> dict[int, str]:
 class _Jobs:
     """What `run_batch` runs: item ``job`` is one observed run of its own program."""
 
-    def __init__(self, jobs: Sequence[tuple[Module, Mapping[str, Any]]], trace: bool) -> None:
+    def __init__(
+        self,
+        jobs: Sequence[tuple[Module, Mapping[str, Any]]],
+        trace: bool,
+        after: Callable[[int, Outcome], Awaitable[None]] | None,
+    ) -> None:
         self.jobs = jobs
         self.trace = trace
+        self.after = after
 
     async def acall(self, **inputs: Any) -> Outcome:
         program, values = self.jobs[int(inputs["job"])]
-        return await observe(program, values, watch(program) if self.trace else {})
+
+        job = int(inputs["job"])
+        outcome = await observe(program, values, watch(program) if self.trace else {})
+        if self.after is not None and outcome.error is None:
+            await self.after(job, outcome)  # inside the item: its requests count for it
+        return outcome
 
 
 async def run_observed(
     jobs: Sequence[tuple[Module, Mapping[str, Any]]],
     *,
     trace: bool = False,
+    after: Callable[[int, Outcome], Awaitable[None]] | None = None,
     **batch_options: Any,
 ) -> list[Outcome]:
     """Run each ``(program, inputs)`` job through `run_batch`; outcomes in job order.
 
     ``batch_options`` are `BatchOptions` (``concurrency``, ``budget``, ``rate_limit``,
     ``timeout``, ``max_errors``, ``progress``, ``on_progress``). With ``trace``, each outcome
-    holds the calls of its program's predictors. An item the batch itself ended (timeout,
-    ``max_errors``) becomes an outcome with that error.
+    holds the calls of its program's predictors. ``after(job, outcome)`` runs inside the
+    item once its program succeeded (evaluation scores there, so a judge's requests run
+    under the batch's limits and count in the item's usage). An item the batch itself ended
+    (timeout, ``max_errors``) becomes an outcome with that error.
     """
     results = await run_batch(
-        _Jobs(jobs, trace), [{"job": i} for i in range(len(jobs))], **batch_options
+        _Jobs(jobs, trace, after), [{"job": i} for i in range(len(jobs))], **batch_options
     )
     outcomes: list[Outcome] = []
     for item in results.items:
