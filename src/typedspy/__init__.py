@@ -68,7 +68,7 @@ from typedspy.evaluation import (
     load_dataset,
 )
 from typedspy.limits import Budget, RateLimit
-from typedspy.lm import LM, BaseLM
+from typedspy.lm import LM, BaseLM, FallbackLM, FallbackTrace
 from typedspy.media import Audio, File, Image
 from typedspy.modules import (
     ChainOfThought,
@@ -132,6 +132,8 @@ __all__ = [
     "EvaluationReport",
     "Example",
     "ExampleError",
+    "FallbackLM",
+    "FallbackTrace",
     "FieldError",
     "FieldMetric",
     "File",

@@ -3,6 +3,18 @@
 from __future__ import annotations
 
 from typedspy.lm._base import BaseLM, ChatMessage, LMRequest, LMResponse, ToolCall
+from typedspy.lm._fallback import FallbackLM, FallbackTrace, Skipped, Trigger
 from typedspy.lm._openai import LM
 
-__all__ = ["LM", "BaseLM", "ChatMessage", "LMRequest", "LMResponse", "ToolCall"]
+__all__ = [
+    "LM",
+    "BaseLM",
+    "ChatMessage",
+    "FallbackLM",
+    "FallbackTrace",
+    "LMRequest",
+    "LMResponse",
+    "Skipped",
+    "ToolCall",
+    "Trigger",
+]

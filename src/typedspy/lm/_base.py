@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from typedspy.errors import ConfigurationError, LMResponseError, RefusalError
 from typedspy.profiles import Profile, resolve_profile
 
 if TYPE_CHECKING:
+    from typedspy.lm._fallback import FallbackLM, Trigger
     from typedspy.lm._stream import LMChunk
 
 __all__ = ["BaseLM", "ChatMessage", "LMRequest", "LMResponse", "ToolCall"]
@@ -203,6 +204,29 @@ class BaseLM(abc.ABC):
     @profile.setter
     def profile(self, profile: str | Profile) -> None:
         self._profile = resolve_profile(profile, None)
+
+    @staticmethod
+    def fallback(
+        *lms: BaseLM,
+        on: Collection[Trigger] = frozenset({"transport", "rate_limit"}),
+    ) -> FallbackLM:
+        """A `FallbackLM`: ``lms`` tried in order, moving on after an outcome in ``on``.
+
+        Triggers: ``"transport"``, ``"rate_limit"``, ``"refusal"``, ``"not_enforced"``,
+        ``"validation"``, ``"budget"`` (docs/fallbacks.md). The prediction records which
+        endpoint answered in ``pred.extras["fallback"]``.
+
+        Example:
+            ```python
+            lm = ts.LM.fallback(ts.LM("gpt-4o"), ts.LM("gpt-4o-mini"), on={"rate_limit"})
+            ```
+
+        Raises:
+            ConfigurationError: Fewer than two LMs, a nested chain, or an unknown trigger.
+        """
+        from typedspy.lm._fallback import FallbackLM
+
+        return FallbackLM(*lms, on=on)
 
     @property
     def endpoint(self) -> str | None:

@@ -20,7 +20,9 @@ from typedspy.errors import (
     SchemaError,
 )
 from typedspy.lm._base import BaseLM, ChatMessage
+from typedspy.lm._fallback import FallbackLM
 from typedspy.modules._attempts import CallPlan, Event, run_call
+from typedspy.modules._fallback import over_chain
 from typedspy.modules._history import History, history_messages
 from typedspy.modules._module import Module
 from typedspy.modules._state import checked_demos, fingerprint, jsonable_demo, typed_demo
@@ -228,8 +230,28 @@ class Predict(Module, Generic[SigT, InputsT]):
         """
         checked = self._check_inputs(inputs)
         lm = self._lm()
-        mode = self._start_mode(lm)
         turns = history_messages(history)
+        if isinstance(lm, FallbackLM):  # ADR-022: the whole call on each endpoint in turn
+            run = over_chain(
+                lm,
+                lambda one: self._execute_on(one, checked, turns, stream),
+                schema_sent=lambda one: one.profile.sends_schema(self._start_mode(one)),
+                stream=stream,
+            )
+        else:
+            run = self._execute_on(lm, checked, turns, stream)
+        async with closing(run) as events:
+            async for event in events:
+                yield event
+
+    async def _execute_on(
+        self,
+        lm: BaseLM,
+        checked: dict[str, Any],
+        turns: Sequence[ChatMessage],
+        stream: bool,
+    ) -> AsyncIterator[Event]:
+        mode = self._start_mode(lm)
         while True:
             try:
                 plan = self._plan(lm, mode, checked, turns)

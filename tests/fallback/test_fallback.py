@@ -1,0 +1,197 @@
+"""Fallback chains over two stand-in servers: each trigger, streaming, and no nested retries.
+
+Request counts are read server-side (``StandIn.requests``), so a test fails if any layer
+sends a request twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import typedspy as ts
+from typedspy.streaming import PartialPrediction
+from typedspy.testing import Reply, StandIn
+
+FAST = {"retry-after-ms": "1"}  # the SDK's transport retry waits 1 ms
+GOOD = json.dumps({"answer": 4})
+BAD = json.dumps({"answer": "four"})
+
+
+class Add(ts.Signature):
+    """Add the numbers."""
+
+    question: str = ts.InputField()
+    answer: int = ts.OutputField()
+
+
+_OPEN: list[ts.LM] = []
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[StandIn, StandIn]]:
+    with StandIn() as primary, StandIn() as secondary:
+        yield primary, secondary
+        while _OPEN:
+            _OPEN.pop().close()
+
+
+def chain(
+    servers: tuple[StandIn, StandIn], *, on: set[str], retries: int = 1, profile: str = "openai"
+) -> ts.FallbackLM:
+    primary, secondary = servers
+    lms = [
+        ts.LM("primary", base_url=s.base_url, api_key="k", max_retries=retries, profile=profile)
+        for s in (primary, secondary)
+    ]
+    lms[1].model = "secondary"
+    _OPEN.extend(lms)
+    return ts.LM.fallback(*lms, on=on)  # type: ignore[arg-type]
+
+
+def counts(servers: tuple[StandIn, StandIn]) -> tuple[int, int]:
+    return len(servers[0].requests), len(servers[1].requests)
+
+
+def test_transport_failure_after_the_sdk_retries_moves_on(
+    servers: tuple[StandIn, StandIn],
+) -> None:
+    servers[0].enqueue(Reply(status=503, headers=FAST), Reply(status=503, headers=FAST))
+    servers[1].enqueue(GOOD)
+    pred = ts.Predict(Add, lm=chain(servers, on={"transport"}, retries=1))(question="2+2")
+    assert pred.answer == 4
+    assert counts(servers) == (2, 1)  # one SDK retry on the primary, nothing else
+    trace = pred.extras["fallback"]
+    assert (trace.index, trace.model) == (1, "secondary")
+    assert trace.endpoint == servers[1].base_url
+    assert [(s.model, s.trigger) for s in trace.skipped] == [("primary", "transport")]
+    assert isinstance(trace.skipped[0].error, ts.LMStatusError)
+
+
+def test_rate_limit_moves_on_only_when_chosen(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(Reply(status=429, headers=FAST))
+    servers[1].enqueue(GOOD)
+    pred = ts.Predict(Add, lm=chain(servers, on={"rate_limit"}, retries=0))(question="q")
+    assert (pred.answer, pred.extras["fallback"].skipped[0].trigger) == (4, "rate_limit")
+
+    servers[0].enqueue(Reply(status=429, headers=FAST))
+    with pytest.raises(ts.LMRateLimitError):
+        ts.Predict(Add, lm=chain(servers, on={"transport"}, retries=0))(question="q")
+    assert counts(servers) == (2, 1)  # the secondary was not asked the second time
+
+
+def test_refusal(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(Reply(refusal="I can't help with that."))
+    servers[1].enqueue(GOOD)
+    pred = ts.Predict(Add, lm=chain(servers, on={"refusal"}))(question="q")
+    assert pred.answer == 4
+    assert pred.extras["fallback"].skipped[0].trigger == "refusal"
+    assert counts(servers) == (1, 1)  # a refusal is never retried on the same endpoint
+
+
+def test_final_validation_failure_after_feedback_retries(
+    servers: tuple[StandIn, StandIn],
+) -> None:
+    servers[0].enqueue(BAD, BAD)
+    servers[1].enqueue(GOOD)
+    predict = ts.Predict(Add, lm=chain(servers, on={"validation"}), mode="prompt", max_retries=1)
+    pred = predict(question="q")
+    assert pred.answer == 4
+    assert counts(servers) == (2, 1)  # one feedback retry on the primary, then the secondary
+    assert pred.extras["fallback"].skipped[0].trigger == "validation"
+    assert len(pred.attempts) == 1  # the answering endpoint's own attempts
+
+
+def test_not_enforced_needs_the_schema_on_the_wire(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(BAD)
+    servers[1].enqueue(GOOD)
+    lm = chain(servers, on={"not_enforced"})
+    pred = ts.Predict(Add, lm=lm, mode="json_schema", max_retries=0)(question="q")
+    assert pred.extras["fallback"].skipped[0].trigger == "not_enforced"
+
+    servers[0].enqueue(BAD)  # in prompt mode no schema was sent: not the server's fault
+    with pytest.raises(ts.OutputValidationError):
+        ts.Predict(Add, lm=lm, mode="prompt", max_retries=0)(question="q")
+    assert counts(servers) == (2, 1)
+
+
+def test_a_per_call_token_budget(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(BAD)
+    servers[1].enqueue(GOOD)
+    predict = ts.Predict(Add, lm=chain(servers, on={"budget"}), token_budget=1)
+    pred = predict(question="q")
+    assert pred.answer == 4
+    assert pred.extras["fallback"].skipped[0].trigger == "budget"
+    assert isinstance(pred.extras["fallback"].skipped[0].error, ts.TokenBudgetExceededError)
+
+
+def test_the_primary_answering_is_recorded_too(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(GOOD)
+    pred = ts.Predict(Add, lm=chain(servers, on={"transport"}))(question="q")
+    assert (pred.extras["fallback"].index, pred.extras["fallback"].skipped) == (0, ())
+    assert counts(servers) == (1, 0)
+
+
+def test_transport_and_feedback_retries_never_nest(servers: tuple[StandIn, StandIn]) -> None:
+    # SDK max_retries=2 and Predict max_retries=2: each layer handles its own failure once.
+    servers[0].enqueue(Reply(status=500, headers=FAST), BAD, Reply(status=500, headers=FAST), GOOD)
+    pred = ts.Predict(Add, lm=chain(servers, on={"transport", "validation"}, retries=2))(
+        question="q"
+    )
+    assert pred.answer == 4
+    assert counts(servers) == (4, 0)
+    assert [a.kind for a in pred.attempts] == ["validation_failed", None]
+
+
+def test_the_last_endpoints_error_is_raised(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(Reply(status=503, headers=FAST))
+    servers[1].enqueue(Reply(status=503, headers=FAST))
+    with pytest.raises(ts.LMStatusError) as info:
+        ts.Predict(Add, lm=chain(servers, on={"transport"}, retries=0))(question="q")
+    assert info.value.status_code == 503
+    assert counts(servers) == (1, 1)
+
+
+def test_streaming_falls_back_before_the_first_event(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(Reply(status=503, headers=FAST))
+    servers[1].enqueue(GOOD)
+    predict = ts.Predict(Add, lm=chain(servers, on={"transport"}, retries=0))
+    events = list(predict.stream(question="q"))
+    final = events[-1]
+    assert isinstance(final, ts.Prediction)
+    assert (final.answer, final.extras["fallback"].index) == (4, 1)
+    assert servers[1].requests[0]["stream"] is True
+
+
+def test_streaming_never_falls_back_after_an_event(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(BAD)
+    servers[1].enqueue(GOOD)
+    predict = ts.Predict(Add, lm=chain(servers, on={"validation"}), max_retries=0)
+    seen: list[Any] = []
+    with pytest.raises(ts.OutputValidationError):
+        for event in predict.stream(question="q"):
+            seen.append(event)
+    assert any(isinstance(e, PartialPrediction) for e in seen)
+    assert counts(servers) == (1, 0)
+
+
+def test_direct_requests_switch_per_request(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(Reply(status=503, headers=FAST), Reply(refusal="no"))
+    servers[1].enqueue("from the secondary", "again the secondary")
+    lm = chain(servers, on={"transport", "refusal"}, retries=0)
+    assert lm("hi") == "from the secondary"
+    assert lm("hi") == "again the secondary"
+    assert counts(servers) == (2, 2)
+
+
+def test_bad_chains_are_configuration_errors() -> None:
+    one = ts.LM("m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    with pytest.raises(ts.ConfigurationError, match="two or more"):
+        ts.LM.fallback(one)
+    with pytest.raises(ts.ConfigurationError, match="unknown trigger"):
+        ts.LM.fallback(one, one, on={"timeout"})  # type: ignore[arg-type]
+    with pytest.raises(ts.ConfigurationError, match="plain LMs"):
+        ts.LM.fallback(ts.LM.fallback(one, one), one)
