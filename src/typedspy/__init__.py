@@ -25,6 +25,7 @@ from typedspy.batch import BatchItem, BatchOptions, BatchProgress, BatchResult
 from typedspy.cache import Cache, CacheMode, MemoryCache, SQLiteCache
 from typedspy.callbacks import BaseCallback
 from typedspy.errors import (
+    BatchFileError,
     BatchStoppedError,
     BudgetExceededError,
     CacheMissError,
@@ -81,9 +82,12 @@ from typedspy.modules import (
     ReAct,
     ResumeState,
     Trajectory,
+    aread_batch_file,
     confirm_first,
     module_callback,
+    read_batch_file,
     resume,
+    write_batch_file,
 )
 from typedspy.optimize import (
     BootstrapFewShot,
@@ -109,6 +113,7 @@ __all__ = [
     "Audio",
     "BaseCallback",
     "BaseLM",
+    "BatchFileError",
     "BatchItem",
     "BatchOptions",
     "BatchProgress",
@@ -188,6 +193,7 @@ __all__ = [
     "Usage",
     "__version__",
     "aevaluate",
+    "aread_batch_file",
     "compile_schema",
     "configure",
     "confirm_first",
@@ -199,10 +205,12 @@ __all__ = [
     "metrics",
     "module_callback",
     "parse_outputs",
+    "read_batch_file",
     "resume",
     "testing",
     "to_jsonable",
     "tool",
+    "write_batch_file",
 ]
 
 

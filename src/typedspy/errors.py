@@ -27,6 +27,7 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     ├── ItemTimeoutError (TimeoutError)   a batch item ran past the batch's per-item timeout
     ├── BatchStoppedError                 a batch item never ran: max_errors was reached first
     ├── CacheMissError                    replay mode found no cached response for a request
+    ├── BatchFileError                    a Batch API output file has no usable line for an item
     ├── ToolError                         a tool could not be built, found, or its result used
     │   ├── ToolNotFoundError (KeyError)  no tool of that name; lists the available names
     │   └── ToolArgumentsError (ValueError)  arguments failed validation; names the fields
@@ -48,6 +49,7 @@ from dataclasses import dataclass
 from typedspy._types import Attempt, FieldError, Usage
 
 __all__ = [
+    "BatchFileError",
     "BatchStoppedError",
     "BudgetExceededError",
     "CacheMissError",
@@ -328,6 +330,18 @@ class CacheMissError(TypedspyError):
     def __init__(self, message: str, *, key: str) -> None:
         super().__init__(message)
         self.key = key
+
+
+class BatchFileError(TypedspyError):
+    """A Batch API output file has no usable result for an input.
+
+    Attributes:
+        custom_id: The input's ``custom_id``.
+    """
+
+    def __init__(self, message: str, *, custom_id: str) -> None:
+        super().__init__(message)
+        self.custom_id = custom_id
 
 
 class ToolError(TypedspyError):

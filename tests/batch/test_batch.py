@@ -322,3 +322,33 @@ def _number(request: httpx.Request) -> int:
     found = re.search(r"<number>\s*(\d+)", content)
     assert found is not None, content
     return int(found.group(1))
+
+
+class AnswerQuestion(ts.Signature):
+    """Answer the question."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+def test_chain_of_thought_and_react_batch_too(llm: respx.MockRouter) -> None:
+    def reply(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        question = body["messages"][-1]["content"].split("\n")[1]
+        if body.get("tools"):  # ReAct: finish at once
+            call = {"name": "finish", "arguments": json.dumps({"answer": question.upper()})}
+            return httpx.Response(
+                200,
+                json=chat_completion(None, tool_calls=[call], finish_reason="tool_calls"),
+            )
+        outputs = {"reasoning": "think", "answer": question.upper()}
+        return httpx.Response(200, json=chat_completion(json.dumps(outputs)))
+
+    llm.post("/chat/completions").mock(side_effect=reply)
+    questions = [{"question": q} for q in ("a", "b", "c")]
+
+    thought = ts.ChainOfThought(AnswerQuestion, lm=make_lm()).batch(questions, concurrency=2)
+    acted = ts.ReAct(AnswerQuestion, tools=[], lm=make_lm()).batch(questions, concurrency=2)
+
+    assert [(p.reasoning, p.answer) for p in thought] == [("think", q) for q in "ABC"]  # type: ignore[union-attr]
+    assert [p.answer for p in acted] == ["A", "B", "C"]  # type: ignore[union-attr]

@@ -1,3 +1,4 @@
+from typedspy.modules._batch_file import aread_batch_file, read_batch_file, write_batch_file
 from typedspy.modules._callbacks import ModuleContext, module_callback
 from typedspy.modules._confirm import (
     ConfirmationRejected,
@@ -26,7 +27,10 @@ __all__ = [
     "Trajectory",
     "TrajectoryCall",
     "TrajectoryStep",
+    "aread_batch_file",
     "confirm_first",
     "module_callback",
+    "read_batch_file",
     "resume",
+    "write_batch_file",
 ]
