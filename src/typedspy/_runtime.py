@@ -8,6 +8,11 @@ opened them and that loop would be closed by the second call.
 
 The caller's `contextvars` are copied into the coroutine, so ``with ts.context(...)`` in the
 calling thread applies to the work done on the loop thread.
+
+A synchronous call made while the calling thread runs its own event loop (a Jupyter cell, a
+sync function called from async code) works too (ADR-024): the work runs on the background loop
+while the caller's loop is blocked until it is done, so that loop's other tasks wait. Only a
+synchronous call from the background loop itself is refused: it would wait for itself.
 """
 
 from __future__ import annotations
@@ -86,17 +91,18 @@ def run_sync(awaitable: Awaitable[T] | Callable[[], Awaitable[T]], *, async_name
     Args:
         awaitable: The coroutine to run, or a zero-argument callable that creates it (preferred:
             nothing is created when the call is refused).
-        async_name: The async method to suggest when called inside a running event loop, as
+        async_name: The async method to suggest when called from typedspy's own loop, as
             ``"Owner.amethod"`` (for example ``"Predict.acall"``).
 
     Returns:
         What the coroutine returned.
 
     Raises:
-        ConfigurationError: The calling thread is already running an event loop (blocking it
-            would deadlock or stall it); the coroutine is closed without running.
+        ConfigurationError: Called from typedspy's background loop itself (in code that
+            typedspy runs there), where waiting would deadlock; the coroutine is closed
+            without running.
     """
-    _refuse_inside_running_loop(awaitable, async_name)
+    _refuse_on_own_loop(awaitable, async_name)
     loop = _LOOP.get()
     ctx = contextvars.copy_context()
     result: concurrent.futures.Future[T] = concurrent.futures.Future()
@@ -143,16 +149,16 @@ def iterate_sync(
     Args:
         factory: A zero-argument callable returning the async iterator (e.g. an async
             generator function bound to its arguments).
-        async_name: The async method to suggest when called inside a running event loop, as
+        async_name: The async method to suggest when called from typedspy's own loop, as
             ``"Owner.amethod"`` (for example ``"Predict.astream"``).
 
     Returns:
         A synchronous generator over the same items; ``close()`` it to stop early.
 
     Raises:
-        ConfigurationError: The calling thread is already running an event loop.
+        ConfigurationError: Called from typedspy's background loop itself.
     """
-    _refuse_inside_running_loop(None, async_name, iterating=True)
+    _refuse_on_own_loop(None, async_name, iterating=True)
     return _drain(_AsyncIteratorDriver(factory, _LOOP.get(), contextvars.copy_context()))
 
 
@@ -287,13 +293,9 @@ def _close(awaitable: object) -> None:
         awaitable.close()  # never awaited on purpose: no "was never awaited" warning
 
 
-def _refuse_inside_running_loop(
-    awaitable: object, async_name: str, *, iterating: bool = False
-) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
+def _refuse_on_own_loop(awaitable: object, async_name: str, *, iterating: bool = False) -> None:
+    if not _LOOP.is_current_thread():
+        return  # another thread's running loop is blocked while we wait: allowed (ADR-024)
     _close(awaitable)
     raise ConfigurationError(_running_loop_message(async_name, iterating=iterating))
 
@@ -306,6 +308,7 @@ def _running_loop_message(async_name: str, *, iterating: bool) -> str:
     target = f"{instance}.{method}" if owner else method
     use = f"async for ... in {target}(...)" if iterating else f"await {target}(...)"
     return (
-        f"{sync_name} cannot run inside a running event loop; use `{use}`"
-        " (this thread is already running asyncio, and blocking it would stall that loop)"
+        f"{sync_name} cannot run on typedspy's own event loop (code typedspy runs there, "
+        f"such as a module's aforward or an async tool); use `{use}`"
+        " (blocking that loop would wait for itself)"
     )

@@ -32,6 +32,7 @@ from typedspy.errors import (
     LMUnsupportedFeatureError,
 )
 from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+from typedspy.lm._clients import LoopClients
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import redact_patterns, unsupported_feature
 from typedspy.profiles import Profile, detect_profile
@@ -130,8 +131,10 @@ class LM(BaseLM):
             )
         _check_params(defaults, where="LM defaults")
         self.defaults: Mapping[str, Any] = dict(defaults)
-        self._client = client
+        self._client = client  # injected: used as is, from whichever loop calls
         self._owns_client = client is None
+        # ADR-024: a client of our own per event loop, closed when that loop shuts down.
+        self._clients: LoopClients[AsyncOpenAI] = LoopClients(self._build_client)
         self._base_url = base_url
         self._api_key = api_key
         self._max_retries = 2 if max_retries is None else max_retries
@@ -153,16 +156,22 @@ class LM(BaseLM):
 
     @property
     def client(self) -> AsyncOpenAI:
-        """The ``AsyncOpenAI`` client (built on first access when none was injected).
+        """The ``AsyncOpenAI`` client: the injected one, else the current event loop's.
+
+        `LM` builds one client per event loop it is used from (connections belong to the loop
+        that opened them); outside any loop this is a client built for inspection.
 
         Raises:
             ConfigurationError: The SDK could not build a client (typically: no API key).
         """
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = self._build_client()
-        return self._client
+        if self._client is not None:
+            return self._client
+        return self._clients.current() or self._clients.detached()
+
+    async def _aclient(self) -> AsyncOpenAI:
+        if self._client is not None:
+            return self._client
+        return await self._clients.get()
 
     async def acomplete(self, request: LMRequest) -> LMResponse:
         """Send one chat-completion request and return the response.
@@ -182,12 +191,14 @@ class LM(BaseLM):
             LMStatusError: Any other HTTP error status.
             LMResponseError: The body is not a usable chat completion.
         """
-        client = self.client
+        client = await self._aclient()
         kwargs = self._create_kwargs(request)
         try:
             raw = await client.chat.completions.with_raw_response.create(**kwargs)
         except openai.OpenAIError as exc:
             raise self._translate(exc) from exc
+        except RuntimeError as exc:
+            raise self._other_loop(exc) from exc
         try:
             completion = json.loads(raw.text)
         except ValueError as exc:
@@ -269,13 +280,16 @@ class LM(BaseLM):
         usage: Usage | None = None
         try:
             try:
-                raw = await self.client.chat.completions.with_raw_response.create(**kwargs)
+                client = await self._aclient()
+                raw = await client.chat.completions.with_raw_response.create(**kwargs)
                 # ADR-008: the chunks as decoded JSON, read leniently like `acomplete` reads its
                 # body (the SDK still decodes the SSE, raises error events, maps transport
                 # errors); building its typed chunk models would cost more than all of ours.
                 stream = raw.parse(to=AsyncStream[object])
             except openai.OpenAIError as exc:
                 raise self._translate(exc) from exc
+            except RuntimeError as exc:
+                raise self._other_loop(exc) from exc
             while True:
                 try:
                     data = await stream.__anext__()
@@ -301,10 +315,13 @@ class LM(BaseLM):
             self._calls += 1
 
     async def aclose(self) -> None:
-        """Close the client `LM` built itself (an injected client is left to its owner)."""
-        if self._owns_client and self._client is not None:
-            client, self._client = self._client, None  # a later call builds a fresh one
-            await client.close()
+        """Close the client `LM` built for this event loop (an injected one is its owner's).
+
+        Clients built for other loops close when those loops shut down; a later call builds a
+        fresh client.
+        """
+        if self._owns_client:
+            await self._clients.aclose_current()
 
     def close(self) -> None:
         """Synchronous `aclose`."""
@@ -352,6 +369,12 @@ class LM(BaseLM):
             options["base_url"] = self._base_url
         if self._api_key is not None:
             options["api_key"] = self._api_key
+        elif not os.environ.get("OPENAI_API_KEY") and (
+            self._base_url or os.environ.get("OPENAI_BASE_URL")
+        ):
+            # A local server (llama.cpp, vLLM, Ollama) set by base_url alone needs no key, but
+            # the SDK refuses to build a client without one: send a placeholder.
+            options["api_key"] = _NO_KEY
         if self._timeout is not None:
             options["timeout"] = self._timeout
         try:
@@ -422,15 +445,32 @@ class LM(BaseLM):
             )
         return LMStatusError(message, status_code=status, code=code, param=param)
 
+    def _other_loop(self, exc: RuntimeError) -> Exception:
+        """An injected client used from a second event loop: say what to do (ADR-024)."""
+        text = str(exc)
+        if self._client is None or not (
+            "different event loop" in text or "Event loop is closed" in text
+        ):
+            return exc
+        return ConfigurationError(
+            f"LM({self.model!r}) was given client=..., whose pooled connections belong to the "
+            "event loop that first used it, and it is now used from another loop "
+            f"({self._redact(text)[:120]}). Give LM base_url=/api_key= instead of client= so "
+            "typedspy builds one client per event loop, or use this LM from one loop only "
+            "(only sync calls, or only your own loop)."
+        )
+
     def _shown_base_url(self) -> str | None:
-        if self._client is not None:
-            url: str | None = str(self._client.base_url)
+        built = self._client or self._clients.current()
+        if built is not None:
+            url: str | None = str(built.base_url)
         else:
             url = self._base_url or os.environ.get("OPENAI_BASE_URL")
         return None if url is None else self._redact(url)
 
     def _redact(self, text: str) -> str:
-        secrets = [self._api_key, getattr(self._client, "api_key", None)]
+        built = self._client or self._clients.current()
+        secrets = [self._api_key, getattr(built, "api_key", None)]
         secrets.append(os.environ.get("OPENAI_API_KEY"))
         for secret in secrets:
             if isinstance(secret, str) and len(secret) >= 6:
@@ -460,6 +500,9 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         if seconds >= 0:
             return seconds
     return None
+
+
+_NO_KEY = "no-key"
 
 
 def _check_params(params: Mapping[str, Any], *, where: str) -> None:
