@@ -229,21 +229,29 @@ def test_single_predictor_state_and_composite_state_do_not_mix() -> None:
 # -- sync entry point --------------------------------------------------------------------------
 
 
-def test_sync_call_inside_a_running_loop_names_acall() -> None:
+def test_a_sync_call_inside_aforward_names_acall() -> None:
     lm = FakeLM([])
-    predict = ts.Predict(Check, lm=lm)
-    pipeline = Pipeline(lm=lm)
 
-    async def main() -> list[str]:
-        messages = []
-        for call in (lambda: predict(claim="x"), lambda: pipeline(question="y")):
-            with pytest.raises(ConfigurationError) as caught:
-                call()
-            messages.append(str(caught.value))
-        return messages
+    class Outer(ts.Module):
+        def __init__(self) -> None:
+            self.check = ts.Predict(Check, lm=lm)
 
-    predict_message, pipeline_message = asyncio.run(main())
+        async def aforward(self, *, claim: str) -> Any:
+            return self.check(claim=claim)  # sync, on typedspy's own loop: would wait for itself
 
-    assert "await predict.acall(...)" in predict_message
-    assert "await pipeline.acall(...)" in pipeline_message
+    with pytest.raises(ConfigurationError) as caught:
+        Outer()(claim="x")
+
+    assert "await predict.acall(...)" in str(caught.value)
     assert lm.requests == []
+
+
+def test_a_sync_call_inside_a_running_loop_works() -> None:
+    lm = FakeLM(['{"ok": true}'])
+    predict = ts.Predict(Check, lm=lm)
+
+    async def cell() -> Any:
+        return predict(claim="water is wet")  # a notebook cell: blocks this loop, runs on ours
+
+    assert asyncio.run(cell()).ok is True
+    assert len(lm.requests) == 1

@@ -431,11 +431,17 @@ def test_tool_needs_a_signature_and_a_callable() -> None:
         Tool(Echo, "not callable")  # type: ignore[arg-type]
 
 
-def test_sync_call_inside_a_running_loop_points_to_acall() -> None:
+def test_a_sync_call_inside_a_running_loop_works_and_on_our_loop_points_to_acall() -> None:
     t = Tool(Echo, lambda text: text)
 
-    async def main() -> None:
-        t(text="x")
+    async def in_a_users_loop() -> Any:
+        return t(text="x")
+
+    assert run(in_a_users_loop()) is not None
+
+    class Outer(ts.Module):
+        async def aforward(self) -> Any:
+            return t(text="x")  # sync on typedspy's own loop: would wait for itself
 
     with pytest.raises(ConfigurationError, match=r"await tool\.acall"):
-        run(main())
+        Outer()()
