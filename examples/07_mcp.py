@@ -11,8 +11,13 @@ is ``confirm_first``: the server asks through MCP elicitation, and this client a
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from typing import Any, Literal
+
+if importlib.util.find_spec("mcp") is None:
+    print("skipped: this example needs the MCP SDK: pip install 'typedspy[mcp]'")
+    raise SystemExit(0)
 
 import mcp_types
 from mcp import StdioServerParameters

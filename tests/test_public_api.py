@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 
 import pytest
@@ -15,7 +16,7 @@ PACKAGES = [
     "typedspy.cache",
     "typedspy.limits",
     "typedspy.lm",
-    "typedspy.mcp",
+    *(["typedspy.mcp"] if importlib.util.find_spec("mcp") else []),  # the typedspy[mcp] extra
     "typedspy.media",
     "typedspy.modules",
     "typedspy.schema",
