@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
 import pytest
+from mcp import Client, StdioServerParameters
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp_app import tools as app_tools
@@ -237,4 +239,38 @@ def test_the_sync_block_serves_sync_calls() -> None:
     server, received = foreign_server(lambda args: structured({"high": [3.0]}))
     with ts.mcp.tools(server) as remote:
         assert remote.get("forecast")(city="Oslo", days=1) == {"high": [3.0]}
+    assert received == [{"name": "forecast", "city": "Oslo", "days": 1}]
+
+
+def test_a_server_that_cannot_start_is_a_connection_error() -> None:
+    dead = StdioServerParameters(command=sys.executable, args=["-c", "raise SystemExit(3)"])
+
+    async def body(remote: ts.Toolset) -> None:
+        raise AssertionError("connected to a dead server")
+
+    with pytest.raises(RemoteToolError, match="cannot connect to the MCP server") as info:
+        use(dead, body)
+    assert info.value.kind == "connection"
+
+
+def test_a_given_client_must_be_entered_and_is_left_open() -> None:
+    server, received = foreign_server(lambda args: structured({"high": [2.0]}))
+
+    async def main() -> dict[str, Any]:
+        client = Client(server)
+        with pytest.raises(ts.ConfigurationError, match=r"enter the mcp\.Client first"):
+            async with ts.mcp.tools(client):
+                pass
+        async with client:
+            async with ts.mcp.tools(client) as remote:
+                pass
+            # the block did not close the caller's client, but its tools are done
+            listed = await client.list_tools()
+            assert [t.name for t in listed.tools] == ["forecast", "describe"]
+            with pytest.raises(RemoteToolError, match="connection is closed"):
+                await remote.acall("forecast", {"city": "Oslo", "days": 1})
+            async with ts.mcp.tools(client) as again:
+                return await again.acall("forecast", {"city": "Oslo", "days": 1})
+
+    assert asyncio.run(main()) == {"high": [2.0]}
     assert received == [{"name": "forecast", "city": "Oslo", "days": 1}]

@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from typedspy._runtime import run_sync
-from typedspy.errors import ToolError
+from typedspy.errors import ConfigurationError, ToolError
 from typedspy.mcp._errors import RemoteResultError, RemoteToolError
 from typedspy.mcp._jsonschema import violation_errors
 from typedspy.mcp._remote import RemoteTool
@@ -113,6 +113,14 @@ class RemoteTools:
         """
         if self._own:
             await self._connect()
+        else:
+            try:
+                self._client.session  # noqa: B018 - raises unless the client was entered
+            except RuntimeError as exc:
+                raise ConfigurationError(
+                    "enter the mcp.Client first (async with client: ...), or pass what it "
+                    "connects to and ts.mcp.tools opens and closes the connection"
+                ) from exc
         self._open = True
         try:
             return await self._toolset()
@@ -157,8 +165,9 @@ class RemoteTools:
         try:
             await ready
         except Exception as exc:
+            cause = _leaf(exc)
             raise RemoteToolError(
-                f"cannot connect to the MCP server: {type(exc).__name__}: {exc}",
+                f"cannot connect to the MCP server: {type(cause).__name__}: {cause}",
                 tool=None,
                 kind="connection",
             ) from exc
@@ -177,7 +186,12 @@ class RemoteTools:
         listed: list[types.Tool] = []
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
-            page = await self._client.list_tools(cursor=cursor)
+            try:
+                page = await self._client.list_tools(cursor=cursor)
+            except MCPError as exc:
+                raise RemoteToolError(
+                    f"the MCP server could not list its tools: {exc}", tool=None, kind="protocol"
+                ) from exc
             listed.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -227,3 +241,15 @@ class RemoteTools:
                 tool=name,
                 kind="connection",
             ) from exc
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) single-member exception groups; else ``exc``."""
+    for _ in range(10):  # duck-typed: BaseExceptionGroup is not a builtin on Python 3.10
+        inner = getattr(exc, "exceptions", None)
+        if not (isinstance(inner, (list, tuple)) and len(inner) == 1):
+            break
+        if not isinstance(inner[0], BaseException):
+            break
+        exc = inner[0]
+    return exc
