@@ -41,14 +41,14 @@ async def complete(lm: BaseLM, request: LMRequest) -> LMResponse:
     key, hit = _lookup(settings, lm, request)
     if hit is not None:
         return hit
-    charged = await _admit(settings, request)
+    charged = await _admit(settings, lm, request)
     try:
         response = await lm.acomplete(request)
     except LMRateLimitError as exc:
         if settings.rate_limit is not None and exc.retry_after:
             settings.rate_limit.pause(exc.retry_after)
         raise
-    await _settle(settings, response, charged)
+    await _settle(settings, lm, response, charged)
     if key is not None and settings.cache_mode in _WRITES:
         settings.cache.put(key, response)  # type: ignore[union-attr]  # key implies a cache
     return response
@@ -64,7 +64,7 @@ async def stream(lm: BaseLM, request: LMRequest) -> AsyncIterator[LMChunk]:
     if hit is not None:
         yield chunk_of(hit)
         return
-    charged = await _admit(settings, request)
+    charged = await _admit(settings, lm, request)
     accumulator = StreamAccumulator(lm.model)
     try:
         async with closing(lm.astream(request)) as chunks:  # closes the HTTP response at once
@@ -76,7 +76,7 @@ async def stream(lm: BaseLM, request: LMRequest) -> AsyncIterator[LMChunk]:
             settings.rate_limit.pause(exc.retry_after)
         raise
     response = accumulator.response()
-    await _settle(settings, response, charged)
+    await _settle(settings, lm, response, charged)
     if key is not None and settings.cache_mode in _WRITES:
         settings.cache.put(key, response)  # type: ignore[union-attr]
 
@@ -102,22 +102,24 @@ def _lookup(
     return key, None
 
 
-async def _admit(settings: Settings, request: LMRequest) -> int:
+async def _admit(settings: Settings, lm: BaseLM, request: LMRequest) -> int:
     """Check the budget and wait for the rate limit; returns the tokens charged to it."""
     if settings.budget is None and settings.rate_limit is None:
         return 0
     estimate = estimate_tokens(request)
     if settings.budget is not None:
-        settings.budget.reserve(estimate)
+        endpoint = lm.endpoint if "cost" in settings.budget.limits else None
+        settings.budget.reserve(estimate, model=lm.model, endpoint=endpoint)
     if settings.rate_limit is not None:
         return await settings.rate_limit.acquire(estimate)
     return 0
 
 
-async def _settle(settings: Settings, response: LMResponse, charged: int) -> None:
+async def _settle(settings: Settings, lm: BaseLM, response: LMResponse, charged: int) -> None:
     if settings.rate_limit is not None:
         settings.rate_limit.observe(response.headers)
         await settings.rate_limit.settle(charged, response.usage)
     if settings.budget is not None:
-        settings.budget.spend(response.usage)
+        endpoint = lm.endpoint if "cost" in settings.budget.limits else None
+        settings.budget.spend(response.usage, model=lm.model, endpoint=endpoint)
     record(response.usage)

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from typedspy._types import Attempt, FieldError, Usage
 
@@ -280,14 +281,14 @@ class BudgetExceededError(TypedspyError):
 
     Attributes:
         limit: The limit that was reached: ``"requests"``, ``"input_tokens"``,
-            ``"output_tokens"`` or ``"total_tokens"``.
-        allowed: The budget's value for that limit.
+            ``"output_tokens"``, ``"total_tokens"`` or ``"cost"``.
+        allowed: The budget's value for that limit (a ``Decimal`` of dollars for cost).
         requests: Requests the budget had counted when it refused.
         usage: Tokens the budget had counted when it refused.
     """
 
     def __init__(
-        self, message: str, *, limit: str, allowed: int, requests: int, usage: Usage
+        self, message: str, *, limit: str, allowed: int | Decimal, requests: int, usage: Usage
     ) -> None:
         super().__init__(message)
         self.limit = limit

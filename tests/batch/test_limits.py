@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import httpx
@@ -244,3 +245,54 @@ def test_budget_reports_what_is_left() -> None:
     budget.reserve(10)
     budget.spend(ts.Usage(10, 5, 15))
     assert budget.remaining() == {"requests": 2, "total_tokens": 85}
+
+
+def test_streamed_calls_are_budgeted_and_limited_too() -> None:
+    from typedspy.testing import StandIn
+
+    budget = ts.Budget(requests=1)
+    limit = ts.RateLimit(requests_per_minute=60_000, tokens_per_minute=1_000_000)
+
+    async def main(base_url: str) -> tuple[Any, BaseException | None]:
+        lm = ts.LM("standin-1", base_url=base_url, api_key="sk-test", max_retries=0)
+        predict = ts.Predict(Double, lm=lm)
+        try:
+            with ts.context(budget=budget, rate_limit=limit):
+                events = [e async for e in predict.astream(number=1)]
+                try:
+                    [e async for e in predict.astream(number=2)]
+                except ts.BudgetExceededError as exc:
+                    return events[-1], exc
+                return events[-1], None
+        finally:
+            await lm.aclose()
+
+    with StandIn() as server:
+        final, refused = asyncio.run(main(server.base_url))
+        assert len(server.requests) == 1
+        assert server.requests[0]["stream"] is True
+    assert isinstance(final, ts.Prediction)
+    assert isinstance(refused, ts.BudgetExceededError)
+    assert budget.requests == 1
+    assert budget.usage.total_tokens > 0
+
+
+def test_a_cost_budget_prices_replies_with_genai_prices(llm: respx.MockRouter) -> None:
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+    reply = httpx.Response(200, json=chat_completion('{"doubled": 2}', usage=usage))
+    route = llm.post("/chat/completions").mock(return_value=reply)
+    budget = ts.Budget(cost=0.0005)  # gpt-4o-mini: $0.00021 per reply above
+
+    results = ts.Predict(Double, lm=make_lm()).batch(inputs(5), concurrency=1, budget=budget)
+
+    assert route.call_count == 3
+    assert [type(r).__name__ for r in results] == ["Prediction"] * 3 + ["BudgetExceededError"] * 2
+    assert results[4].limit == "cost"  # type: ignore[union-attr]
+    assert budget.cost == Decimal("0.00063")
+
+
+def test_a_cost_budget_refuses_a_model_without_a_known_price(llm: respx.MockRouter) -> None:
+    route = llm.post("/chat/completions").mock(return_value=ok())
+    with ts.context(budget=ts.Budget(cost=1)), pytest.raises(ts.ConfigurationError, match="price"):
+        ts.Predict(Double, lm=make_lm(model="standin-1"))(number=1)
+    assert route.call_count == 0
