@@ -22,6 +22,7 @@ PACKAGES = [
     "typedspy.schema",
     "typedspy.signature",
     "typedspy.testing",
+    "typedspy.tracing",
     "typedspy.tools",
     "typedspy.streaming",
     "typedspy.evaluation",

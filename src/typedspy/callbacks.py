@@ -26,10 +26,22 @@ from typedspy.settings import get_settings
 from typedspy.streaming import closing
 
 if TYPE_CHECKING:
+    from typedspy._types import Attempt
     from typedspy.lm._base import BaseLM, LMRequest, LMResponse
     from typedspy.lm._stream import LMChunk, StreamAccumulator
+    from typedspy.tools import Tool
 
-__all__ = ["BaseCallback", "complete", "module_end", "module_start", "stream"]
+__all__ = [
+    "BaseCallback",
+    "attempt_end",
+    "attempt_start",
+    "complete",
+    "module_end",
+    "module_start",
+    "stream",
+    "tool_end",
+    "tool_start",
+]
 
 logger = logging.getLogger("typedspy")
 
@@ -54,6 +66,26 @@ class BaseCallback:
     ) -> None:
         """A language model answered with ``response``, or the request raised ``exception``."""
 
+    def on_attempt_start(self, call_id: str, instance: BaseLM, number: int) -> None:
+        """Attempt ``number`` (1 for the first request) of a module call is starting.
+
+        Its request's ``on_lm_start``/``on_lm_end`` come in between.
+        """
+
+    def on_attempt_end(
+        self, call_id: str, attempt: Attempt | None, exception: BaseException | None
+    ) -> None:
+        """An attempt ended; ``attempt`` records it, ``exception`` ended the call there.
+
+        ``attempt.kind`` names a decode or validation failure that a feedback retry follows.
+        """
+
+    def on_tool_start(self, call_id: str, instance: Tool, arguments: object) -> None:
+        """An agent is about to run a tool with the model's ``arguments``."""
+
+    def on_tool_end(self, call_id: str, outputs: object, exception: BaseException | None) -> None:
+        """A tool returned ``outputs``, or raised ``exception``."""
+
 
 def _notify(method: str, *args: Any) -> None:
     for callback in get_settings().callbacks:
@@ -76,6 +108,38 @@ def module_start(instance: Any, inputs: Mapping[str, Any]) -> str:
 def module_end(call_id: str, outputs: Any, exception: BaseException | None) -> None:
     """Notify callbacks that a module call ended."""
     _notify("on_module_end", call_id, outputs, exception)
+
+
+def attempt_start(lm: BaseLM, number: int) -> str | None:
+    """Notify callbacks that an attempt starts; the id for `attempt_end` (``None``: none)."""
+    if not get_settings().callbacks:
+        return None
+    call_id = uuid.uuid4().hex
+    _notify("on_attempt_start", call_id, lm, number)
+    return call_id
+
+
+def attempt_end(
+    call_id: str | None, attempt: Attempt | None, exception: BaseException | None
+) -> None:
+    """Notify callbacks that the attempt `attempt_start` announced has ended."""
+    if call_id is not None:
+        _notify("on_attempt_end", call_id, attempt, exception)
+
+
+def tool_start(tool: Tool, arguments: object) -> str | None:
+    """Notify callbacks that a tool runs; the id for `tool_end` (``None``: no callbacks)."""
+    if not get_settings().callbacks:
+        return None
+    call_id = uuid.uuid4().hex
+    _notify("on_tool_start", call_id, tool, arguments)
+    return call_id
+
+
+def tool_end(call_id: str | None, outputs: object, exception: BaseException | None) -> None:
+    """Notify callbacks that the tool `tool_start` announced has ended."""
+    if call_id is not None:
+        _notify("on_tool_end", call_id, outputs, exception)
 
 
 async def complete(lm: BaseLM, request: LMRequest) -> LMResponse:

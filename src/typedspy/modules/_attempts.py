@@ -71,19 +71,31 @@ async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
             async for slot in slots:
                 if slot.number > 1:
                     yield RetryStarted(slot.number, plan.attempts[-1].errors)
+                seen = len(plan.attempts)
+                attempt_id = callbacks.attempt_start(plan.lm, slot.number)
                 try:
                     async with closing(_attempt(plan, slot.number, stream)) as events:
                         async for event in events:
                             yield event
-                    return
                 except RetryableFailure as exc:
+                    callbacks.attempt_end(attempt_id, _recorded(plan, seen), None)
                     slot.fail(exc)
+                    continue
+                except BaseException as exc:
+                    callbacks.attempt_end(attempt_id, _recorded(plan, seen), exc)
+                    raise
+                callbacks.attempt_end(attempt_id, _recorded(plan, seen), None)
+                return
     except RetryableFailure as exc:
         result: ParseResult = exc.failure
         all_decode = all(a.kind == "decode_failed" for a in plan.attempts)
         raise _output_error(
             OutputDecodeError if all_decode else OutputValidationError, plan, result.errors
         ) from None
+
+
+def _recorded(plan: CallPlan, before: int) -> Attempt | None:
+    return plan.attempts[-1] if len(plan.attempts) > before else None
 
 
 async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[Event]:

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from typedspy import callbacks
 from typedspy.adapter import render_value
 from typedspy.errors import ToolArgumentsError, ToolNotFoundError
 from typedspy.modules._callbacks import ModuleContext, is_module_callback
@@ -77,20 +78,29 @@ class CallRunner:
                 f"Error: there is no tool named {call.name!r}. Available tools: {available}.",
                 True,
             )
+        traced = callbacks.tool_start(tool, call.arguments)
         try:
             result = await tool.acall(call.arguments)
-        except ToolArgumentsError as exc:
+        except BaseException as exc:
+            callbacks.tool_end(traced, None, exc)
+            return self._failed(call, exc)
+        callbacks.tool_end(traced, result, None)
+        return await self._observe(call, result)
+
+    def _failed(self, call: TrajectoryCall, exc: BaseException) -> tuple[str, bool]:
+        """The observation for a tool that raised; pauses and cancellations propagate."""
+        if isinstance(exc, ToolArgumentsError):
             message = f"Error: the arguments for {call.name} are invalid, so it was not run: {exc}"
             return bounded(message), True
-        except ConfirmationRequired as exc:
+        if isinstance(exc, ConfirmationRequired):
             self.on_pause(exc, call)
-            raise
-        except ConfirmationRejected as exc:
+            raise exc
+        if isinstance(exc, ConfirmationRejected):
             message = f"The user rejected this call to {call.name}; it was not run. {exc}"
             return bounded(message), True
-        except Exception as exc:  # any failure of the user's tool is news for the model
+        if isinstance(exc, Exception):  # any failure of the user's tool is news for the model
             return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
-        return await self._observe(call, result)
+        raise exc
 
     async def _observe(self, call: TrajectoryCall, result: Any) -> tuple[str, bool]:
         value = _single_value(result)

@@ -1,0 +1,263 @@
+"""`OpenTelemetry`: a callback that turns module, attempt and tool events into spans (ADR-025).
+
+Only ``opentelemetry-api`` is imported; whoever runs the program configures the SDK and its
+exporters. Without this callback in the settings nothing here runs: typedspy's call path checks
+for callbacks once per request and otherwise never reaches this module. Credentials never
+appear: requests are described from `LMRequest` and the LM's redacted ``endpoint``, never from
+headers; prompt and completion text only with ``capture_content=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from typedspy._version import __version__
+from typedspy.callbacks import BaseCallback
+from typedspy.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
+    from typedspy._types import Attempt
+    from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+    from typedspy.tools import Tool
+
+__all__ = ["OpenTelemetry"]
+
+_attempt_span: ContextVar[Span | None] = ContextVar("typedspy_attempt_span", default=None)
+
+
+@dataclass
+class _Open:
+    span: Span
+    token: object | None  # the context token to detach, when the span was made current
+    owned: bool = True  # a chat span this LM call started (not an attempt's)
+
+
+class OpenTelemetry(BaseCallback):
+    """Spans for module calls, LM attempts and tool calls, named as the GenAI conventions say.
+
+    Add it to the callbacks: ``ts.configure(callbacks=[OpenTelemetry()])``. Spans:
+
+    - ``invoke_workflow {Module}`` per module call (``invoke_agent {Module}`` for agents);
+    - ``chat {model}`` per attempt (or per request outside a module), with
+      ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.usage.input_tokens``,
+      ``gen_ai.usage.output_tokens``, ``gen_ai.response.finish_reasons``,
+      ``server.address``/``server.port``, ``typedspy.attempt`` and ``typedspy.failure_kind``
+      (``decode_failed``, ``validation_failed``, or the error class that ended the call);
+    - ``execute_tool {tool}`` per tool an agent runs, with ``gen_ai.tool.name``.
+
+    Args:
+        tracer_provider: Where spans go; the global provider when ``None`` (a no-op one until
+            the application sets one up).
+        capture_content: Also record messages, completions and tool arguments/results
+            (``gen_ai.input.messages``, ``gen_ai.output.messages``, ...). Off by default:
+            prompts often hold personal data.
+
+    Raises:
+        ConfigurationError: ``opentelemetry-api`` is not installed (``pip install
+            "typedspy[otel]"``).
+    """
+
+    def __init__(
+        self, *, tracer_provider: TracerProvider | None = None, capture_content: bool = False
+    ) -> None:
+        try:
+            from opentelemetry import context, trace
+        except ImportError as exc:
+            raise ConfigurationError(
+                'typedspy.tracing needs opentelemetry-api: pip install "typedspy[otel]"'
+            ) from exc
+        self._trace = trace
+        self._context = context
+        self._tracer: Tracer = trace.get_tracer("typedspy", __version__, tracer_provider)
+        self.capture_content = capture_content
+        self._open: dict[str, _Open] = {}
+        self._lock = threading.Lock()
+
+    # -- spans --
+
+    def _start(self, call_id: str, name: str, attributes: Callable[[], Mapping[str, Any]]) -> Span:
+        span = self._tracer.start_span(name)
+        if span.is_recording():  # a no-op tracer costs no attribute work
+            span.set_attributes(dict(attributes()))
+        token = self._context.attach(self._trace.set_span_in_context(span))
+        with self._lock:
+            self._open[call_id] = _Open(span, token)
+        return span
+
+    def _end(self, call_id: str, exception: BaseException | None) -> _Open | None:
+        with self._lock:
+            entry = self._open.pop(call_id, None)
+        if entry is None:
+            return None
+        if exception is not None and entry.span.is_recording():
+            entry.span.set_attribute("error.type", type(exception).__name__)
+            entry.span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
+        entry.span.end()
+        if entry.token is not None:
+            try:
+                self._context.detach(entry.token)  # type: ignore[arg-type]
+            except ValueError:  # ended in another context (a generator closed elsewhere)
+                pass
+        return entry
+
+    # -- modules --
+
+    def on_module_start(self, call_id: str, instance: Any, inputs: Mapping[str, Any]) -> None:
+        """Open ``invoke_workflow``/``invoke_agent`` for a module call."""
+        name = type(instance).__name__
+        operation = "invoke_agent" if hasattr(instance, "tools") else "invoke_workflow"
+
+        def attributes() -> dict[str, Any]:
+            key = "gen_ai.agent.name" if operation == "invoke_agent" else "typedspy.module"
+            out: dict[str, Any] = {"gen_ai.operation.name": operation, key: name}
+            if self.capture_content:
+                out["typedspy.inputs"] = _json(inputs)
+            return out
+
+        self._start(call_id, f"{operation} {name}", attributes)
+
+    def on_module_end(self, call_id: str, outputs: Any, exception: BaseException | None) -> None:
+        """Close the module's span (its error class as ``error.type``)."""
+        self._end(call_id, exception)
+
+    # -- attempts and requests --
+
+    def on_attempt_start(self, call_id: str, instance: BaseLM, number: int) -> None:
+        """Open ``chat {model}`` for one attempt; its request fills in the rest."""
+        span = self._start(
+            call_id,
+            f"chat {instance.model}",
+            lambda: {**_lm_attributes(instance), "typedspy.attempt": number},
+        )
+        _attempt_span.set(span)
+
+    def on_attempt_end(
+        self, call_id: str, attempt: Attempt | None, exception: BaseException | None
+    ) -> None:
+        """Record the attempt's failure kind and close its span."""
+        with self._lock:
+            entry = self._open.get(call_id)
+        if entry is not None and entry.span.is_recording():
+            kind: str | None = attempt.kind if attempt is not None else None
+            if kind is None and exception is not None:
+                kind = type(exception).__name__
+            if kind is not None:
+                entry.span.set_attribute("typedspy.failure_kind", kind)
+        self._end(call_id, exception)
+        _attempt_span.set(None)
+
+    def on_lm_start(self, call_id: str, instance: BaseLM, request: LMRequest) -> None:
+        """Describe the request on the attempt's span, or open a ``chat`` span of its own."""
+        span = _attempt_span.get()
+        if span is None or not span.is_recording():
+            span = self._start(call_id, f"chat {instance.model}", lambda: _lm_attributes(instance))
+        else:
+            with self._lock:
+                self._open[call_id] = _Open(span, None, owned=False)
+        if not span.is_recording():
+            return
+        for key, name in (("max_tokens", "max_tokens"), ("temperature", "temperature")):
+            value = request.params.get(key)
+            if isinstance(value, (int, float)):
+                span.set_attribute(f"gen_ai.request.{name}", value)
+        if request.response_format is not None:
+            span.set_attribute("gen_ai.output.type", "json")
+        if self.capture_content:
+            span.set_attribute("gen_ai.input.messages", _json(list(request.messages)))
+
+    def on_lm_end(
+        self, call_id: str, response: LMResponse | None, exception: BaseException | None
+    ) -> None:
+        """Record model, usage and finish reason; close the span if the request owned it."""
+        with self._lock:
+            entry = self._open.get(call_id)
+        if entry is None:
+            return
+        span = entry.span
+        if response is not None and span.is_recording():
+            span.set_attribute("gen_ai.response.model", response.model)
+            span.set_attribute("gen_ai.usage.input_tokens", response.usage.prompt_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", response.usage.completion_tokens)
+            if response.finish_reason is not None:
+                span.set_attribute("gen_ai.response.finish_reasons", [response.finish_reason])
+            if self.capture_content:
+                span.set_attribute("gen_ai.output.messages", _json(response.raw.get("choices")))
+        if entry.owned:
+            self._end(call_id, exception)
+        else:
+            with self._lock:
+                self._open.pop(call_id, None)
+            if exception is not None and span.is_recording():
+                span.set_attribute("error.type", type(exception).__name__)
+
+    # -- tools --
+
+    def on_tool_start(self, call_id: str, instance: Tool, arguments: object) -> None:
+        """Open ``execute_tool {name}``."""
+
+        def attributes() -> dict[str, Any]:
+            out: dict[str, Any] = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": instance.name,
+                "gen_ai.tool.type": "function",
+            }
+            if self.capture_content:
+                out["gen_ai.tool.call.arguments"] = _json(arguments)
+            return out
+
+        self._start(call_id, f"execute_tool {instance.name}", attributes)
+
+    def on_tool_end(self, call_id: str, outputs: object, exception: BaseException | None) -> None:
+        """Close the tool's span (with its result when content is captured)."""
+        if self.capture_content and exception is None:
+            with self._lock:
+                entry = self._open.get(call_id)
+            if entry is not None and entry.span.is_recording():
+                entry.span.set_attribute("gen_ai.tool.call.result", _json(outputs))
+        self._end(call_id, exception)
+
+
+_LM_ATTRIBUTES: weakref.WeakKeyDictionary[BaseLM, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _lm_attributes(lm: BaseLM) -> dict[str, Any]:
+    """The attributes of requests to ``lm``, worked out once per LM."""
+    cached = _LM_ATTRIBUTES.get(lm)
+    if cached is None:
+        cached = _LM_ATTRIBUTES[lm] = _describe_lm(lm)
+    return cached
+
+
+def _describe_lm(lm: BaseLM) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",  # the wire protocol: any OpenAI-compatible endpoint
+        "gen_ai.request.model": lm.model,
+        "typedspy.profile": lm.profile.name,
+    }
+    try:
+        endpoint = lm.endpoint  # redacted by LM: no credentials in URLs
+    except ConfigurationError:
+        endpoint = None
+    if endpoint:
+        url = urlsplit(endpoint.split(" | ")[0])
+        if url.hostname:
+            attributes["server.address"] = url.hostname
+        if url.port:
+            attributes["server.port"] = url.port
+    return attributes
+
+
+def _json(value: object) -> str:
+    from typedspy.signature import to_jsonable
+
+    return json.dumps(to_jsonable(value), ensure_ascii=False, default=str)
