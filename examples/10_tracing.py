@@ -1,13 +1,18 @@
 """OpenTelemetry spans for a Predict call and a ReAct run, offline.
 
-Run: ``python examples/09_tracing.py`` (needs ``pip install "typedspy[otel]" opentelemetry-sdk``).
+Run: ``python examples/10_tracing.py`` (needs ``pip install "typedspy[otel]" opentelemetry-sdk``).
 Records spans in memory with the OpenTelemetry SDK and prints them as a tree: the module call,
 each attempt (with its failure kind), and each tool call.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+
+if importlib.util.find_spec("opentelemetry.sdk") is None:
+    print('skipped: this example needs pip install "typedspy[otel]" opentelemetry-sdk')
+    raise SystemExit(0)
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor

@@ -1,6 +1,6 @@
 """Image, audio and file inputs, sent as content parts, saved in demos, all offline.
 
-Run: ``python examples/07_media_inputs.py``. Builds a tiny PNG in memory, asks the bundled
+Run: ``python examples/08_media_inputs.py``. Builds a tiny PNG in memory, asks the bundled
 stand-in server for a caption, shows the content parts that went over the wire, saves a demo
 holding the image as JSON and loads it back, and shows the typed error of a profile that takes
 no audio.

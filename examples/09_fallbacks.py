@@ -1,6 +1,6 @@
 """A fallback chain over two offline servers: outages, rate limits and bad outputs.
 
-Run: ``python examples/08_fallbacks.py``. Two stand-in servers play a primary and a secondary
+Run: ``python examples/09_fallbacks.py``. Two stand-in servers play a primary and a secondary
 endpoint. The primary fails in three ways (503s, a 429, an output that fails validation); each
 time the chain moves to the secondary, and the prediction says who answered. Request counts are
 read from the servers: each layer retries only its own kind of failure.
