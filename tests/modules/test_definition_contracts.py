@@ -83,3 +83,51 @@ def test_the_fingerprint_follows_fields_and_types_not_descriptions() -> None:
     assert fingerprint(Task) != fingerprint(Other)  # a field named "description" counts
     worded = ts.ChainOfThought(Decide, reasoning_description="Why, briefly.").dump_state()
     assert worded["fingerprint"] == ts.ChainOfThought(Decide).dump_state()["fingerprint"]
+
+
+@pytest.mark.parametrize("name", ["history", "stream", "resume_state"])
+def test_inputs_named_like_call_keywords_are_refused_at_definition(name: str) -> None:
+    with pytest.raises(ts.SchemaError, match=rf"\.{name}: '{name}' is a keyword") as info:
+        ts.make_signature(f"{name} -> answer")
+    assert info.value.path == (name,)
+
+
+def test_pydantic_names_are_refused_at_class_creation_naming_the_field() -> None:
+    with pytest.raises(ts.SchemaError, match=r"Config\.model_config: the name 'model_config'"):
+
+        class Config(ts.Signature):
+            model_config: str = ts.InputField()  # type: ignore[assignment,misc]
+            answer: str = ts.OutputField()
+
+    with pytest.raises(ts.SchemaError, match=r"\.model_dump: the name 'model_dump'"):
+        ts.make_signature("model_dump -> answer")
+
+
+def test_local_models_still_resolve_in_signatures_defined_in_functions() -> None:
+    class Local(BaseModel):
+        value: int
+
+    class UsesLocal(ts.Signature):
+        question: str = ts.InputField()
+        out: Local = ts.OutputField()
+
+    parsed = UsesLocal.output_model.model_validate({"out": {"value": 1}})
+    assert parsed.model_dump() == {"out": {"value": 1}}
+
+
+def test_chain_of_thought_refuses_a_field_it_would_replace() -> None:
+    with pytest.raises(ts.SchemaError, match=r"\.reasoning: ChainOfThought adds its own"):
+        ts.ChainOfThought("question -> reasoning, answer")
+    with pytest.raises(ts.SchemaError, match=r"\.reasoning: ChainOfThought"):
+        ts.ChainOfThought("reasoning -> answer")
+
+
+@pytest.mark.parametrize("name", ["trajectory", "finished", "steps"])
+def test_react_refuses_an_output_its_prediction_would_shadow(name: str) -> None:
+    with pytest.raises(ts.SchemaError, match=rf"\.{name}: ReAct's prediction carries its own"):
+        ts.ReAct(f"question -> {name}", tools=[])
+
+
+def test_compile_schema_of_a_bare_union_says_to_use_an_output_field() -> None:
+    with pytest.raises(ts.SchemaError, match="put this type in an output field"):
+        ts.compile_schema(Plain | Decide)  # type: ignore[arg-type]

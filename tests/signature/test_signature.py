@@ -29,7 +29,7 @@ class Decide(Signature):
     """Decide the agent's next action."""
 
     task: str = InputField(description="what the user asked for")
-    history: list[str] = InputField(default_factory=list, max_length=3)
+    past: list[str] = InputField(default_factory=list, max_length=3)
     action: SpawnTask | CompleteTask | Continue = OutputField(description="the next step")
     confidence: float = OutputField(ge=0, le=1)
     summary: str = OutputField(max_length=5)
@@ -70,10 +70,10 @@ def test_output_constraints_are_enforced_by_output_model() -> None:
 
 def test_input_constraints_are_enforced_by_input_model() -> None:
     model = Decide.input_model
-    assert model.model_validate({"task": "t"}).model_dump() == {"task": "t", "history": []}
+    assert model.model_validate({"task": "t"}).model_dump() == {"task": "t", "past": []}
     with pytest.raises(ValidationError) as exc:
-        model.model_validate({"task": "t", "history": ["a", "b", "c", "d"]})
-    assert exc.value.errors()[0]["loc"] == ("history",)
+        model.model_validate({"task": "t", "past": ["a", "b", "c", "d"]})
+    assert exc.value.errors()[0]["loc"] == ("past",)
 
 
 # -- instructions --------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic.fields import FieldInfo
 
+from typedspy.errors import SchemaError
 from typedspy.modules._predict import InputsT, Predict, signature_class
 from typedspy.settings import ModeSetting
 from typedspy.signature import OutputField, Signature, build_signature, make_signature
@@ -19,6 +20,12 @@ _DEFAULT_REASONING = "Think step by step before answering: your reasoning, brief
 
 def with_reasoning(sig: type[Signature], description: str) -> type[Signature]:
     """``sig`` with a ``reasoning: str`` output prepended (same name and instructions)."""
+    if "reasoning" in sig.input_fields or "reasoning" in sig.output_fields:
+        raise SchemaError(
+            f"{sig.__name__}.reasoning: ChainOfThought adds its own 'reasoning' output, which "
+            "would replace this field; rename it (or use ts.Predict)",
+            path=("reasoning",),
+        )
     outputs: dict[str, tuple[Any, FieldInfo]] = {
         "reasoning": (str, OutputField(description=description))
     }

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast
 
 from typedspy import callbacks
-from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError
+from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError, SchemaError
 from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
 from typedspy.modules._confirm import ResumeState, approvals
 from typedspy.modules._history import History, history_messages
@@ -95,6 +95,13 @@ class ReAct(Module, Generic[SigT]):
         if isinstance(max_iters, bool) or not isinstance(max_iters, int) or max_iters < 1:
             raise ConfigurationError(f"max_iters must be an int >= 1, not {max_iters!r}")
         sig = make_signature(signature) if isinstance(signature, str) else signature
+        shadowed = sorted({TRAJECTORY_FIELD, "finished", "steps"} & sig.output_fields.keys())
+        if shadowed:
+            raise SchemaError(
+                f"{sig.__name__}.{shadowed[0]}: ReAct's prediction carries its own "
+                f"{shadowed[0]!r} (trajectory, finished, steps); rename that output",
+                path=(shadowed[0],),
+            )
         if TRAJECTORY_FIELD in sig.input_fields:
             raise ConfigurationError(
                 f"{sig.__name__}: ReAct uses the input name {TRAJECTORY_FIELD!r} itself; "

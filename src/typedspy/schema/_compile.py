@@ -109,6 +109,12 @@ def compile_schema(obj: type, target: Target | str = "openai-strict") -> Compile
         SchemaError: For an unknown target, a shape the target cannot express (the message says
             what to do), or a schema over the target's limits; ``path`` says where.
     """
+    if not isinstance(obj, type):  # `A | B`, `list[A]`: not a class, nor weakly cacheable
+        raise SchemaError(
+            f"compile_schema takes a Signature subclass or a Pydantic model, not {obj!r}: the "
+            "response's root is always an object, so put this type in an output field, e.g. "
+            "ts.make_signature('question -> result: A | B', types={'A': A, 'B': B})"
+        )
     per_class = _cache.get(obj)
     if per_class is not None:
         hit = per_class.get(target)

@@ -9,7 +9,8 @@ from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, create_model
-from pydantic._internal._model_construction import ModelMetaclass
+from pydantic._internal._model_construction import ModelMetaclass, build_lenient_weakvaluedict
+from pydantic._internal._typing_extra import parent_frame_namespace
 from pydantic.fields import FieldInfo
 from typing_extensions import dataclass_transform
 
@@ -50,6 +51,20 @@ class SignatureSpec:
 class _SignatureMeta(ModelMetaclass):
     """Gives signature classes read-only introspection properties (``Sig.output_fields``)."""
 
+    def __new__(
+        mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
+    ) -> type:
+        if any(isinstance(b, _SignatureMeta) for b in bases):
+            _check_field_names(name, namespace.get("__annotations__", {}))
+        if kwargs.get("__pydantic_reset_parent_namespace__", True):
+            # Pydantic reads the defining frame's locals (forward references) two frames up
+            # from its own __new__; this override adds one, so hand them over ourselves.
+            parent = parent_frame_namespace()
+            namespace["__pydantic_parent_namespace__"] = build_lenient_weakvaluedict(parent)
+            kwargs["__pydantic_reset_parent_namespace__"] = False
+        cls: type = super().__new__(mcs, name, bases, namespace, **kwargs)
+        return cls
+
     @property
     def instructions(cls) -> str:
         """The instruction shown to the model: the docstring, or a default built from fields."""
@@ -74,6 +89,23 @@ class _SignatureMeta(ModelMetaclass):
     def output_model(cls) -> type[BaseModel]:
         """The Pydantic model of the outputs: validation dispatches unions on ``_type``."""
         return _spec(cls).output_model
+
+
+# Keywords every module call takes besides the inputs (Predict/ReAct ``aexecute``).
+RESERVED_INPUTS = frozenset({"history", "stream", "resume_state"})
+
+
+def _check_field_names(name: str, annotations: Any) -> None:
+    """Refuse, at class creation, field names Pydantic or typedspy use themselves."""
+    for field in annotations if isinstance(annotations, dict) else ():
+        if field == "model_config" or (
+            not field.startswith("_") and hasattr(BaseModel, field) and field != "__doc__"
+        ):
+            raise SchemaError(
+                f"{name}.{field}: the name {field!r} is Pydantic's own "
+                f"(BaseModel.{field}); rename the field",
+                path=(field,),
+            )
 
 
 def _spec(cls: type) -> SignatureSpec:
@@ -149,6 +181,13 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
             )
     if not outputs:
         raise SchemaError(f"{cls.__name__} declares no output field: add one with ts.OutputField()")
+    reserved = sorted(RESERVED_INPUTS & inputs.keys())
+    if reserved:
+        raise SchemaError(
+            f"{cls.__name__}.{reserved[0]}: {reserved[0]!r} is a keyword every module call "
+            f"takes itself ({', '.join(sorted(RESERVED_INPUTS))}); rename the input",
+            path=(reserved[0],),
+        )
     rewriter = TypeRewriter()
     input_model = _fields_model(f"{cls.__name__}Inputs", inputs, rewriter, decode_strings=False)
     output_model = _fields_model(f"{cls.__name__}Outputs", outputs, rewriter, decode_strings=True)
