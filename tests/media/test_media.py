@@ -183,3 +183,23 @@ def test_the_response_cache_keys_on_the_image_content(router: respx.MockRouter) 
         predict(photo=ts.Image.from_bytes(PNG), note="n")  # same content: a hit
         predict(photo=PNG + b"\x00", note="n")  # other content: sent
     assert route.call_count == 2
+
+
+def test_a_react_agent_sends_an_image_input_as_a_content_part(router: respx.MockRouter) -> None:
+    class Look(ts.Signature):
+        """Describe the photo."""
+
+        photo: ts.Image = ts.InputField()
+        answer: str = ts.OutputField()
+
+    finish = {"id": "c1", "name": "finish", "arguments": json.dumps({"answer": "a cat"})}
+    route = router.post("/chat/completions").mock(
+        return_value=httpx.Response(
+            200, json=chat_completion(None, tool_calls=[finish], finish_reason="tool_calls")
+        )
+    )
+    pred = ts.ReAct(Look, tools=[], lm=make_lm())(photo=PNG)
+    assert pred.answer == "a cat"
+    user = sent(route)[0]["messages"][1]
+    assert user["content"][1]["type"] == "image_url"
+    assert user["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")

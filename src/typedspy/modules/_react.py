@@ -354,6 +354,7 @@ class ReAct(Module, Generic[SigT]):
             parallel_tool_calls=run.parallel_tool_calls,
             params=self.lm_kwargs,
             target=run.lm.profile.target,
+            profile=run.lm.profile,
         )
         return native_response(run.lm, request, self.signature, stream=stream)
 

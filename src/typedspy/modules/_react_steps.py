@@ -18,9 +18,11 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
 from typedspy.adapter import format_inputs, with_history
+from typedspy.adapter._parts import user_content
 from typedspy.errors import ConfigurationError
 from typedspy.lm._base import ChatMessage, LMRequest
 from typedspy.modules._trajectory import Trajectory
+from typedspy.profiles import Profile
 from typedspy.schema import compile_schema
 from typedspy.signature import InputField, OutputField, Signature, build_signature
 from typedspy.signature._fields import without_role
@@ -99,15 +101,18 @@ def native_request(
     parallel_tool_calls: bool | None,
     params: Mapping[str, Any],
     target: str = "openai-strict",
+    profile: Profile | None = None,
 ) -> LMRequest:
-    """One native tool-calling step.
+    """One native tool-calling step (media inputs as content parts when ``profile`` is given).
 
     ``tool_choice`` is ``"required"``: every reply is then a tool call or ``finish``, so the
     loop always moves and a plain-text reply cannot be mistaken for an answer.
     """
     system, turns = with_history(_system_prompt(sig), history)
     messages: list[ChatMessage] = [system, *turns]
-    messages.append({"role": "user", "content": format_inputs(sig, inputs)})
+    text = format_inputs(sig, inputs)
+    content = text if profile is None else user_content(sig, inputs, profile, text)
+    messages.append({"role": "user", "content": content})
     messages.extend(trajectory.to_messages())
     specs = [tool.to_openai_tool(target) for tool in tools]
     specs.append(finish_tool(sig, target))
