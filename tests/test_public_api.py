@@ -76,3 +76,29 @@ def test_package_ships_type_information() -> None:
     from pathlib import Path
 
     assert (Path(ts.__file__).parent / "py.typed").is_file()
+
+
+def test_all_lists_every_public_name_of_the_package() -> None:
+    import types
+
+    helpers = {"annotations", "TYPE_CHECKING", "Any"}  # imports of the module itself
+    public = {
+        n
+        for n, v in vars(ts).items()
+        if not n.startswith("_") and not isinstance(v, types.ModuleType) and n not in helpers
+    }
+    assert sorted(public - set(ts.__all__)) == []
+
+
+def test_public_exceptions_live_at_the_public_path_and_pickle_there() -> None:
+    import pickle
+
+    errors = [
+        getattr(ts, n)
+        for n in ts.__all__
+        if inspect.isclass(getattr(ts, n)) and issubclass(getattr(ts, n), BaseException)
+    ]
+    assert {e.__name__: e.__module__ for e in errors} == {e.__name__: "typedspy" for e in errors}
+    data = pickle.dumps(ts.ConfigurationError("x"))
+    assert b"typedspy.modules" not in data and b"typedspy.errors" not in data
+    assert type(pickle.loads(data)) is ts.ConfigurationError

@@ -214,6 +214,18 @@ __all__ = [
 ]
 
 
+def _publish_exceptions() -> None:
+    # Exceptions print and pickle under the path users import them from (``typedspy.X``), not
+    # the private module that defines them: a pickled ConfirmationRequired survives refactors.
+    for name in __all__:
+        obj = globals().get(name)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            obj.__module__ = "typedspy"
+
+
+_publish_exceptions()
+
+
 def __getattr__(name: str) -> Any:
     # typedspy.testing starts nothing at import, but users who never test need not load it;
     # typedspy.mcp needs the optional extra, so it loads only when asked for.
