@@ -1,0 +1,114 @@
+"""typedspy against a real llama.cpp server and a real small model (opt-in: real_engine).
+
+Run with ``bash tests/conformance/real_engine.sh``; without a server binary every test here
+skips with a one-line reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from llama import llama_server, missing_reason
+from tasks import REVIEWS, TEXTS, Classify, Company, Extract, Person
+
+import typedspy as ts
+from typedspy.testing import RouteTicket, support_tickets
+
+pytestmark = pytest.mark.real_engine
+CALLS = 40
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    reason = missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with llama_server() as url:
+        yield url
+
+
+@pytest.fixture
+def lm(base_url: str) -> Iterator[ts.LM]:
+    lm = ts.LM("smollm2", base_url=base_url, api_key="none", profile="llama.cpp")
+    yield lm
+    lm.close()
+
+
+def _cap(lm: ts.LM) -> int:
+    cap = lm.profile.max_tokens
+    assert cap is not None, "the llama.cpp profile caps structured calls"
+    return cap
+
+
+def test_union_outputs_are_typed_in_at_least_95_percent_of_calls(lm: ts.LM) -> None:
+    predict = ts.Predict(Extract, lm=lm, mode="json_schema")
+    typed = 0
+    for i in range(CALLS):
+        result = predict.try_call(text=TEXTS[i % len(TEXTS)])
+        if isinstance(result, ts.Prediction):
+            assert isinstance(result.entity, Person | Company)
+            typed += 1
+            attempts = result.attempts
+        else:
+            attempts = result.attempts
+        for attempt in attempts:
+            assert attempt.usage.completion_tokens <= _cap(lm)
+    assert typed / CALLS >= 0.95, f"{typed}/{CALLS} typed"
+
+
+def test_every_mode_the_profile_allows_returns_typed_values(lm: ts.LM) -> None:
+    failed: dict[str, list[str]] = {}
+    for mode in lm.profile.modes:
+        for review in REVIEWS:
+            result = ts.Predict(Classify, lm=lm, mode=mode).try_call(review=review)
+            if not isinstance(result, ts.Prediction):
+                failed.setdefault(mode, []).append(str(result))
+    assert failed == {}
+
+
+def test_chain_of_thought_returns_reasoning_and_a_typed_value(lm: ts.LM) -> None:
+    pred = ts.ChainOfThought(Extract, lm=lm)(text=TEXTS[1])
+    assert isinstance(pred.reasoning, str)
+    assert isinstance(pred.entity, Person | Company)
+
+
+def test_streaming_ends_with_a_typed_prediction(lm: ts.LM) -> None:
+    final = None
+    for event in ts.Predict(Extract, lm=lm).stream(text=TEXTS[0]):
+        final = event
+    assert isinstance(final, ts.Prediction)
+    assert isinstance(final.entity, Person | Company)
+
+
+@ts.tool
+def lookup_age(name: str) -> int:
+    """Look up a person's age in years."""
+    return {"ada": 36}.get(name.lower().split()[0], 40)
+
+
+class Answer(ts.Signature):
+    """Answer the question; look facts up with the tools."""
+
+    question: str = ts.InputField()
+    answer: int = ts.OutputField()
+
+
+def test_react_returns_a_typed_answer(lm: ts.LM) -> None:
+    agent = ts.ReAct(Answer, tools=[lookup_age], lm=lm, max_iters=4)
+    pred = agent(question="How old was Ada?")
+    assert isinstance(pred.answer, int)
+
+
+def test_evaluate_and_labeled_few_shot_run_end_to_end(lm: ts.LM) -> None:
+    train, dev = support_tickets()
+    with ts.context(lm=lm):
+        plain = ts.evaluate(ts.Predict(RouteTicket), dev[:4], concurrency=2, timeout=300)
+        fewshot = ts.LabeledFewShot(k=3, verbose=False).compile(ts.Predict(RouteTicket), train)
+        shown = ts.evaluate(fewshot, dev[:4], concurrency=2, timeout=300)
+    for report in (plain, shown):
+        assert len(report.items) == 4
+        assert "transport" not in report.failures, report.table()
+        assert report.calls >= 4
+        for item in report.items:
+            assert (item.outputs is None) == (item.failure is not None)
