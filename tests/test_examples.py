@@ -55,3 +55,14 @@ def test_retries_example_shows_feedback_failure_and_fallback() -> None:
     assert "result: Refund(amount=12.5, currency='EUR'), urgency 4, after 2 attempts" in out
     assert "OutputValidationError after 2 attempts:" in out
     assert "['json_schema', 'json_object', 'json_object']; remembered mode: json_object" in out
+
+
+def test_profiles_example_shows_each_typed_outcome() -> None:
+    out = run(EXAMPLES[0].parent / "profiles_and_failure_kinds.py")
+    assert "openai: strict=True, shape in prompt=False, max_tokens=None" in out
+    assert "llama.cpp: strict=False, shape in prompt=True, max_tokens=512" in out
+    assert "my-server: strict=False, shape in prompt=True, max_tokens=200" in out
+    assert "attempts=['not_enforced', None] requests=2" in out
+    assert "attempts=['whitespace_loop', None] requests=2" in out
+    assert "attempts=['repetition_loop', None] requests=2" in out
+    assert "TruncatedOutputError kind=truncated attempts=['truncated'] requests=1" in out

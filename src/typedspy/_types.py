@@ -10,7 +10,22 @@ __all__ = ["Attempt", "FailureKind", "FieldError", "Path", "Usage"]
 Path = tuple[str | int, ...]
 """Where a value sits in the output: field names and list indices (``("steps", 2, "priority")``)."""
 
-FailureKind = Literal["decode_failed", "validation_failed"]
+FailureKind = Literal[
+    "decode_failed",
+    "validation_failed",
+    "not_enforced",
+    "truncated",
+    "whitespace_loop",
+    "repetition_loop",
+]
+"""Why an attempt failed (ADR-027).
+
+``decode_failed``: no JSON value could be read. ``validation_failed``: decoded, but the values
+failed validation. ``not_enforced``: the server accepted a schema it claims to enforce, but the
+reply violates that very schema. ``truncated``: cut off at the token limit while genuinely long.
+``whitespace_loop``: cut off, the tail only whitespace. ``repetition_loop``: cut off inside a
+repeated phrase or symbol.
+"""
 
 
 @dataclass(frozen=True)
@@ -65,7 +80,10 @@ class Attempt:
         raw: The completion text the model returned (empty when it returned none).
         errors: What was wrong with it; empty for the attempt that succeeded.
         usage: Tokens spent on this request.
-        kind: ``"decode_failed"`` or ``"validation_failed"`` for a failed attempt, else ``None``.
+        kind: Why the attempt failed (a `FailureKind`); ``None`` for the attempt that
+            succeeded, a refusal or a filtered completion.
+        reasoning: The model's reasoning for this attempt, when the server sent any apart from
+            the answer (never parsed as the answer).
     """
 
     number: int
@@ -73,3 +91,4 @@ class Attempt:
     errors: tuple[FieldError, ...] = ()
     usage: Usage = field(default_factory=Usage)
     kind: FailureKind | None = None
+    reasoning: str | None = None

@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from typedspy._types import Attempt, FieldError, Usage
+from typedspy._types import Attempt, FailureKind, FieldError, Usage
 
 __all__ = [
     "BatchFileError",
@@ -240,6 +240,11 @@ class OutputError(TypedspyError):
         self.raw = raw
         self.errors = tuple(errors)
 
+    @property
+    def kind(self) -> FailureKind | None:
+        """Why the last attempt failed: ``"not_enforced"``, ``"whitespace_loop"``, ..."""
+        return self.attempts[-1].kind if self.attempts else None
+
 
 class OutputDecodeError(OutputError):
     """No attempt produced a decodable JSON value."""
@@ -265,7 +270,12 @@ class RefusalError(OutputError):
 
 
 class TruncatedOutputError(OutputError):
-    """The completion hit the token limit (``finish_reason == "length"``); ``raw`` is partial."""
+    """The completion hit the token limit (``finish_reason == "length"``); ``raw`` is partial.
+
+    ``kind`` tells a genuinely long answer (``"truncated"``) from a runaway one
+    (``"whitespace_loop"``, ``"repetition_loop"``); the profile's one remedy for a runaway
+    completion was tried first where it had one and retries were left.
+    """
 
 
 class ContentFilterError(OutputError):

@@ -59,6 +59,18 @@ class Prediction(Mapping[str, Any], Generic[SigT]):
         """
         return cast("SigT", self.signature.model_construct(**self._outputs))
 
+    @property
+    def reasoning_content(self) -> str | None:
+        """The model's reasoning for the answer, when the server sent any apart from it.
+
+        Read from ``reasoning_content`` (llama.cpp, vLLM, DeepSeek), or split off the start of
+        the content where the profile names reasoning tags (``<think>...</think>``); never
+        parsed as the answer. ``None`` when there was none.
+        """
+        if self.attempts and self.attempts[-1].reasoning is not None:
+            return self.attempts[-1].reasoning
+        return self.completion.reasoning if self.completion is not None else None
+
     def __getattr__(self, name: str) -> Any:
         try:
             return self._outputs[name]

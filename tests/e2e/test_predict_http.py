@@ -446,7 +446,7 @@ def test_retry_sends_the_failed_reply_and_one_labelled_feedback_turn(
     assert pred.action == CompleteTask(task_id="T-7", result="shipped")
     assert [a.number for a in pred.attempts] == [1, 2]
     assert pred.attempts[0].raw == BAD_PRIORITY
-    assert pred.attempts[0].kind == "validation_failed"
+    assert pred.attempts[0].kind == "not_enforced"  # "urgent" is outside the strict enum
     assert [e.path for e in pred.attempts[0].errors] == [("action", "priority")]
     assert pred.attempts[1].errors == ()
     assert pred.usage == ts.Usage(140, 35, 175)
@@ -476,7 +476,7 @@ def test_decode_failure_feedback_says_so(llm: respx.MockRouter) -> None:
         LABEL,
         "Your previous reply could not be decoded as a JSON object:",
     ]
-    assert pred.attempts[0].kind == "decode_failed"
+    assert pred.attempts[0].kind == "not_enforced"  # prose where a schema was accepted
     assert pred.attempts[0].raw == "I think SpawnTask."
 
 
@@ -540,7 +540,8 @@ def test_exhausted_retries_raise_with_every_attempt_and_flat_request_size(
 
     assert [a.raw for a in err.attempts] == bad
     assert [a.number for a in err.attempts] == [1, 2, 3]
-    assert all(a.kind == "validation_failed" for a in err.attempts)
+    # Each reply violates the strict schema the server accepted: typed as not_enforced.
+    assert all(a.kind == "not_enforced" for a in err.attempts)
     assert [e.path for e in err.attempts[0].errors] == [("action", "priority")]
     assert [e.path for e in err.attempts[1].errors] == [("confidence",)]
     assert [e.path for e in err.attempts[2].errors] == [("action", "reason")]
@@ -557,7 +558,8 @@ def test_exhausted_decode_failures_raise_output_decode_error(llm: respx.MockRout
         ts.Predict(Decide, lm=make_lm(), max_retries=1)(task="Ship it")
 
     assert route.call_count == 2
-    assert [a.kind for a in caught.value.attempts] == ["decode_failed", "decode_failed"]
+    # Prose where the server accepted a schema: not enforced, and never decodable.
+    assert [a.kind for a in caught.value.attempts] == ["not_enforced", "not_enforced"]
     assert caught.value.raw == "no JSON here, sorry"
 
 
@@ -708,7 +710,7 @@ def test_text_where_a_tool_call_was_expected_is_retried(llm: respx.MockRouter) -
     pred = ts.Predict(Decide, lm=make_lm(), mode="tools")(task="Ship it")
 
     assert route.call_count == 2
-    assert pred.attempts[0].kind == "decode_failed"
+    assert pred.attempts[0].kind == "not_enforced"  # the forced call was not made
     assert sent(route)[1]["messages"][2] == {"role": "assistant", "content": "I would rather chat."}
     assert pred.action == CompleteTask(task_id="T-7", result="shipped")
 

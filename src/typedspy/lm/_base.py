@@ -81,6 +81,8 @@ class LMResponse:
         raw: The whole completion as a JSON-ready dict.
         headers: The rate-limit headers of the HTTP response (``retry-after``,
             ``x-ratelimit-*``), lower-cased; empty when there was no HTTP response.
+        reasoning: The model's reasoning, where the server sends it apart from the content
+            (``reasoning_content``, or ``reasoning``); never parsed as the answer.
     """
 
     text: str | None
@@ -91,6 +93,7 @@ class LMResponse:
     model: str
     raw: Mapping[str, Any]
     headers: Mapping[str, str] = field(default_factory=dict)
+    reasoning: str | None = None
 
     @classmethod
     def build(
@@ -102,12 +105,15 @@ class LMResponse:
         refusal: str | None = None,
         finish_reason: str | None = "stop",
         tool_calls: tuple[ToolCall, ...] = (),
+        reasoning: str | None = None,
     ) -> LMResponse:
         """A response assembled here (joined stream chunks, a scripted reply).
 
         ``raw`` is the ``chat.completion`` body a non-streamed endpoint would have sent.
         """
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": refusal}
+        if reasoning is not None:
+            message["reasoning_content"] = reasoning
         if tool_calls:
             message["tool_calls"] = [
                 {
@@ -127,7 +133,9 @@ class LMResponse:
                 "total_tokens": usage.total_tokens,
             },
         }
-        return cls(text, refusal, finish_reason, tool_calls, usage, model, raw)
+        return cls(
+            text, refusal, finish_reason, tool_calls, usage, model, raw, reasoning=reasoning
+        )
 
     @classmethod
     def from_completion(cls, completion: object, *, model: str) -> LMResponse:
@@ -170,6 +178,7 @@ class LMResponse:
             usage=_usage(completion.get("usage")),
             model=served if isinstance(served, str) and served else model,
             raw=completion,
+            reasoning=_reasoning(message),
         )
 
 
@@ -317,6 +326,15 @@ class BaseLM(abc.ABC):
         return run_sync(
             lambda: self.acall(prompt, **params), async_name=f"{type(self).__name__}.acall"
         )
+
+
+def _reasoning(message: Mapping[str, Any]) -> str | None:
+    # llama.cpp, vLLM and DeepSeek send `reasoning_content`; some servers `reasoning`.
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _non_empty(value: object) -> str | None:

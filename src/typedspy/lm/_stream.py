@@ -37,6 +37,7 @@ class LMChunk:
         tool_calls: Tool-call pieces in this chunk.
         finish_reason: Set on the chunk that ends the choice.
         usage: Set on the usage chunk (sent last when ``include_usage`` was requested).
+        reasoning: Reasoning text added by this chunk (``reasoning_content``; "" when none).
     """
 
     text: str = ""
@@ -45,6 +46,7 @@ class LMChunk:
     finish_reason: str | None = None
     usage: Usage | None = None
     model: str | None = None
+    reasoning: str = ""
 
     @classmethod
     def from_dict(cls, chunk: Mapping[str, Any]) -> LMChunk:
@@ -74,6 +76,7 @@ class LMChunk:
             finish_reason=_text(first.get("finish_reason")) or None,
             usage=_usage(dict(usage)) if isinstance(usage, Mapping) else None,
             model=model if isinstance(model, str) and model else None,
+            reasoning=_text(delta.get("reasoning_content")) or _text(delta.get("reasoning")),
         )
 
 
@@ -111,6 +114,7 @@ class StreamAccumulator:
         self.model = model
         self._text: list[str] = []
         self._refusal: list[str] = []
+        self._reasoning: list[str] = []
         self._calls: dict[int, _CallParts] = {}
         self.finish_reason: str | None = None
         self.usage = Usage()
@@ -136,6 +140,8 @@ class StreamAccumulator:
             self._text.append(chunk.text)
         if chunk.refusal:
             self._refusal.append(chunk.refusal)
+        if chunk.reasoning:
+            self._reasoning.append(chunk.reasoning)
         for piece in chunk.tool_calls:
             parts = self._calls.setdefault(piece.index, _CallParts())
             parts.id = piece.id or parts.id
@@ -165,6 +171,7 @@ class StreamAccumulator:
             tool_calls=calls,
             usage=self.usage,
             model=self.model,
+            reasoning="".join(self._reasoning) or None,
         )
 
 
@@ -180,4 +187,5 @@ def chunk_of(response: LMResponse) -> LMChunk:
         finish_reason=response.finish_reason,
         usage=response.usage,
         model=response.model,
+        reasoning=response.reasoning or "",
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from typedspy import callbacks
-from typedspy._types import Attempt, FieldError, Usage
+from typedspy._types import Attempt, FailureKind, FieldError, Usage
 from typedspy.adapter import Mode, output_schema
 from typedspy.errors import (
     ContentFilterError,
@@ -27,7 +27,15 @@ from typedspy.errors import (
 )
 from typedspy.lm._base import BaseLM, ChatMessage, LMRequest, LMResponse, ToolCall
 from typedspy.lm._stream import StreamAccumulator
-from typedspy.parse import ParseFailure, ParseResult, parse_outputs
+from typedspy.modules._failures import (
+    TRUNCATION_KINDS,
+    enforcement_kind,
+    log_failure,
+    remedy_for,
+    remedy_turn,
+    truncation_kind,
+)
+from typedspy.parse import ParseFailure, ParseResult, parse_outputs, split_reasoning
 from typedspy.parse._partial import PartialParser
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryableFailure, RetryPolicy, feedback_messages
@@ -51,6 +59,9 @@ class CallPlan:
     budget: int | None = None
     attempts: list[Attempt] = field(default_factory=list)
     feedback: list[ChatMessage] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)  # a remedy's, over the request's
+    remedied: set[str] = field(default_factory=set)  # runaway kinds already re-asked once
+    undecoded: set[int] = field(default_factory=set)  # attempts with no decodable JSON
 
     @property
     def usage(self) -> Usage:
@@ -88,7 +99,10 @@ async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
                 return
     except RetryableFailure as exc:
         result: ParseResult = exc.failure
-        all_decode = all(a.kind == "decode_failed" for a in plan.attempts)
+        last = plan.attempts[-1]
+        if last.kind in TRUNCATION_KINDS:  # the remedy was the last retry allowed
+            raise _truncated(plan, last.raw, last.kind) from None
+        all_decode = all(a.number in plan.undecoded for a in plan.attempts)
         raise _output_error(
             OutputDecodeError if all_decode else OutputValidationError, plan, result.errors
         ) from None
@@ -99,7 +113,11 @@ def _recorded(plan: CallPlan, before: int) -> Attempt | None:
 
 
 async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[Event]:
-    request = replace(plan.request, messages=plan.request.messages + tuple(plan.feedback))
+    request = replace(
+        plan.request,
+        messages=plan.request.messages + tuple(plan.feedback),
+        params={**plan.request.params, **plan.params},
+    )
     if stream:
         response: LMResponse | None = None
         async with closing(_streamed(plan, request)) as items:
@@ -112,9 +130,19 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
     else:
         response = await callbacks.complete(plan.lm, request)
     text, tool_call = _reply_text(response, plan.mode)
-    _raise_for_finish(plan, number, response, text)
+    reasoning = response.reasoning
+    if text is not None and tool_call is None:
+        text, inline = split_reasoning(text, plan.lm.profile.reasoning_tags)
+        reasoning = reasoning if inline is None else inline
+    _raise_for_finish(plan, number, response, text, reasoning)
     result = _parse(plan.signature, text, response)
-    plan.attempts.append(Attempt(number, text or "", result.errors, response.usage, result.kind))
+    if response.finish_reason == "length":  # a whitespace loop after a complete output
+        log_failure(plan.lm, plan.signature.__name__, number, "whitespace_loop", "used the JSON")
+        plan.lm.profile.observe("whitespace_loop")
+    schema = output_schema(plan.signature, plan.mode, plan.lm.profile).schema
+    kind = _classify(plan, number, text, result, schema)
+    attempt = Attempt(number, text or "", result.errors, response.usage, kind, reasoning)
+    plan.attempts.append(attempt)
     if result.ok:
         assert result.value is not None
         yield Prediction(
@@ -127,10 +155,28 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
         return
     if plan.budget is not None and plan.usage.total_tokens >= plan.budget:
         raise _output_error(TokenBudgetExceededError, plan, result.errors, budget=plan.budget)
-    schema = output_schema(plan.signature, plan.mode, plan.lm.profile).schema
-    assert result.kind is not None
+    assert result.kind is not None  # the feedback says what the parser saw
     plan.feedback = feedback_messages(text or "", tool_call, result.kind, result.errors, schema)
     raise RetryableFailure(result)
+
+
+def _classify(
+    plan: CallPlan, number: int, text: str | None, result: ParseResult, schema: dict[str, Any]
+) -> FailureKind | None:
+    """The failure kind of a parsed attempt (``None`` when it succeeded)."""
+    if result.kind is None:
+        return None
+    if result.kind == "decode_failed":
+        plan.undecoded.add(number)
+    profile = plan.lm.profile
+    kind = enforcement_kind(profile, plan.mode, text, schema, result.kind)
+    if kind == "not_enforced":
+        first = "not_enforced" not in profile.observed
+        profile.observe("not_enforced")  # from now on the prompt hints the shape
+        if first:
+            what = "the reply violates the schema the server accepted"
+            log_failure(plan.lm, plan.signature.__name__, number, kind, what)
+    return kind
 
 
 async def _streamed(plan: CallPlan, request: LMRequest) -> AsyncIterator[StreamEvent | LMResponse]:
@@ -170,14 +216,38 @@ def parsed_events(parser: PartialParser, piece: str | None) -> list[StreamEvent]
     return events
 
 
-def _raise_for_finish(plan: CallPlan, number: int, response: LMResponse, text: str | None) -> None:
-    """Refusal, truncation and filtering end the call: asking again does not fix them."""
+def _raise_for_finish(
+    plan: CallPlan, number: int, response: LMResponse, text: str | None, reasoning: str | None
+) -> None:
+    """Refusal, truncation and filtering end the call: asking again the same way fixes none.
+
+    A truncation is classified first. A whitespace loop whose text holds a complete output
+    returns, to be parsed. A runaway completion gets the profile's one re-ask (raised as a
+    `RetryableFailure`, so the retry bound holds); anything else raises.
+    """
     reason = response.finish_reason
     if response.refusal is None and reason not in ("length", "content_filter"):
         return
-    plan.attempts.append(Attempt(number, text or "", (), response.usage, None))
-    attempts, usage = tuple(plan.attempts), plan.usage
     name = plan.signature.__name__
+    if response.refusal is None and reason == "length":
+        kind = truncation_kind(text)
+        if kind == "whitespace_loop" and text and parse_outputs(plan.signature, text).ok:
+            return
+        failure = FieldError((), f"cut off at the token limit: {kind}")
+        cut = Attempt(number, text or "", (failure,), response.usage, kind, reasoning)
+        plan.attempts.append(cut)
+        plan.lm.profile.observe(kind)
+        remedy = remedy_for(plan.lm.profile, kind)
+        if remedy is not None and kind not in plan.remedied:
+            plan.remedied.add(kind)
+            log_failure(plan.lm, name, number, kind, "re-asking once, as the profile says")
+            plan.feedback = [remedy_turn(remedy)]
+            plan.params.update(remedy.params)
+            raise RetryableFailure(ParseResult(error=ParseFailure("decode_failed", (failure,))))
+        log_failure(plan.lm, name, number, kind, "not retried")
+        raise _truncated(plan, text or "", kind)
+    plan.attempts.append(Attempt(number, text or "", (), response.usage, None, reasoning))
+    attempts, usage = tuple(plan.attempts), plan.usage
     if response.refusal is not None:
         raise RefusalError(
             f"{name}: the model refused: {response.refusal}",
@@ -185,20 +255,26 @@ def _raise_for_finish(plan: CallPlan, number: int, response: LMResponse, text: s
             attempts=attempts,
             usage=usage,
         )
-    if reason == "length":
-        raise TruncatedOutputError(
-            f"{name}: the completion hit the token limit after "
-            f"{response.usage.completion_tokens} tokens; raise max_tokens or shorten the "
-            f"output (retrying would truncate again)",
-            attempts=attempts,
-            usage=usage,
-            raw=text or "",
-        )
     raise ContentFilterError(
         f"{name}: the provider's content filter stopped the completion",
         attempts=attempts,
         usage=usage,
         raw=text or "",
+    )
+
+
+def _truncated(plan: CallPlan, raw: str, kind: FailureKind | None) -> TruncatedOutputError:
+    tokens = plan.attempts[-1].usage.completion_tokens if plan.attempts else 0
+    why = {
+        "whitespace_loop": "the model looped on whitespace (the grammar allows it)",
+        "repetition_loop": "the model repeated itself",
+    }.get(str(kind), "raise max_tokens or shorten the output (retrying would truncate again)")
+    return TruncatedOutputError(
+        f"{plan.signature.__name__}: the completion hit the token limit after {tokens} "
+        f"tokens ({kind}): {why}",
+        attempts=tuple(plan.attempts),
+        usage=plan.usage,
+        raw=raw,
     )
 
 

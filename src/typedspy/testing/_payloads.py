@@ -80,6 +80,7 @@ def chat_completion(
     model: str = "standin-1",
     usage: Mapping[str, int] | None = None,
     id: str | None = None,  # named after the wire field
+    reasoning_content: str | None = None,
 ) -> dict[str, Any]:
     """A ``chat.completion`` body with one choice.
 
@@ -92,11 +93,15 @@ def chat_completion(
         usage: Token counts; ``total_tokens`` is filled in when missing. Defaults to an
             estimate from the produced text.
         id: The completion id; generated when omitted.
+        reasoning_content: Reasoning sent apart from the content, as llama.cpp, vLLM and
+            DeepSeek do.
 
     Returns:
         The JSON body as a dict.
     """
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+    if reasoning_content is not None:
+        message["reasoning_content"] = reasoning_content
     calls = [tool_call(c) for c in tool_calls or ()]
     if calls:
         message["tool_calls"] = calls

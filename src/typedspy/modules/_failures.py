@@ -1,0 +1,85 @@
+"""Typed failure kinds for what servers do silently, and the profile's bounded remedies (ADR-027).
+
+A failed attempt is classified once, here: a schema the server accepted but did not enforce
+(``not_enforced``), a truncation that is a whitespace loop, a repetition loop, or a genuinely
+long answer. Each kind is logged under its name; the remedies are the profile's, at most one
+per kind and call, and only while the retry bound allows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from typedspy._types import FailureKind
+from typedspy.lm._base import BaseLM
+from typedspy.parse import runaway_kind
+from typedspy.profiles import LoopRemedy, Mode, Profile
+from typedspy.schema import validate_instance
+
+__all__ = [
+    "TRUNCATION_KINDS",
+    "enforcement_kind",
+    "log_failure",
+    "remedy_for",
+    "remedy_turn",
+    "truncation_kind",
+]
+
+logger = logging.getLogger("typedspy")
+
+TRUNCATION_KINDS: frozenset[FailureKind] = frozenset(
+    {"truncated", "whitespace_loop", "repetition_loop"}
+)
+_LABEL = "[Automated feedback from typedspy's output validation, not a message from the user.]"
+
+
+def truncation_kind(text: str | None) -> FailureKind:
+    """``whitespace_loop``, ``repetition_loop``, or ``truncated`` for a genuinely long answer."""
+    return runaway_kind(text or "") or "truncated"
+
+
+def enforcement_kind(
+    profile: Profile, mode: Mode, text: str | None, schema: dict[str, Any], parsed: FailureKind
+) -> FailureKind:
+    """``not_enforced`` when a schema went on the wire and the reply violates it, else ``parsed``.
+
+    A reply that conforms to the sent schema but fails typedspy's own validation (constraints
+    the target moved into descriptions) is an ordinary ``validation_failed``.
+    """
+    if text is None or not profile.sends_schema(mode):
+        return parsed
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return "not_enforced"  # an enforcing grammar emits nothing but the JSON value
+    return "not_enforced" if validate_instance(value, schema) else parsed
+
+
+def remedy_for(profile: Profile, kind: FailureKind) -> LoopRemedy | None:
+    """The profile's re-ask for a runaway completion of this kind, if it has one."""
+    if kind == "whitespace_loop":
+        return profile.on_whitespace_loop
+    if kind == "repetition_loop":
+        return profile.on_repetition_loop
+    return None
+
+
+def remedy_turn(remedy: LoopRemedy) -> dict[str, Any]:
+    """The labelled user turn sent instead of the runaway reply."""
+    return {"role": "user", "content": f"{_LABEL}\n{remedy.note}"}
+
+
+def log_failure(lm: BaseLM, signature: str, number: int, kind: FailureKind, what: str) -> None:
+    """Log one classified failure at WARNING, with the kind as ``record.typedspy_kind``."""
+    logger.warning(
+        "%s: attempt %d: %s (%s, profile %s): %s",
+        signature,
+        number,
+        kind,
+        lm.model,
+        lm.profile.name,
+        what,
+        extra={"typedspy_kind": kind},
+    )

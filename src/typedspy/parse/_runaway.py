@@ -1,0 +1,66 @@
+"""What a truncated completion was doing when it hit the token limit; reasoning left in content.
+
+A completion cut off at ``max_tokens`` is one of three things: a genuinely long answer, a
+whitespace loop (grammars that allow unbounded whitespace, reference/local-servers.md: vLLM),
+or a repetition loop inside a string (small local models repeating a phrase or an emoji until
+the cap). Only the tail is examined, so the cost is bounded for any input.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["RunawayKind", "runaway_kind", "split_reasoning"]
+
+RunawayKind = Literal["whitespace_loop", "repetition_loop"]
+
+_TAIL = 4000  # characters examined at most
+_MAX_PERIOD = 200  # the longest repeated unit looked for (a sentence or two)
+_MIN_RUN = 48  # a loop covers at least this many characters past its first copy
+_MIN_WHITESPACE = 32
+
+
+def runaway_kind(text: str) -> RunawayKind | None:
+    """Tell a runaway completion from a long one, by its tail.
+
+    Returns:
+        ``"whitespace_loop"`` when the tail is only whitespace (at least 32 characters, or four
+        line breaks); ``"repetition_loop"`` when the tail repeats one unit of up to 200
+        characters at least three times over 48 characters or more; else ``None`` (a long
+        answer, or too little to tell).
+    """
+    tail = text[-_TAIL:]
+    stripped = tail.rstrip()
+    trailing = tail[len(stripped) :]
+    if len(trailing) >= _MIN_WHITESPACE or trailing.count("\n") >= 4:
+        return "whitespace_loop"
+    end = len(tail)
+    for period in range(1, min(_MAX_PERIOD, end // 3) + 1):
+        run = 0
+        index = end - 1
+        while index - period >= 0 and tail[index] == tail[index - period]:
+            run += 1
+            index -= 1
+        if run >= max(2 * period, _MIN_RUN) and tail[end - period :].strip():
+            return "repetition_loop"
+    return None
+
+
+def split_reasoning(text: str, tags: tuple[str, str] | None) -> tuple[str, str | None]:
+    """Split reasoning a server left in the content (``<think>...</think>`` first) off the answer.
+
+    Returns:
+        The answer text, and the reasoning (``None`` when the content starts with no such
+        block). An unclosed block is all reasoning: the answer is then ``""``.
+    """
+    if tags is None:
+        return text, None
+    opening, closing = tags
+    body = text.lstrip()
+    if not body.startswith(opening):
+        return text, None
+    inner = body[len(opening) :]
+    end = inner.find(closing)
+    if end < 0:
+        return "", inner.strip()
+    return inner[end + len(closing) :].lstrip(), inner[:end].strip()
