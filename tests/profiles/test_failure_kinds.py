@@ -60,17 +60,16 @@ def test_a_reply_violating_the_accepted_schema_is_not_enforced(
     lm = make_lm()
 
     pred = ts.Predict(Rate, lm=lm)(ticket="x")
-    ts.Predict(Rate, lm=lm)(ticket="y")
+    ts.Predict(Rate, lm=lm)(ticket="x")
 
     assert [a.kind for a in pred.attempts] == ["not_enforced", None]
     assert pred.score == 4
     (record,) = [r for r in caplog.records if getattr(r, "typedspy_kind", None)]
     assert record.typedspy_kind == "not_enforced"  # type: ignore[attr-defined]
     assert "not_enforced" in lm.profile.observed
-    first, _, later = sent(route)
-    # The openai profile trusted the schema; once it was not enforced, the prompt hints it.
-    assert "of this shape" not in first["messages"][0]["content"]
-    assert "of this shape" in later["messages"][0]["content"]
+    first, retry, later = sent(route)
+    assert "Your previous reply was valid JSON but failed validation" in json.dumps(retry)
+    assert later["messages"] == first["messages"]  # requests do not drift with what was seen
 
 
 def test_a_reply_within_the_schema_failing_local_checks_is_validation_failed(

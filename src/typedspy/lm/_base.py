@@ -133,9 +133,7 @@ class LMResponse:
                 "total_tokens": usage.total_tokens,
             },
         }
-        return cls(
-            text, refusal, finish_reason, tool_calls, usage, model, raw, reasoning=reasoning
-        )
+        return cls(text, refusal, finish_reason, tool_calls, usage, model, raw, reasoning=reasoning)
 
     @classmethod
     def from_completion(cls, completion: object, *, model: str) -> LMResponse:

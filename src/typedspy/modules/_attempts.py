@@ -172,7 +172,7 @@ def _classify(
     kind = enforcement_kind(profile, plan.mode, text, schema, result.kind)
     if kind == "not_enforced":
         first = "not_enforced" not in profile.observed
-        profile.observe("not_enforced")  # from now on the prompt hints the shape
+        profile.observe("not_enforced")
         if first:
             what = "the reply violates the schema the server accepted"
             log_failure(plan.lm, plan.signature.__name__, number, kind, what)

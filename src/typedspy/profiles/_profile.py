@@ -182,11 +182,10 @@ class Profile:
         """Whether the prompt carries the output shape in ``mode``.
 
         Always where no schema goes on the wire; otherwise when the profile says the server
-        does not show the schema to the model, or once it was seen not to enforce it.
+        does not show the schema to the model. It does not change with what was observed, so
+        the same call sends the same request (caches and replays rely on it).
         """
-        if not self.sends_schema(mode):
-            return True
-        return self.schema_hint or "not_enforced" in self._seen
+        return self.schema_hint or not self.sends_schema(mode)
 
     def target_for(self, mode: Mode) -> str:
         """The schema target ``mode`` compiles to.
