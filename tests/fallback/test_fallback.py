@@ -143,7 +143,7 @@ def test_transport_and_feedback_retries_never_nest(servers: tuple[StandIn, Stand
     )
     assert pred.answer == 4
     assert counts(servers) == (4, 0)
-    assert [a.kind for a in pred.attempts] == ["validation_failed", None]
+    assert [a.kind for a in pred.attempts] == ["not_enforced", None]
 
 
 def test_the_last_endpoints_error_is_raised(servers: tuple[StandIn, StandIn]) -> None:
