@@ -8,6 +8,7 @@ sends nothing.
 
 from __future__ import annotations
 
+import importlib.util
 import tempfile
 from pathlib import Path
 from typing import Literal
@@ -37,7 +38,11 @@ def main() -> None:
 
         with ts.context(cache=cache):
             results = label.batch(
-                TICKETS, concurrency=8, rate_limit=limit, budget=budget, progress=True
+                TICKETS,
+                concurrency=8,
+                rate_limit=limit,
+                budget=budget,
+                progress=importlib.util.find_spec("tqdm") is not None,  # the progress extra
             )
             print(f"first run:  {results}")
             print(f"budget:     {budget}")

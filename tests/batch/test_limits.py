@@ -278,6 +278,7 @@ def test_streamed_calls_are_budgeted_and_limited_too() -> None:
 
 
 def test_a_cost_budget_prices_replies_with_genai_prices(llm: respx.MockRouter) -> None:
+    pytest.importorskip("genai_prices", reason="the prices extra (genai-prices) is not installed")
     usage = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
     reply = httpx.Response(200, json=chat_completion('{"doubled": 2}', usage=usage))
     route = llm.post("/chat/completions").mock(return_value=reply)
@@ -292,6 +293,7 @@ def test_a_cost_budget_prices_replies_with_genai_prices(llm: respx.MockRouter) -
 
 
 def test_a_cost_budget_refuses_a_model_without_a_known_price(llm: respx.MockRouter) -> None:
+    pytest.importorskip("genai_prices", reason="the prices extra (genai-prices) is not installed")
     route = llm.post("/chat/completions").mock(return_value=ok())
     with ts.context(budget=ts.Budget(cost=1)), pytest.raises(ts.ConfigurationError, match="price"):
         ts.Predict(Double, lm=make_lm(model="standin-1"))(number=1)
