@@ -1,4 +1,4 @@
-"""`LM`: a `BaseLM` over the official ``openai.AsyncOpenAI`` client (the only openai import).
+"""`LM`: a `BaseLM` over the official ``openai.AsyncOpenAI`` client (``lm/_openai*`` import it).
 
 Transport failures (429, 5xx, timeouts, dropped connections) are retried by the SDK's own
 ``max_retries``, which honours Retry-After; typedspy adds no second transport retry. What is
@@ -23,35 +23,18 @@ from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.errors import (
     ConfigurationError,
-    LMConnectionError,
     LMError,
-    LMRateLimitError,
     LMResponseError,
-    LMStatusError,
-    LMTimeoutError,
-    LMUnsupportedFeatureError,
 )
 from typedspy.lm._base import BaseLM, LMRequest, LMResponse
 from typedspy.lm._clients import LoopClients
+from typedspy.lm._openai_errors import rate_headers, translate
+from typedspy.lm._request import check_params, create_kwargs
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import redact_patterns, unsupported_feature
 from typedspy.profiles import Profile, detect_profile
 
 __all__ = ["LM", "unsupported_feature"]
-
-# Request keys LM fills from LMRequest itself; they cannot come from defaults or params.
-_RESERVED_PARAMS = frozenset(
-    {
-        "messages",
-        "model",
-        "parallel_tool_calls",
-        "response_format",
-        "stream",
-        "stream_options",
-        "tool_choice",
-        "tools",
-    }
-)
 
 
 class LM(BaseLM):
@@ -129,7 +112,7 @@ class LM(BaseLM):
                 f"LM({model!r}): {', '.join(given)} cannot be combined with client=; "
                 "configure the AsyncOpenAI client instead"
             )
-        _check_params(defaults, where="LM defaults")
+        check_params(defaults, where="LM defaults")
         self.defaults: Mapping[str, Any] = dict(defaults)
         self._client = client  # injected: used as is, from whichever loop calls
         self._owns_client = client is None
@@ -210,7 +193,7 @@ class LM(BaseLM):
             response = LMResponse.from_completion(completion, model=self.model)
         except LMResponseError as exc:
             raise LMResponseError(f"{self.model}: {self._redact(str(exc))}") from exc
-        limits = _rate_headers(raw.headers)
+        limits = rate_headers(raw.headers)
         if limits:
             response = dataclasses.replace(response, headers=limits)
         with self._lock:
@@ -387,63 +370,15 @@ class LM(BaseLM):
             ) from exc
 
     def _create_kwargs(self, request: LMRequest) -> dict[str, Any]:
-        _check_params(request.params, where="LMRequest.params")
-        kwargs: dict[str, Any] = {"model": self.model, "messages": _plain(request.messages)}
-        if request.response_format is not None:
-            kwargs["response_format"] = _plain(request.response_format)
-        if request.tools:
-            kwargs["tools"] = _plain(request.tools)
-            if request.parallel_tool_calls is not None:
-                kwargs["parallel_tool_calls"] = request.parallel_tool_calls
-        if request.tool_choice is not None:
-            kwargs["tool_choice"] = _plain(request.tool_choice)
         if self._known_params is None:  # what this SDK version's create() accepts
             self._known_params = frozenset(
                 inspect.signature(self.client.chat.completions.create).parameters
             )
-        known = self._known_params
-        extra_body: dict[str, Any] = {}
-        for name, value in {**self.defaults, **request.params}.items():
-            if name == "extra_body" and isinstance(value, Mapping):
-                extra_body.update(_plain(value))
-            elif name in known:
-                kwargs[name] = _plain(value)
-            else:  # an endpoint-specific parameter the SDK has no argument for
-                extra_body[name] = _plain(value)
-        if extra_body:
-            kwargs["extra_body"] = extra_body
-        return kwargs
+        return create_kwargs(self.model, self.defaults, request, self._known_params)
 
     def _translate(self, exc: openai.OpenAIError) -> LMError:
         where = f"{self.model} at {self._shown_base_url() or 'the default OpenAI endpoint'}"
-        if isinstance(exc, openai.APITimeoutError):
-            return LMTimeoutError(f"{where}: the request timed out")
-        if isinstance(exc, openai.APIConnectionError):
-            return LMConnectionError(f"{where}: could not connect ({self._redact(exc.message)})")
-        if not isinstance(exc, openai.APIStatusError):
-            return LMError(f"{where}: {self._redact(str(exc))}")
-        detail = exc.message
-        if isinstance(exc.body, dict) and isinstance(exc.body.get("message"), str):
-            detail = exc.body["message"]
-        detail = self._redact(detail)[:500]
-        status, code, param = exc.status_code, exc.code, exc.param
-        label = f" ({code})" if code else ""
-        if isinstance(exc, openai.RateLimitError):
-            return LMRateLimitError(
-                f"{where}: rate limited (HTTP 429{label}): {detail}",
-                retry_after=_retry_after(exc.response.headers),
-            )
-        feature = unsupported_feature(status, detail, code=code, param=param)
-        message = f"{where}: HTTP {status}{label}: {detail}"
-        if feature is not None:
-            return LMUnsupportedFeatureError(
-                f"{where} does not support {feature}: HTTP {status}{label}: {detail}",
-                feature=feature,
-                status_code=status,
-                code=code,
-                param=param,
-            )
-        return LMStatusError(message, status_code=status, code=code, param=param)
+        return translate(exc, where=where, redact=self._redact)
 
     def _other_loop(self, exc: RuntimeError) -> Exception:
         """An injected client used from a second event loop: say what to do (ADR-024)."""
@@ -478,45 +413,4 @@ class LM(BaseLM):
         return redact_patterns(text)
 
 
-def _rate_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """The headers a rate limiter adapts to (reference/scale.md: the SDK honours Retry-After)."""
-    return {
-        k.lower(): v
-        for k, v in headers.items()
-        if k.lower().startswith("x-ratelimit-") or k.lower() in ("retry-after", "retry-after-ms")
-    }
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or a numeric ``retry-after``; ``None`` otherwise."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue  # an HTTP date: the SDK already waited for it between its retries
-        if seconds >= 0:
-            return seconds
-    return None
-
-
 _NO_KEY = "no-key"
-
-
-def _check_params(params: Mapping[str, Any], *, where: str) -> None:
-    reserved = sorted(set(params) & _RESERVED_PARAMS)
-    if reserved:
-        raise ConfigurationError(
-            f"{where} cannot set {', '.join(reserved)}: LM sends these from the LMRequest itself"
-        )
-
-
-def _plain(value: Any) -> Any:
-    """Copy mappings and sequences into plain dicts and lists, as the SDK serialises them."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value

@@ -1,0 +1,128 @@
+"""The typedspy exception tree.
+
+Every error typedspy raises derives from `TypedspyError`. Branches also derive from the builtin
+they refine, so ``except ValueError`` and ``except TypeError`` keep working::
+
+    TypedspyError
+    ├── ConfigurationError (ValueError)   misuse: bad settings, sync call inside a running loop
+    │   └── InputError                    missing or unexpected inputs, caught before any request
+    │       └── MediaError                an image, audio or file input that cannot be sent
+    │           └── MediaNotSupportedError  the endpoint's profile takes no media of that kind
+    ├── SchemaError (TypeError)           a signature or model that cannot compile; names the path
+    ├── LMError                           the endpoint could not be used (SDK error as __cause__)
+    │   ├── LMConnectionError
+    │   ├── LMTimeoutError
+    │   ├── LMRateLimitError
+    │   ├── LMStatusError                 any other HTTP error status
+    │   │   └── LMUnsupportedFeatureError the endpoint rejected a feature (e.g. response_format)
+    │   └── LMResponseError               a reply that is not a usable chat completion
+    ├── OutputError                       the model answered, but not with a usable output
+    │   ├── OutputDecodeError             no JSON value could be decoded (after retries)
+    │   ├── OutputValidationError         decoded, but failed validation (after retries)
+    │   ├── RefusalError                  the model refused (never retried)
+    │   ├── TruncatedOutputError          finish_reason == "length" (never retried)
+    │   ├── ContentFilterError            finish_reason == "content_filter" (never retried)
+    │   └── TokenBudgetExceededError      the token budget ran out before a valid output
+    ├── BudgetExceededError               a ts.Budget ran out; the request was not sent
+    ├── ItemTimeoutError (TimeoutError)   a batch item ran past the batch's per-item timeout
+    ├── BatchStoppedError                 a batch item never ran: max_errors was reached first
+    ├── CacheMissError                    replay mode found no cached response for a request
+    ├── BatchFileError                    a Batch API output file has no usable line for an item
+    ├── ToolError                         a tool could not be built, found, or its result used
+    │   ├── ToolNotFoundError (KeyError)  no tool of that name; lists the available names
+    │   └── ToolArgumentsError (ValueError)  arguments failed validation; names the fields
+    ├── ConfirmationRejected              the user rejected a confirm_first tool call
+    │                                     (see typedspy.modules._confirm)
+    ├── ExampleError (ValueError)         an example's values do not fit its signature
+    │   └── DatasetError                  dataset rows that do not fit; names row and field
+    └── SavedStateError (ValueError)      a saved program that does not fit this program
+
+`ConfirmationRequired` is deliberately *not* in this tree: it pauses a run for a human decision,
+it does not report a failure, so ``except TypedspyError`` must not swallow it.
+"""
+
+from __future__ import annotations
+
+from typedspy.errors._base import (
+    ConfigurationError,
+    InputError,
+    MediaError,
+    MediaNotSupportedError,
+    SchemaError,
+    TypedspyError,
+)
+from typedspy.errors._data import (
+    DatasetError,
+    ExampleError,
+    RowError,
+    SavedStateError,
+    ToolArgumentsError,
+    ToolError,
+    ToolNotFoundError,
+)
+from typedspy.errors._lm import (
+    LMConnectionError,
+    LMError,
+    LMRateLimitError,
+    LMResponseError,
+    LMStatusError,
+    LMTimeoutError,
+    LMUnsupportedFeatureError,
+)
+from typedspy.errors._output import (
+    ContentFilterError,
+    OutputDecodeError,
+    OutputError,
+    OutputValidationError,
+    RefusalError,
+    TokenBudgetExceededError,
+    TruncatedOutputError,
+)
+from typedspy.errors._runs import (
+    BatchFileError,
+    BatchStoppedError,
+    BudgetExceededError,
+    CacheMissError,
+    ItemTimeoutError,
+)
+
+__all__ = [
+    "BatchFileError",
+    "BatchStoppedError",
+    "BudgetExceededError",
+    "CacheMissError",
+    "ConfigurationError",
+    "ContentFilterError",
+    "DatasetError",
+    "ExampleError",
+    "InputError",
+    "ItemTimeoutError",
+    "LMConnectionError",
+    "LMError",
+    "LMRateLimitError",
+    "LMResponseError",
+    "LMStatusError",
+    "LMTimeoutError",
+    "LMUnsupportedFeatureError",
+    "MediaError",
+    "MediaNotSupportedError",
+    "OutputDecodeError",
+    "OutputError",
+    "OutputValidationError",
+    "RefusalError",
+    "RowError",
+    "SavedStateError",
+    "SchemaError",
+    "TokenBudgetExceededError",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolNotFoundError",
+    "TruncatedOutputError",
+    "TypedspyError",
+]
+
+# Pickles and reprs name the module users import from, not the private one defining the class
+# (``typedspy/__init__`` moves the top-level exports on to ``typedspy``).
+for _name in __all__:
+    globals()[_name].__module__ = __name__
+del _name

@@ -1,0 +1,70 @@
+"""The keyword arguments of one ``chat.completions.create`` call, built from an `LMRequest`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from typedspy.errors import ConfigurationError
+from typedspy.lm._base import LMRequest
+
+__all__ = ["check_params", "create_kwargs", "plain"]
+
+# Request keys LM fills from LMRequest itself; they cannot come from defaults or params.
+_RESERVED_PARAMS = frozenset(
+    {
+        "messages",
+        "model",
+        "parallel_tool_calls",
+        "response_format",
+        "stream",
+        "stream_options",
+        "tool_choice",
+        "tools",
+    }
+)
+
+
+def check_params(params: Mapping[str, Any], *, where: str) -> None:
+    """Refuse request keys `LM` sets itself (``model``, ``messages``, ``stream``, ...)."""
+    reserved = sorted(set(params) & _RESERVED_PARAMS)
+    if reserved:
+        raise ConfigurationError(
+            f"{where} cannot set {', '.join(reserved)}: LM sends these from the LMRequest itself"
+        )
+
+
+def plain(value: Any) -> Any:
+    """Copy mappings and sequences into plain dicts and lists, as the SDK serialises them."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def create_kwargs(
+    model: str, defaults: Mapping[str, Any], request: LMRequest, known: frozenset[str]
+) -> dict[str, Any]:
+    """The SDK's arguments for ``request``; parameters not in ``known`` go into ``extra_body``."""
+    check_params(request.params, where="LMRequest.params")
+    kwargs: dict[str, Any] = {"model": model, "messages": plain(request.messages)}
+    if request.response_format is not None:
+        kwargs["response_format"] = plain(request.response_format)
+    if request.tools:
+        kwargs["tools"] = plain(request.tools)
+        if request.parallel_tool_calls is not None:
+            kwargs["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.tool_choice is not None:
+        kwargs["tool_choice"] = plain(request.tool_choice)
+    extra_body: dict[str, Any] = {}
+    for name, value in {**defaults, **request.params}.items():
+        if name == "extra_body" and isinstance(value, Mapping):
+            extra_body.update(plain(value))
+        elif name in known:
+            kwargs[name] = plain(value)
+        else:  # an endpoint-specific parameter the SDK has no argument for
+            extra_body[name] = plain(value)
+    if extra_body:
+        kwargs["extra_body"] = extra_body
+    return kwargs
