@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from typedspy._deadline import note_request, note_streamed, stream_bounded
 from typedspy.cache import cache_key
 from typedspy.errors import CacheMissError, LMRateLimitError
 from typedspy.limits import estimate_tokens, record
@@ -34,6 +35,7 @@ async def complete(lm: BaseLM, request: LMRequest) -> LMResponse:
         LMError: The endpoint could not be used.
     """
     settings = get_settings()
+    note_request()
     if settings.cache is None and settings.budget is None and settings.rate_limit is None:
         response = await lm.acomplete(request)  # the common case costs one lookup
         record(response.usage)
@@ -66,10 +68,14 @@ async def stream(lm: BaseLM, request: LMRequest) -> AsyncIterator[LMChunk]:
         return
     charged = await _admit(settings, lm, request)
     accumulator = StreamAccumulator(lm.model)
+    note_request("waiting for the stream to start")
+    # ADR-030: the whole stream is bounded by stream_deadline (a stream that never ends).
+    sent = stream_bounded(lm.astream(request), settings.stream_deadline, f"{lm.model} stream")
     try:
-        async with closing(lm.astream(request)) as chunks:  # closes the HTTP response at once
+        async with closing(sent) as chunks:  # closes the HTTP response at once
             async for chunk in chunks:
                 accumulator.add(chunk)
+                note_streamed(len(chunk.text) + sum(len(c.arguments) for c in chunk.tool_calls))
                 yield chunk
     except LMRateLimitError as exc:
         if settings.rate_limit is not None and exc.retry_after:

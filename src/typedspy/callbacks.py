@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from typedspy import _gate
+from typedspy._deadline import note_attempt, note_tool
 from typedspy.settings import get_settings
 from typedspy.streaming import closing
 
@@ -112,6 +113,7 @@ def module_end(call_id: str, outputs: Any, exception: BaseException | None) -> N
 
 def attempt_start(lm: BaseLM, number: int) -> str | None:
     """Notify callbacks that an attempt starts; the id for `attempt_end` (``None``: none)."""
+    note_attempt()
     if not get_settings().callbacks:
         return None
     call_id = uuid.uuid4().hex
@@ -129,6 +131,7 @@ def attempt_end(
 
 def tool_start(tool: Tool, arguments: object) -> str | None:
     """Notify callbacks that a tool runs; the id for `tool_end` (``None``: no callbacks)."""
+    note_tool(getattr(tool, "name", "?"))
     if not get_settings().callbacks:
         return None
     call_id = uuid.uuid4().hex

@@ -65,6 +65,12 @@ class Settings:
             ``"replay"`` or ``"off"`` (see `CacheMode`).
         cache_salt: Mixed into every cache key: a new salt draws new samples of the same
             requests instead of replaying the cached ones.
+        deadline: Seconds one module call may take in all (attempts, requests, streams, retry
+            waits, ReAct steps and tools, nested modules); ``None`` for no limit. Past it the
+            call raises `DeadlineExceededError`. Nested calls share the enclosing call's.
+        stream_deadline: Seconds one streamed request may take from being sent to its last
+            chunk (600 by default, so a stream that never ends cannot hold a call forever);
+            ``None`` for no limit. Past it: `DeadlineExceededError`.
     """
 
     lm: BaseLM | None = None
@@ -78,6 +84,8 @@ class Settings:
     cache: Cache | None = None
     cache_mode: CacheMode = "read_write"
     cache_salt: str = ""
+    deadline: float | None = None
+    stream_deadline: float | None = 600.0
 
 
 class SettingsKeywords(TypedDict, total=False):
@@ -94,6 +102,8 @@ class SettingsKeywords(TypedDict, total=False):
     cache: Cache | None
     cache_mode: CacheMode
     cache_salt: str
+    deadline: float | None
+    stream_deadline: float | None
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
@@ -114,7 +124,7 @@ def configure(**kwargs: Unpack[SettingsKeywords]) -> None:
     Args:
         **kwargs: Any of the `Settings` fields (``lm``, ``max_retries``, ``mode``,
             ``token_budget``, ``callbacks``, ``retry_wait``, ``budget``, ``rate_limit``,
-            ``cache``, ``cache_mode``, ``cache_salt``).
+            ``cache``, ``cache_mode``, ``cache_salt``, ``deadline``, ``stream_deadline``).
 
     Raises:
         ConfigurationError: An unknown key, or a value of the wrong type.
@@ -225,6 +235,11 @@ def _problem(key: str, value: object) -> str | None:
         isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
     ):
         return "expected a number of seconds >= 0"
+    if key in ("deadline", "stream_deadline") and not (
+        value is None
+        or (not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0)
+    ):
+        return "expected a number of seconds > 0, or None"
     return _scale_problem(key, value)
 
 

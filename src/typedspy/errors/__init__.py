@@ -25,6 +25,7 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │   └── TokenBudgetExceededError      the token budget ran out before a valid output
     ├── BudgetExceededError               a ts.Budget ran out; the request was not sent
     ├── ItemTimeoutError (TimeoutError)   a batch item ran past the batch's per-item timeout
+    ├── DeadlineExceededError (TimeoutError)  a call's deadline (or a stream's) ran out
     ├── BatchStoppedError                 a batch item never ran: max_errors was reached first
     ├── CacheMissError                    replay mode found no cached response for a request
     ├── BatchFileError                    a Batch API output file has no usable line for an item
@@ -83,6 +84,7 @@ from typedspy.errors._runs import (
     BatchStoppedError,
     BudgetExceededError,
     CacheMissError,
+    DeadlineExceededError,
     ItemTimeoutError,
 )
 
@@ -94,6 +96,7 @@ __all__ = [
     "ConfigurationError",
     "ContentFilterError",
     "DatasetError",
+    "DeadlineExceededError",
     "ExampleError",
     "InputError",
     "ItemTimeoutError",

@@ -12,6 +12,7 @@ __all__ = [
     "BatchStoppedError",
     "BudgetExceededError",
     "CacheMissError",
+    "DeadlineExceededError",
     "ItemTimeoutError",
 ]
 
@@ -47,6 +48,46 @@ class ItemTimeoutError(TypedspyError, TimeoutError):
     def __init__(self, message: str, *, timeout: float) -> None:
         super().__init__(message)
         self.timeout = timeout
+
+
+class DeadlineExceededError(TypedspyError, TimeoutError):
+    """A deadline ran out: the call (or the streamed request) was stopped.
+
+    Attributes:
+        limit: Which bound: ``"deadline"`` (the whole module call: attempts, requests,
+            streams, retry waits, tool steps) or ``"stream_deadline"`` (one streamed request,
+            from sending it to its last chunk).
+        seconds: The bound, in seconds.
+        elapsed: Seconds from the start of what was bounded to the moment it was stopped.
+        requests: Requests sent under the bound so far.
+        attempts: Attempts started under the bound so far.
+        tool_calls: Tool calls started under the bound so far.
+        streamed: Characters of streamed output received under the bound so far.
+        stage: What was running when time ran out (``"waiting for a response"``, ...).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: str,
+        seconds: float,
+        elapsed: float,
+        requests: int = 0,
+        attempts: int = 0,
+        tool_calls: int = 0,
+        streamed: int = 0,
+        stage: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.seconds = seconds
+        self.elapsed = elapsed
+        self.requests = requests
+        self.attempts = attempts
+        self.tool_calls = tool_calls
+        self.streamed = streamed
+        self.stage = stage
 
 
 class BatchStoppedError(TypedspyError):

@@ -10,9 +10,11 @@ from typing import Any
 from typing_extensions import Unpack
 
 from typedspy import callbacks
+from typedspy._deadline import bounded
 from typedspy._runtime import iterate_sync, run_sync
 from typedspy.batch import BatchOptions, BatchResult, run_batch
 from typedspy.errors import ConfigurationError
+from typedspy.settings import get_settings
 from typedspy.streaming import closing
 
 __all__ = ["Module"]
@@ -51,8 +53,9 @@ class Module:
         call_id = callbacks.module_start(self, inputs)
         result: Any = None
         try:
-            async for event in self.aexecute(stream=False, **inputs):
-                result = event
+            async with closing(self._bounded(stream=False, **inputs)) as events:
+                async for event in events:
+                    result = event
         except BaseException as exc:
             callbacks.module_end(call_id, None, exc)
             raise
@@ -70,7 +73,7 @@ class Module:
         try:
             # closing: when the consumer stops early, the call (and its HTTP stream) is closed
             # now, not whenever the abandoned generator is garbage collected.
-            async with closing(self.aexecute(stream=True, **inputs)) as events:
+            async with closing(self._bounded(stream=True, **inputs)) as events:
                 async for event in events:
                     result = event
                     yield event
@@ -81,6 +84,10 @@ class Module:
             callbacks.module_end(call_id, None, exc)
             raise
         callbacks.module_end(call_id, result, None)
+
+    def _bounded(self, *, stream: bool, **inputs: Any) -> AsyncIterator[Any]:
+        """`aexecute` under the ``deadline`` setting (and the enclosing call's deadline)."""
+        return bounded(self.aexecute(stream=stream, **inputs), get_settings().deadline, repr(self))
 
     def stream(self, **inputs: Any) -> Iterator[Any]:
         """Synchronous `astream`: iterate events from a plain ``for`` loop.

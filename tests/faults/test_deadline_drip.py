@@ -1,0 +1,175 @@
+"""Deadlines over a real socket: a drip, a stall, an endless stream (ADR-030).
+
+Every test is bounded: the deadlines under test are fractions of a second, and an outer
+``asyncio.wait_for`` (or the drip server stopping) ends a test that the deadline failed to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from drip import completion, drip_server
+
+import typedspy as ts
+from typedspy.streaming import OutputDelta
+from typedspy.testing import Reply, StandIn
+
+ANSWER = completion('{"answer": "hi"}')
+SAFETY = 10.0  # seconds: a test whose deadline did not work fails here instead of hanging
+
+
+@contextmanager
+def lm_for(base_url: str, **options: Any) -> Iterator[ts.LM]:
+    lm = ts.LM("drip-1", base_url=base_url, api_key="sk-drip", max_retries=0, **options)
+    try:
+        yield lm
+    finally:
+        lm.close()
+
+
+def test_a_drip_is_cut_by_the_deadline_not_let_through_by_the_read_timeout() -> None:
+    # One byte per 50 ms passes a 1 s per-read timeout for ever (the body takes 15 s); the
+    # deadline ends it. The first call (answered at once) builds the client.
+    script = (("reply", ANSWER), ("drip", ANSWER, 0.05))
+    with drip_server(*script) as server, lm_for(server.base_url, timeout=1) as lm:
+        predict = ts.Predict("question -> answer", mode="prompt")
+        with ts.context(lm=lm):
+            assert predict(question="hi").answer == "hi"
+        start = time.monotonic()
+        with ts.context(lm=lm, deadline=1), pytest.raises(ts.DeadlineExceededError) as caught:
+            predict(question="hi")
+        took = time.monotonic() - start
+        assert server.gone.wait(SAFETY)  # the connection was closed, not left dripping
+        assert server.requests == 2
+    error = caught.value
+    assert isinstance(error, TimeoutError)
+    assert (error.limit, error.seconds, error.requests, error.attempts) == ("deadline", 1, 1, 1)
+    assert error.stage == "waiting for a response"
+    assert 1 <= error.elapsed < 3 and took < 3
+    assert "Predict(" in str(error) and "deadline of 1 s" in str(error)
+    assert "1 request(s) sent" in str(error)
+
+
+def test_the_deadline_covers_retries_and_says_how_far_the_call_got() -> None:
+    # Attempt 1 answers with no JSON (a retry follows), attempt 2 stalls.
+    script = (("reply", ANSWER), ("reply", completion("no json here")), ("stall",))
+    with drip_server(*script) as server, lm_for(server.base_url) as lm:
+        predict = ts.Predict("question -> answer", mode="prompt")
+
+        async def call() -> None:
+            await lm.acall("warm up")  # builds the client: the deadline bounds the call alone
+            with ts.context(lm=lm, deadline=0.5):
+                await asyncio.wait_for(predict.acall(question="hi"), SAFETY)
+
+        with pytest.raises(ts.DeadlineExceededError) as caught:
+            asyncio.run(call())
+    assert (caught.value.requests, caught.value.attempts) == (2, 2)
+    assert caught.value.stage == "waiting for a response"
+    assert server.requests == 3
+
+
+def test_an_endless_stream_ends_at_the_call_deadline() -> None:
+    script = (("reply", ANSWER), ("endless", "x", 0.01))
+    with drip_server(*script) as server, lm_for(server.base_url) as lm:
+        predict = ts.Predict("question -> answer", mode="prompt")
+        seen: list[object] = []
+
+        async def consume() -> None:
+            await lm.acall("warm up")
+            with ts.context(lm=lm, deadline=0.5):
+                async for event in predict.astream(question="hi"):
+                    seen.append(event)
+
+        with pytest.raises(ts.DeadlineExceededError) as caught:
+            asyncio.run(asyncio.wait_for(consume(), SAFETY))
+        assert server.gone.wait(SAFETY)
+    error = caught.value
+    assert error.limit == "deadline" and error.stage == "streaming the reply"
+    assert error.streamed > 0 and error.streamed == sum(len(e.text) for e in seen)  # type: ignore[attr-defined]
+    assert f"{error.streamed:,} characters streamed" in str(error)
+    assert all(isinstance(e, OutputDelta) for e in seen)
+
+
+def test_a_stream_that_never_ends_is_stopped_by_the_stream_deadline() -> None:
+    # No call deadline: the per-stream bound (600 s by default) is what ends it.
+    with drip_server(("endless", "x", 0.01)) as server, lm_for(server.base_url) as lm:
+        predict = ts.Predict("question -> answer", mode="prompt")
+        with ts.context(lm=lm, stream_deadline=0.3):
+            with pytest.raises(ts.DeadlineExceededError) as caught:
+                for _ in predict.stream(question="hi"):
+                    pass
+    assert caught.value.limit == "stream_deadline" and caught.value.seconds == 0.3
+    assert "stream_deadline of 0.3 s" in str(caught.value)
+    assert ts.get_settings().stream_deadline == 600.0  # the default
+
+
+def test_a_stalled_tool_step_in_react_ends_at_the_deadline() -> None:
+    started: list[str] = []
+
+    async def lookup(query: str) -> str:
+        """Look something up (never returns)."""
+        started.append(query)
+        await asyncio.Event().wait()
+        return query
+
+    call = {"name": "lookup", "arguments": {"query": "x"}}
+    with StandIn() as server, lm_for(server.base_url) as lm:
+        server.enqueue("warm", Reply(tool_calls=[call]))
+        agent = ts.ReAct("question -> answer", tools=[lookup])
+
+        async def run() -> None:
+            await lm.acall("warm up")
+            with ts.context(lm=lm, deadline=0.5):
+                await asyncio.wait_for(agent.acall(question="hi"), SAFETY)
+
+        with pytest.raises(ts.DeadlineExceededError) as caught:
+            asyncio.run(run())
+    assert started == ["x"]
+    assert caught.value.tool_calls == 1 and caught.value.stage == "running tool 'lookup'"
+
+
+def test_the_consumer_is_never_interrupted_between_events() -> None:
+    with StandIn() as server, lm_for(server.base_url) as lm:
+        server.enqueue('{"answer": "a fairly long answer, streamed in pieces"}')
+        predict = ts.Predict("question -> answer", mode="prompt")
+
+        async def consume() -> object:
+            with ts.context(lm=lm, deadline=1):
+                events = predict.astream(question="hi")
+                first = await events.__anext__()
+                await asyncio.sleep(1.2)  # the consumer's own work outlives the deadline
+                with pytest.raises(ts.DeadlineExceededError):
+                    await events.__anext__()
+                await events.aclose()
+            return first
+
+        assert asyncio.run(consume()) is not None
+
+
+def test_a_nested_module_call_runs_under_the_enclosing_deadline() -> None:
+    class Outer(ts.Module):
+        def __init__(self) -> None:
+            self.inner = ts.Predict("question -> answer", mode="prompt")
+
+        async def aforward(self, *, question: str) -> object:
+            with ts.context(deadline=60):  # a looser deadline inside cannot extend the outer one
+                return await self.inner.acall(question=question)
+
+    with drip_server(("stall",)) as server, lm_for(server.base_url) as lm:
+        with ts.context(lm=lm, deadline=0.5), pytest.raises(ts.DeadlineExceededError) as caught:
+            asyncio.run(asyncio.wait_for(Outer().acall(question="hi"), SAFETY))
+    assert caught.value.seconds == 0.5 and "Outer" in str(caught.value)
+    assert caught.value.elapsed < 3
+
+
+@pytest.mark.parametrize("value", [0, -1, True, "5"])
+def test_deadline_settings_are_checked(value: object) -> None:
+    with pytest.raises(ts.ConfigurationError, match="deadline"):
+        ts.context(deadline=value)  # type: ignore[arg-type]
+    with pytest.raises(ts.ConfigurationError, match="stream_deadline"):
+        ts.context(stream_deadline=value)  # type: ignore[arg-type]
