@@ -69,8 +69,13 @@ class LM(BaseLM):
         api_key: The API key (not with ``client``).
         max_retries: Transport retries by the SDK; 2 when `LM` builds the client (not with
             ``client``, whose own setting applies).
-        timeout: Seconds per request when `LM` builds the client; ``None`` keeps the SDK's
-            default (not with ``client``).
+        timeout: Seconds for each phase of each HTTP attempt when `LM` builds the client
+            (not with ``client``): to connect, to get a pooled connection, to send, and for
+            *each read of the socket*. It does not bound a request as a whole: a server that
+            sends a byte now and then is never cut by it. A timed-out attempt is retried by
+            the SDK (``max_retries``), then raises `LMTimeoutError`. ``None`` keeps the SDK's
+            default (600 s per read, 5 s to connect). Bound a whole call with the ``deadline``
+            setting; a streamed request is bounded by ``stream_deadline`` (600 s by default).
         profile: The endpoint's `Profile` (a copy is kept) or a built-in name: ``"openai"``,
             ``"azure"``, ``"vllm"``, ``"llama.cpp"``, ``"ollama"``, ``"lmstudio"``,
             ``"generic"``. Defaults to the one the base URL names reliably (Azure), else
