@@ -66,3 +66,11 @@ def test_profiles_example_shows_each_typed_outcome() -> None:
     assert "attempts=['whitespace_loop', None] requests=2" in out
     assert "attempts=['repetition_loop', None] requests=2" in out
     assert "TruncatedOutputError kind=truncated attempts=['truncated'] requests=1" in out
+
+
+def test_deadlines_example_stops_each_slow_stream_with_its_limit() -> None:
+    out = run(EXAMPLES[0].parent / "12_deadlines.py")
+    assert "within the deadline: quick" in out
+    assert "stopped: limit=deadline, 0.5 s, while streaming the reply" in out
+    assert "streamed some=True" in out
+    assert "stopped: limit=stream_deadline, 0.3 s" in out
