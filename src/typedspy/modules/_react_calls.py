@@ -1,9 +1,13 @@
 """Running one tool call of a ReAct step and turning what happened into an observation.
 
-Everything a tool can do wrong becomes text the model reads on its next step: an unknown
-name, arguments that fail validation (the tool is not called), an exception, a callback that
-fails. Only `ConfirmationRequired` leaves this module, carrying the run's state so the run can
-resume at the same call.
+Everything a tool can do wrong at run time becomes text the model reads on its next step: an
+unknown name, arguments that fail validation (the tool is not called), an exception, a callback
+that fails. Two things leave this module instead: `ConfirmationRequired`, carrying the run's
+state so the run can resume at the same call, and a `ConfigurationError` or `SchemaError` from
+inside a tool (a program that is set up wrong, which no step of the model can fix; ADR-036).
+
+Tools run inside ``ts.context(lm=<the agent's LM>)``: a tool that calls a module (or is one)
+uses the agent's model unless it was given its own.
 """
 
 from __future__ import annotations
@@ -15,13 +19,21 @@ from typing import TYPE_CHECKING, Any
 
 from typedspy import callbacks
 from typedspy.adapter import render_value
-from typedspy.errors import ToolArgumentsError, ToolNotFoundError
+from typedspy.errors import (
+    ConfigurationError,
+    InputError,
+    SchemaError,
+    ToolArgumentsError,
+    ToolNotFoundError,
+)
 from typedspy.modules._callbacks import ModuleContext, is_module_callback
 from typedspy.modules._confirm import ConfirmationRejected, ConfirmationRequired
 from typedspy.modules._trajectory import Trajectory, TrajectoryCall
-from typedspy.tools import Toolset
+from typedspy.settings import context
+from typedspy.tools import Tool, Toolset
 
 if TYPE_CHECKING:
+    from typedspy.lm._base import BaseLM
     from typedspy.modules._module import Module
 
 __all__ = ["MAX_ERROR_CHARS", "CallRunner", "bounded"]
@@ -44,6 +56,8 @@ class CallRunner:
 
     Attributes:
         agent: The agent (given to module callbacks as ``context.module``).
+        lm: The agent's model, set as the settings' ``lm`` while a tool runs (sub-modules
+            without their own LM use it).
         tools: This run's tools; module callbacks change these, never the agent's.
         trajectory: This run's trajectory (given to module callbacks).
         on_pause: Called with a `ConfirmationRequired` before it propagates, to store the
@@ -54,6 +68,7 @@ class CallRunner:
     tools: Toolset
     trajectory: Trajectory
     on_pause: Callable[[ConfirmationRequired, TrajectoryCall], None]
+    lm: BaseLM | None = None
 
     async def run(self, call: TrajectoryCall) -> str:
         """Run one (non-``finish``) call and return its observation; never raises but to pause.
@@ -80,12 +95,16 @@ class CallRunner:
             )
         traced = callbacks.tool_start(tool, call.arguments)
         try:
-            result = await tool.acall(call.arguments)
+            if self.lm is None:
+                result = await tool.acall(call.arguments)
+            else:
+                with context(lm=self.lm):  # no yield inside: the override ends with the call
+                    result = await tool.acall(call.arguments)
         except BaseException as exc:
             callbacks.tool_end(traced, None, exc)
             return self._failed(call, exc)
         callbacks.tool_end(traced, result, None)
-        return await self._observe(call, result)
+        return await self._observe(call, tool, result)
 
     def _failed(self, call: TrajectoryCall, exc: BaseException) -> tuple[str, bool]:
         """The observation for a tool that raised; pauses and cancellations propagate."""
@@ -95,6 +114,10 @@ class CallRunner:
         if isinstance(exc, ConfirmationRequired):
             self.on_pause(exc, call)
             raise exc
+        if isinstance(exc, SchemaError) or (
+            isinstance(exc, ConfigurationError) and not isinstance(exc, InputError)
+        ):
+            raise exc  # the program is set up wrong: no step of the model can fix it
         if isinstance(exc, ConfirmationRejected):
             message = f"The user rejected this call to {call.name}; it was not run. {exc}"
             return bounded(message), True
@@ -102,10 +125,11 @@ class CallRunner:
             return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
         raise exc
 
-    async def _observe(self, call: TrajectoryCall, result: Any) -> tuple[str, bool]:
+    async def _observe(self, call: TrajectoryCall, tool: Tool, result: Any) -> tuple[str, bool]:
         value = _single_value(result)
         if not is_module_callback(value):
-            return render_value(value), False
+            # Rendered against the tool's output types: only union members carry `_type`.
+            return render_value(_single_value(tool.dump_outputs(result))), False
         context = ModuleContext(module=self.agent, tools=self.tools, trajectory=self.trajectory)
         try:
             said = value(context)

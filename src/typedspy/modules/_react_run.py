@@ -87,7 +87,7 @@ class Run(Generic[SigT]):
     )
 
     def __post_init__(self, tools: Toolset) -> None:
-        self.calls = CallRunner(self.agent, tools, self.trajectory, self._pause)
+        self.calls = CallRunner(self.agent, tools, self.trajectory, self._pause, self.lm)
 
     def record(self, usage: Usage, completion: LMResponse | None) -> None:
         """Count a response's tokens (and keep it as the last one)."""
