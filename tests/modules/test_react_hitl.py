@@ -272,3 +272,81 @@ def test_a_malformed_saved_state_is_a_configuration_error(tools: list[Tool]) -> 
     broken = ConfirmationRequired("Run?", confirmation_id="abc", context={"react": state})
     with pytest.raises(ConfigurationError, match="malformed"):
         ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState(broken, "yes"))
+
+
+def test_resuming_twice_from_one_saved_state_runs_the_side_effect_once(
+    router: respx.MockRouter, tools: list[Tool], sent: list[Any]
+) -> None:
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(EMAIL), finish_reply(), finish_reply()]
+    )
+    saved = ResumeState(paused(ReAct(Notify, tools=tools, lm=make_lm())), "yes").to_json()
+
+    first = ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState.from_json(saved))
+    again = ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState.from_json(saved))
+
+    assert sent == [("bob@example.com", "The launch moved.")]  # the email went out once
+    assert first.summary == again.summary == "Bob was told."
+    requests = bodies(route)
+    assert requests[2]["messages"][-1] == tool_message("call_e", "sent to bob@example.com")
+
+
+def test_a_pause_answered_one_way_refuses_another_answer(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL), finish_reply()])
+    store = ts.MemoryResumeStore()
+    agent = ReAct(Notify, tools=tools, lm=make_lm(), resume_store=store)
+    exc = paused(agent)
+    agent(resume_state=ResumeState(exc, "no"))
+
+    with pytest.raises(ts.ResumeConflictError, match="already answered with 'reject'") as info:
+        agent(resume_state=ResumeState(exc, "yes"))
+    assert info.value.action == "reject"
+    assert counts["send_email"] == 0
+    assert len(store) == 1
+
+
+def test_an_unfinished_resumption_is_not_run_again(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL)])
+    store = ts.MemoryResumeStore()
+    agent = ReAct(Notify, tools=tools, lm=make_lm(), resume_store=store)
+    exc = paused(agent)
+    asyncio.run(store.claim(exc.context["react"]["pause_id"], "approve"))  # a run elsewhere
+
+    with pytest.raises(ts.ResumeConflictError, match="being resumed elsewhere"):
+        agent(resume_state=ResumeState(exc, "yes"))
+    assert counts["send_email"] == 0
+
+
+def test_each_pause_has_its_own_id(router: respx.MockRouter, tools: list[Tool]) -> None:
+    router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL), calls_reply(EMAIL)])
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    ids = {paused(agent).context["react"]["pause_id"] for _ in range(2)}
+    assert len(ids) == 2  # two identical runs pausing alike are still two pauses
+
+
+def test_the_memory_store_is_bounded() -> None:
+    store = ts.MemoryResumeStore(max_entries=2)
+    for key in ("a", "b", "c"):
+        assert asyncio.run(store.claim(key, "approve")) is None
+    assert len(store) == 2
+    assert asyncio.run(store.claim("a", "approve")) is None  # the oldest was forgotten
+    with pytest.raises(ConfigurationError):
+        ts.MemoryResumeStore(max_entries=0)
+
+
+def test_a_state_saved_before_pause_ids_is_resumed_once(
+    router: respx.MockRouter, tools: list[Tool], sent: list[Any]
+) -> None:
+    router.post("/chat/completions").mock(
+        side_effect=[calls_reply(EMAIL), finish_reply(), finish_reply()]
+    )
+    saved = ResumeState(paused(ReAct(Notify, tools=tools, lm=make_lm())), "yes").to_dict()
+    del saved["context"]["react"]["pause_id"]  # the format before pause ids
+
+    for _ in range(2):
+        ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState.from_json(saved))
+    assert len(sent) == 1

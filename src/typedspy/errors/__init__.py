@@ -34,6 +34,8 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │   └── ToolArgumentsError (ValueError)  arguments failed validation; names the fields
     ├── ConfirmationRejected              the user rejected a confirm_first tool call
     │                                     (see typedspy.modules._confirm)
+    ├── ResumeConflictError               a pause answered before with another answer, or
+    │                                     whose resumption is still running (or was cut off)
     ├── ExampleError (ValueError)         an example's values do not fit its signature
     │   └── DatasetError                  dataset rows that do not fit; names row and field
     └── SavedStateError (ValueError)      a saved program that does not fit this program
@@ -86,6 +88,7 @@ from typedspy.errors._runs import (
     CacheMissError,
     DeadlineExceededError,
     ItemTimeoutError,
+    ResumeConflictError,
 )
 
 __all__ = [
@@ -113,6 +116,7 @@ __all__ = [
     "OutputError",
     "OutputValidationError",
     "RefusalError",
+    "ResumeConflictError",
     "RowError",
     "SavedStateError",
     "SchemaError",

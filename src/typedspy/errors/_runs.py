@@ -14,6 +14,7 @@ __all__ = [
     "CacheMissError",
     "DeadlineExceededError",
     "ItemTimeoutError",
+    "ResumeConflictError",
 ]
 
 
@@ -124,3 +125,22 @@ class BatchFileError(TypedspyError):
     def __init__(self, message: str, *, custom_id: str) -> None:
         super().__init__(message)
         self.custom_id = custom_id
+
+
+class ResumeConflictError(TypedspyError):
+    """A paused run cannot be resumed with this answer: its pause was claimed before.
+
+    An answered pause applies once (ADR-036): resuming again with the same answer replays the
+    recorded observation without running the tool; this error is raised instead when the earlier
+    answer was a different one, or when the earlier resumption has not recorded its outcome (it
+    is still running, or its process stopped while the tool ran).
+
+    Attributes:
+        pause_id: The pause's id (the `ResumeStore` key).
+        action: The earlier answer's action.
+    """
+
+    def __init__(self, message: str, *, pause_id: str, action: str) -> None:
+        super().__init__(message)
+        self.pause_id = pause_id
+        self.action = action

@@ -12,6 +12,7 @@ from typedspy.modules._history import History
 from typedspy.modules._module import Module
 from typedspy.modules._predict import Predict
 from typedspy.modules._react import ReAct
+from typedspy.modules._resume_store import MemoryResumeStore, ResumeRecord, ResumeStore
 from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 
 __all__ = [
@@ -19,11 +20,14 @@ __all__ = [
     "ConfirmationRejected",
     "ConfirmationRequired",
     "History",
+    "MemoryResumeStore",
     "Module",
     "ModuleContext",
     "Predict",
     "ReAct",
+    "ResumeRecord",
     "ResumeState",
+    "ResumeStore",
     "Trajectory",
     "TrajectoryCall",
     "TrajectoryStep",

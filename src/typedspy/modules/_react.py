@@ -17,14 +17,19 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast
 
 from typedspy import callbacks
-from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError, SchemaError
+from typedspy.errors import (
+    ConfigurationError,
+    LMUnsupportedFeatureError,
+    ResumeConflictError,
+    SchemaError,
+)
 from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
 from typedspy.modules._confirm import ResumeState, approvals
 from typedspy.modules._history import History, history_messages
 from typedspy.modules._module import Module
 from typedspy.modules._predict import Predict
 from typedspy.modules._react_run import Run, raise_for_finish
-from typedspy.modules._react_state import resume_point
+from typedspy.modules._react_state import ResumePoint, resume_point
 from typedspy.modules._react_steps import (
     FINISH,
     TRAJECTORY_FIELD,
@@ -33,6 +38,7 @@ from typedspy.modules._react_steps import (
     step_signature,
 )
 from typedspy.modules._react_stream import finished, native_response, started
+from typedspy.modules._resume_store import ResumeStore, default_resume_store
 from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 from typedspy.prediction import Prediction
 from typedspy.schema import compile_schema
@@ -72,6 +78,8 @@ class ReAct(Module, Generic[SigT]):
         lm: The model; defaults to the one set with `ts.configure` / `ts.context`.
         mode: ``"auto"`` (native tool calling, switching to the union fallback when the
             endpoint rejects tools), ``"tools"`` (native only) or ``"union"`` (fallback only).
+        resume_store: Where answered pauses are recorded, so resuming twice from one saved
+            `ResumeState` runs the approved call once (default: a store in this process).
         **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...).
 
     Raises:
@@ -88,6 +96,7 @@ class ReAct(Module, Generic[SigT]):
         *,
         lm: BaseLM | None = None,
         mode: ReActMode = "auto",
+        resume_store: ResumeStore | None = None,
         **lm_kwargs: Any,
     ) -> None:
         if mode not in _MODES:
@@ -117,6 +126,7 @@ class ReAct(Module, Generic[SigT]):
         self.lm = lm
         self.mode: ReActMode = mode
         self.lm_kwargs = lm_kwargs
+        self.resume_store = resume_store  # None: the process's default store, found on use
         # The finish tool's schema: SchemaError now, not mid-run (the LM's profile picks the
         # target it is sent in).
         compile_schema(self.signature, "json-schema")
@@ -194,13 +204,13 @@ class ReAct(Module, Generic[SigT]):
             run = self._new_run(lm, inputs, history, Trajectory(), self._start_mode(lm))
             start = 0
         else:
-            run, paused = self._resume(lm, resume_state, inputs, history)
+            run, point = self._resume(lm, resume_state, inputs, history)
             step = run.trajectory[run.step]
-            call = step.calls[paused]
+            call = step.calls[point.call]
             yield started(call)
-            call.observation, failed = await self._answer(run, call, resume_state)
+            call.observation, failed = await self._answer_once(run, call, resume_state, point)
             yield finished(call, failed)
-            async with closing(run.run_calls(step, paused + 1)) as calls:
+            async with closing(run.run_calls(step, point.call + 1)) as calls:
                 async for event in calls:
                     yield event
             start = run.step + 1
@@ -264,8 +274,8 @@ class ReAct(Module, Generic[SigT]):
         state: ResumeState,
         inputs: Mapping[str, Any],
         history: History | Sequence[ChatMessage] | None,
-    ) -> tuple[Run[SigT], int]:
-        """The paused run, set up again at its step, and the index of its paused call."""
+    ) -> tuple[Run[SigT], ResumePoint]:
+        """The paused run, set up again at its step, and where it paused."""
         point = resume_point(state, self.signature)
         given = inputs or point.inputs
         run = self._new_run(lm, given, history, point.trajectory, point.mode)
@@ -281,7 +291,41 @@ class ReAct(Module, Generic[SigT]):
                 self.signature.__name__,
                 ", ".join(missing),
             )
-        return run, point.call
+        return run, point
+
+    async def _answer_once(
+        self, run: Run[SigT], call: TrajectoryCall, state: ResumeState, point: ResumePoint
+    ) -> tuple[str, bool]:
+        """`_answer`, once per pause: a second resumption replays the recorded observation.
+
+        Raises:
+            ResumeConflictError: The pause was answered differently before, or the earlier
+                resumption has not recorded its outcome.
+        """
+        key = point.pause_id
+        store = self.resume_store if self.resume_store is not None else default_resume_store()
+        known = await store.claim(key, state.action)
+        if known is None:
+            observation, failed = await self._answer(run, call, state)
+            await store.record(key, observation, failed)
+            return observation, failed
+        if known.action != state.action:
+            raise ResumeConflictError(
+                f"this pause of {call.name} was already answered with {known.action!r}; "
+                f"it cannot now be answered with {state.action!r}",
+                pause_id=key,
+                action=known.action,
+            )
+        if known.observation is None:
+            raise ResumeConflictError(
+                f"this pause of {call.name} is being resumed elsewhere, or its resumption "
+                "stopped while the tool ran; the tool is not run again",
+                pause_id=key,
+                action=known.action,
+            )
+        logger.info("pause %s was resumed before: %s is not run again", key, call.name)
+        self._edit(call, state)
+        return known.observation, known.failed
 
     async def _answer(
         self, run: Run[SigT], call: TrajectoryCall, state: ResumeState
@@ -296,15 +340,22 @@ class ReAct(Module, Generic[SigT]):
             )
         with approvals(state):  # the decision is consumed by this call, or dropped on exit
             observation, failed = await run.calls.run_checked(call)
+        if not self._edit(call, state):
+            return observation, failed
+        return f"(The user edited the arguments before approving the call.) {observation}", failed
+
+    @staticmethod
+    def _edit(call: TrajectoryCall, state: ResumeState) -> bool:
+        """Show the call with the person's edits, if any (and say whether there were any)."""
         edited = state.edited_arguments
         if edited is None:
-            return observation, failed
+            return False
         # What ran: the edits over the paused call's validated arguments, as the tools layer
         # merges them; the model then reads the call as it was really made.
         original = state.tool_call.get("arguments")
         merged = {**(original if isinstance(original, Mapping) else {}), **edited}
         call.arguments = json.dumps(to_jsonable(merged), ensure_ascii=False, separators=(",", ":"))
-        return f"(The user edited the arguments before approving the call.) {observation}", failed
+        return True
 
     # -- one step --
 

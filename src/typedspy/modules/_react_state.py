@@ -9,6 +9,9 @@ app can store the `ResumeState` and resume in another process with a fresh agent
 
 from __future__ import annotations
 
+import hashlib
+import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -42,6 +45,7 @@ def pause_state(
     fields = signature.input_fields
     return {
         "version": _VERSION,
+        "pause_id": uuid.uuid4().hex,
         "signature": signature.__name__,
         "inputs": {n: to_jsonable(v, fields[n].annotation) for n, v in inputs.items()},
         "trajectory": trajectory.to_json(),
@@ -69,6 +73,7 @@ class ResumePoint:
     mode: Literal["tools", "union"]
     tools: frozenset[str]
     usage: Usage
+    pause_id: str
 
 
 def resume_point(state: ResumeState, signature: type[Signature]) -> ResumePoint:
@@ -100,4 +105,9 @@ def resume_point(state: ResumeState, signature: type[Signature]) -> ResumePoint:
         raise ConfigurationError(f"resume_state holds a malformed ReAct state: {exc!r}") from exc
     if mode not in ("tools", "union") or pending.observation is not None:
         raise ConfigurationError("resume_state holds a malformed ReAct state: no pending call")
-    return ResumePoint(inputs, trajectory, step, call, mode, tools, usage)
+    pause_id = saved.get("pause_id")
+    if not isinstance(pause_id, str) or not pause_id:
+        # Saved before pauses had ids: the state's own content stands for it.
+        canonical = json.dumps(to_jsonable(dict(saved)), sort_keys=True, separators=(",", ":"))
+        pause_id = "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    return ResumePoint(inputs, trajectory, step, call, mode, tools, usage, pause_id)
