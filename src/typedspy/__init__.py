@@ -98,6 +98,7 @@ from typedspy.optimize import (
     BootstrapFewShot,
     BootstrapFewShotWithRandomSearch,
     KNNFewShot,
+    KNNProgram,
     LabeledFewShot,
 )
 from typedspy.parse import ParseFailure, ParseResult, parse_outputs
@@ -154,6 +155,7 @@ __all__ = [
     "InputField",
     "ItemTimeoutError",
     "KNNFewShot",
+    "KNNProgram",
     "LLMJudge",
     "LMConnectionError",
     "LMError",

@@ -2,25 +2,26 @@
 
 `callbacks.complete` and `callbacks.stream` send through here, so retries, ReAct steps,
 tools backed by models, sub-modules and batch items are all cached, counted and limited the
-same way, by the settings of the context they run in. Order for one request: cache lookup
+same way, by the settings of the context they run in; `embed` does the same for the
+``/v1/embeddings`` requests of `KNNFewShot`. Order for one request: cache lookup
 (a hit costs nothing and is not limited), budget check, rate-limit wait, send, then reconcile
 the rate limit, spend the budget, count the usage and store the reply.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from typedspy._deadline import note_request, note_streamed, stream_bounded
-from typedspy.cache import cache_key
+from typedspy.cache import cache_key, embedding_key
 from typedspy.errors import CacheMissError, LMRateLimitError
 from typedspy.limits import estimate_tokens, record
-from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._stream import LMChunk, StreamAccumulator, chunk_of
 from typedspy.settings import Settings, get_settings
 from typedspy.streaming import closing
 
-__all__ = ["complete", "stream"]
+__all__ = ["complete", "embed", "stream"]
 
 _READS = ("read_write", "read", "replay")
 _WRITES = ("read_write", "refresh")
@@ -87,6 +88,45 @@ async def stream(lm: BaseLM, request: LMRequest) -> AsyncIterator[LMChunk]:
         settings.cache.put(key, response)  # type: ignore[union-attr]
 
 
+async def embed(lm: BaseLM, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
+    """Embed ``texts`` (one request) under the current settings' cache, budget and limit.
+
+    Raises:
+        CacheMissError: ``cache_mode="replay"`` and the request is not cached.
+        BudgetExceededError: The budget refuses the request (it is not sent).
+        LMError: The endpoint could not be used.
+    """
+    settings = get_settings()
+    note_request("waiting for embeddings")
+    name = model or lm.model
+    cache, mode = settings.cache, settings.cache_mode
+    key = None
+    if cache is not None and mode != "off":
+        key = embedding_key(lm, texts, name, salt=settings.cache_salt)
+        hit = cache.get_embeddings(key) if mode in _READS else None
+        if hit is not None:
+            record(hit.usage, cached=True)
+            return hit.vectors
+        if mode == "replay":
+            raise CacheMissError(
+                f"cache_mode='replay': no cached embeddings for this {name} request "
+                f"(key {key[:16]}...); record it first with cache_mode='read_write'",
+                key=key,
+            )
+    estimate = max(1, sum(len(t) for t in texts) // 4)
+    charged = await _admit_estimate(settings, lm, name, estimate)
+    try:
+        reply = await lm.aembed_response(texts, model=model)
+    except LMRateLimitError as exc:
+        if settings.rate_limit is not None and exc.retry_after:
+            settings.rate_limit.pause(exc.retry_after)
+        raise
+    await _settle_usage(settings, lm, name, reply, charged)
+    if key is not None and mode in _WRITES:
+        settings.cache.put_embeddings(key, reply)  # type: ignore[union-attr]  # key: a cache
+    return reply.vectors
+
+
 def _lookup(
     settings: Settings, lm: BaseLM, request: LMRequest
 ) -> tuple[str | None, LMResponse | None]:
@@ -112,20 +152,34 @@ async def _admit(settings: Settings, lm: BaseLM, request: LMRequest) -> int:
     """Check the budget and wait for the rate limit; returns the tokens charged to it."""
     if settings.budget is None and settings.rate_limit is None:
         return 0
-    estimate = estimate_tokens(request)
+    return await _admit_estimate(settings, lm, lm.model, estimate_tokens(request))
+
+
+async def _admit_estimate(settings: Settings, lm: BaseLM, model: str, estimate: int) -> int:
     if settings.budget is not None:
         endpoint = lm.endpoint if "cost" in settings.budget.limits else None
-        settings.budget.reserve(estimate, model=lm.model, endpoint=endpoint)
+        settings.budget.reserve(estimate, model=model, endpoint=endpoint)
     if settings.rate_limit is not None:
         return await settings.rate_limit.acquire(estimate)
     return 0
 
 
 async def _settle(settings: Settings, lm: BaseLM, response: LMResponse, charged: int) -> None:
+    await _settle_usage(settings, lm, lm.model, response, charged)
+
+
+async def _settle_usage(
+    settings: Settings,
+    lm: BaseLM,
+    model: str,
+    response: LMResponse | EmbeddingResponse,
+    charged: int,
+) -> None:
     if settings.rate_limit is not None:
         settings.rate_limit.observe(response.headers)
-        await settings.rate_limit.settle(charged, response.usage)
+        completion = isinstance(response, LMResponse)  # embeddings complete nothing
+        await settings.rate_limit.settle(charged, response.usage, completion=completion)
     if settings.budget is not None:
         endpoint = lm.endpoint if "cost" in settings.budget.limits else None
-        settings.budget.spend(response.usage, model=lm.model, endpoint=endpoint)
+        settings.budget.spend(response.usage, model=model, endpoint=endpoint)
     record(response.usage)

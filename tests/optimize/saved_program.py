@@ -40,3 +40,18 @@ def requests_for(program: ts.Module, tickets: list[str]) -> list[str]:
         finally:
             lm.close()
     return [json.dumps(body, ensure_ascii=False) for body in server.requests]
+
+
+def knn_requests_for(program: ts.Module, tickets: list[str]) -> list[str]:
+    """Every request ``program`` sends for ``tickets``: embeddings first, then chats, as JSON."""
+    answer = NearestDemo(TICKET_FALLBACK, ignore=TICKET_STOPWORDS)
+    with StandIn(answer=answer) as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-standin", max_retries=0)
+        try:
+            with ts.context(lm=lm):
+                for ticket in tickets:
+                    program(ticket=ticket)
+        finally:
+            lm.close()
+    bodies = [*server.embedding_requests, *server.requests]
+    return [json.dumps(body, ensure_ascii=False) for body in bodies]

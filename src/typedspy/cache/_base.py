@@ -5,11 +5,16 @@ from __future__ import annotations
 import abc
 import json
 import time
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from typedspy.lm._base import LMResponse
+from typedspy._types import Usage
+from typedspy.lm._base import EmbeddingResponse, LMResponse
 
 __all__ = ["Cache", "CacheMode", "decode_entry", "encode_entry"]
+
+_EMBEDDINGS = "embeddings"
+
+_Found = TypeVar("_Found", LMResponse | None, EmbeddingResponse | None)
 
 CacheMode = Literal["read_write", "read", "refresh", "replay", "off"]
 """How calls use the configured cache.
@@ -44,16 +49,28 @@ class Cache(abc.ABC):
     def get(self, key: str) -> LMResponse | None:
         """The cached response for ``key``, or ``None`` (missing, expired or unreadable)."""
         text = self._read(key, self._oldest_valid())
-        response = decode_entry(text) if text is not None else None
-        if response is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return response
+        return self._counted(decode_entry(text) if text is not None else None)
 
     def put(self, key: str, response: LMResponse) -> None:
         """Store ``response`` under ``key`` (replacing an older entry)."""
         self._write(key, encode_entry(response), time.time())
+
+    def get_embeddings(self, key: str) -> EmbeddingResponse | None:
+        """The cached ``/v1/embeddings`` reply for ``key``, or ``None``."""
+        text = self._read(key, self._oldest_valid())
+        return self._counted(_decode_embeddings(text) if text is not None else None)
+
+    def put_embeddings(self, key: str, response: EmbeddingResponse) -> None:
+        """Store an embeddings reply under ``key`` (its vectors and usage, as JSON)."""
+        usage = response.usage
+        entry = {
+            _EMBEDDINGS: {
+                "model": response.model,
+                "vectors": response.vectors,
+                "usage": [usage.prompt_tokens, usage.total_tokens],
+            }
+        }
+        self._write(key, json.dumps(entry, separators=(",", ":")), time.time())
 
     @abc.abstractmethod
     def clear(self) -> None:
@@ -70,6 +87,13 @@ class Cache(abc.ABC):
     @abc.abstractmethod
     def _write(self, key: str, text: str, now: float) -> None:
         """Store the JSON text, then evict beyond ``max_entries``."""
+
+    def _counted(self, found: _Found) -> _Found:
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
 
     def _oldest_valid(self) -> float:
         return time.time() - self.ttl if self.ttl is not None else float("-inf")
@@ -89,4 +113,14 @@ def decode_entry(text: str) -> LMResponse | None:
         entry = json.loads(text)
         return LMResponse.from_completion(entry["completion"], model=str(entry["model"]))
     except (ValueError, KeyError, TypeError, LMResponseError):
+        return None
+
+
+def _decode_embeddings(text: str) -> EmbeddingResponse | None:
+    try:
+        entry = json.loads(text)[_EMBEDDINGS]
+        prompt, total = entry["usage"]
+        vectors = [[float(v) for v in vector] for vector in entry["vectors"]]
+        return EmbeddingResponse(vectors, Usage(int(prompt), 0, int(total)), str(entry["model"]))
+    except (ValueError, KeyError, TypeError):
         return None

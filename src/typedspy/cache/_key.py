@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from typedspy.lm._base import BaseLM, LMRequest
 from typedspy.schema import SCHEMA_COMPILER_VERSION
 
-__all__ = ["KEY_FORMAT", "cache_key", "key_material"]
+__all__ = ["KEY_FORMAT", "cache_key", "embedding_key", "key_material"]
 
 KEY_FORMAT = 1
 """Version of the key material's layout; part of every key."""
@@ -38,6 +38,13 @@ def key_material(lm: BaseLM, request: LMRequest, *, salt: str = "") -> dict[str,
 def cache_key(lm: BaseLM, request: LMRequest, *, salt: str = "") -> str:
     """The hex SHA-256 of the canonical JSON of `key_material`."""
     return _digest(key_material(lm, request, salt=salt))
+
+
+def embedding_key(lm: BaseLM, texts: Sequence[str], model: str, *, salt: str = "") -> str:
+    """The key of an ``/v1/embeddings`` request: endpoint, model and texts (as sent), salt."""
+    body = {"model": model, "input": list(texts), "encoding_format": "float"}
+    material = {"format": KEY_FORMAT, "endpoint": lm.endpoint, "embeddings": body, "salt": salt}
+    return _digest(material)
 
 
 def _digest(material: Mapping[str, Any]) -> str:

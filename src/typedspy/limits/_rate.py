@@ -97,14 +97,22 @@ class RateLimit:
         await _take(self._tokens, charge - taken)
         return charge
 
-    async def settle(self, charged: int, usage: Usage) -> None:
-        """Reconcile a request's up-front charge with the tokens its reply reported."""
+    async def settle(self, charged: int, usage: Usage, *, completion: bool = True) -> None:
+        """Reconcile a request's up-front charge with the tokens its reply reported.
+
+        Args:
+            charged: What `acquire` charged for it.
+            usage: What its reply reported.
+            completion: Whether it was a completion (its completion tokens feed the average
+                added to later estimates); ``False`` for an embeddings request.
+        """
         if self._tokens is None:
             return
         actual = usage.total_tokens
         with self._lock:
-            self._completions += 1
-            self._completion_tokens += usage.completion_tokens
+            if completion:
+                self._completions += 1
+                self._completion_tokens += usage.completion_tokens
             if actual < charged:
                 self._credit += charged - actual
         if actual > charged:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from typedspy.lm._base import BaseLM, ChatMessage, LMRequest, LMResponse, ToolCall
+from typedspy.lm._base import (
+    BaseLM,
+    ChatMessage,
+    EmbeddingResponse,
+    LMRequest,
+    LMResponse,
+    ToolCall,
+)
 from typedspy.lm._fallback import FallbackLM, FallbackTrace, Skipped, Trigger
 from typedspy.lm._openai import LM
 
@@ -10,6 +17,7 @@ __all__ = [
     "LM",
     "BaseLM",
     "ChatMessage",
+    "EmbeddingResponse",
     "FallbackLM",
     "FallbackTrace",
     "LMRequest",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typedspy.lm._fallback import FallbackLM, Trigger
     from typedspy.lm._stream import LMChunk
 
-__all__ = ["BaseLM", "ChatMessage", "LMRequest", "LMResponse", "ToolCall"]
+__all__ = ["BaseLM", "ChatMessage", "EmbeddingResponse", "LMRequest", "LMResponse", "ToolCall"]
 
 ChatMessage = dict[str, Any]
 """One message in the OpenAI chat format: ``{"role": "user", "content": "..."}``, an assistant
@@ -42,6 +42,23 @@ class ToolCall:
     id: str
     name: str
     arguments: str
+
+
+@dataclass(frozen=True)
+class EmbeddingResponse:
+    """One ``/v1/embeddings`` reply: a vector per text, and what it cost.
+
+    Attributes:
+        vectors: One vector per text, in the order the texts were sent.
+        usage: Token counts reported by the endpoint (zeros when it reported none).
+        model: The embedding model that was asked.
+        headers: The rate-limit headers of the HTTP response, lower-cased.
+    """
+
+    vectors: list[list[float]]
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -284,6 +301,16 @@ class BaseLM(abc.ABC):
 
     async def aembed(self, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
         """Embed ``texts``, one vector per text (`LM` calls ``/v1/embeddings``).
+
+        Raises:
+            ConfigurationError: This LM cannot embed.
+        """
+        return (await self.aembed_response(texts, model=model)).vectors
+
+    async def aembed_response(
+        self, texts: Sequence[str], *, model: str | None = None
+    ) -> EmbeddingResponse:
+        """Embed ``texts`` in one request; the vectors with the usage and rate-limit headers.
 
         Raises:
             ConfigurationError: This LM cannot embed.

@@ -26,7 +26,7 @@ from typedspy.errors import (
     LMError,
     LMResponseError,
 )
-from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._openai_errors import rate_headers, translate
 from typedspy.lm._request import check_params, create_kwargs
@@ -227,28 +227,44 @@ class LM(BaseLM):
         extra = kwargs.pop("extra_body", None) or {}
         return {**kwargs, **extra}
 
-    async def aembed(self, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
-        """Embed ``texts`` through the endpoint's ``/v1/embeddings``, one vector per text.
+    async def aembed_response(
+        self, texts: Sequence[str], *, model: str | None = None
+    ) -> EmbeddingResponse:
+        """Embed ``texts`` through the endpoint's ``/v1/embeddings``, in one request.
 
         Args:
             texts: The texts, sent in one request.
             model: The embedding model (default: this LM's model name).
 
+        Returns:
+            One vector per text, the usage reported and the rate-limit headers.
+
         Raises:
             LMError: As for `acomplete`, or a reply without one vector per text.
         """
+        name = model or self.model
+        client = await self._aclient()
         try:
-            reply = await self.client.embeddings.create(
-                model=model or self.model, input=list(texts), encoding_format="float"
+            raw = await client.embeddings.with_raw_response.create(
+                model=name, input=list(texts), encoding_format="float"
             )
+            reply = raw.parse()
         except openai.OpenAIError as exc:
             raise self._translate(exc) from exc
+        except RuntimeError as exc:
+            raise self._other_loop(exc) from exc
         vectors = [list(item.embedding) for item in sorted(reply.data, key=lambda d: d.index)]
         if len(vectors) != len(texts):
-            raise LMResponseError(
-                f"{model or self.model}: {len(vectors)} embeddings for {len(texts)} texts"
-            )
-        return vectors
+            raise LMResponseError(f"{name}: {len(vectors)} embeddings for {len(texts)} texts")
+        usage = getattr(reply, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        total = int(getattr(usage, "total_tokens", 0) or prompt)
+        return EmbeddingResponse(
+            vectors,
+            Usage(prompt_tokens=prompt, total_tokens=total),
+            name,
+            _rate_headers(raw.headers),
+        )
 
     async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
         """Stream one completion (``stream=True`` with ``include_usage``), chunk by chunk.

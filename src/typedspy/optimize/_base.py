@@ -13,7 +13,7 @@ from typedspy.errors import ConfigurationError
 from typedspy.evaluation._example import Example
 from typedspy.limits import Budget
 from typedspy.modules import Module
-from typedspy.settings import get_settings
+from typedspy.settings import context, get_settings
 from typedspy.signature import Signature
 
 __all__ = ["Optimizer", "Plan", "calls_per_run", "demo_for", "fresh_copy"]
@@ -53,15 +53,21 @@ class Plan:
 class Optimizer:
     """Base class: ``compile`` returns a NEW program; the one passed in is never changed.
 
+    `acompile` checks the data, prints the plan (`make_plan`) with the budget that caps the
+    run, then optimizes (`_optimize`) under that budget: ``budget`` when the optimizer has
+    one, else the ``budget`` setting. Subclasses implement `make_plan` and `_optimize`.
+
     Attributes:
         plan: The plan of the last compile (None before the first).
         verbose: Print the plan before compiling.
         out: Where the plan is printed (default: standard output).
+        budget: A `ts.Budget` for every request the optimizer makes (None: the setting).
     """
 
     verbose: bool = True
     out: TextIO | None = None
     plan: Plan | None = None
+    budget: Budget | None = None
 
     async def acompile(
         self,
@@ -70,8 +76,23 @@ class Optimizer:
         *,
         valset: Sequence[Example] | None = None,
     ) -> Module:
-        """Optimize ``program`` on ``trainset``; return the optimized copy."""
-        raise NotImplementedError
+        """Optimize ``program`` on ``trainset``; return the optimized copy.
+
+        Raises:
+            ConfigurationError: An empty trainset, or an item that is not an `Example`.
+        """
+        name = type(self).__name__
+        items = check_trainset(trainset, name)
+        val = check_trainset(valset, f"{name} valset") if valset is not None else None
+        plan = self.make_plan(program, items, val)
+        plan.budget = self.budget or get_settings().budget
+        self.plan = plan
+        if self.verbose:
+            print(plan, file=self.out or sys.stdout, flush=True)
+        if self.budget is None:
+            return await self._optimize(program, items, val)
+        with context(budget=self.budget):
+            return await self._optimize(program, items, val)
 
     def compile(
         self,
@@ -86,10 +107,16 @@ class Optimizer:
             async_name=f"{type(self).__name__}.acompile",
         )
 
-    def _announce(self, plan: Plan) -> None:
-        self.plan = plan
-        if self.verbose:
-            print(plan, file=self.out or sys.stdout, flush=True)
+    def make_plan(
+        self, program: Module, items: list[Example], valset: list[Example] | None = None
+    ) -> Plan:
+        """What compiling ``program`` on ``items`` will do and the most it can spend."""
+        raise NotImplementedError
+
+    async def _optimize(
+        self, program: Module, items: list[Example], valset: list[Example] | None
+    ) -> Module:
+        raise NotImplementedError
 
 
 def check_trainset(trainset: Sequence[Example], who: str) -> list[Example]:

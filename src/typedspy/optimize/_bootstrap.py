@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,14 +16,12 @@ from typedspy.optimize._base import (
     Optimizer,
     Plan,
     calls_per_run,
-    check_trainset,
     demo_for,
     estimate_tokens,
     fresh_copy,
     predictors,
 )
 from typedspy.optimize._labeled import LabeledFewShot, with_labeled
-from typedspy.settings import get_settings
 
 __all__ = ["BootstrapFewShot", "BootstrapResult"]
 
@@ -116,7 +113,9 @@ class BootstrapFewShot(Optimizer):
         self.verbose = verbose
         self.result = BootstrapResult()
 
-    def make_plan(self, program: Module, items: list[Example]) -> Plan:
+    def make_plan(
+        self, program: Module, items: list[Example], valset: list[Example] | None = None
+    ) -> Plan:
         """The plan and budget for compiling ``program`` on ``items``."""
         per_run = calls_per_run(program)
         calls = self.max_rounds * len(items) * per_run
@@ -133,19 +132,11 @@ class BootstrapFewShot(Optimizer):
             ],
             max_calls=calls,
             est_tokens=estimate_tokens(items, calls, self.max_labeled_demos),
-            budget=self.budget or get_settings().budget,
         )
 
-    async def acompile(
-        self,
-        program: Module,
-        trainset: Sequence[Example],
-        *,
-        valset: Sequence[Example] | None = None,
+    async def _optimize(
+        self, program: Module, items: list[Example], valset: list[Example] | None
     ) -> Module:
-        """Return a copy of ``program`` with bootstrapped and labelled demos."""
-        items = check_trainset(trainset, "BootstrapFewShot")
-        self._announce(self.make_plan(program, items))
         teacher = self._teacher(program, items)
         self.result = await self.bootstrap(teacher, items)
         return self.assemble(program, items, self.result)

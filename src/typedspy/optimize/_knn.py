@@ -1,28 +1,31 @@
 """`KNNFewShot`: per input, the most similar training examples become the demos.
 
-Embeddings come from the endpoint's ``/v1/embeddings`` (`LM.aembed`); the vector math is
-numpy's (the ``typedspy[knn]`` extra, ADR-020).
+Embeddings come from the endpoint's ``/v1/embeddings`` through the request gate (so the
+response cache, a `ts.Budget` and a `ts.RateLimit` apply to them as to completions); the
+vector math is numpy's (the ``typedspy[knn]`` extra, ADR-020). A `KNNProgram` saves its
+training examples and their vectors with its predictors' state (ADR-039), so a reloaded one
+picks the same demos without embedding the training set again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from typedspy import _gate
 from typedspy.adapter import render_value
 from typedspy.errors import ConfigurationError
 from typedspy.evaluation._example import Example
+from typedspy.limits import Budget
 from typedspy.lm._base import BaseLM
 from typedspy.modules import Module
-from typedspy.optimize._base import Optimizer, Plan, check_trainset, fresh_copy
-from typedspy.optimize._labeled import with_labeled
+from typedspy.modules._state import typed_demo
+from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
 from typedspy.settings import resolve_lm
 
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
 __all__ = ["KNNFewShot", "KNNProgram"]
+
+_STATE_KEY = "knn"
 
 
 def _numpy() -> Any:
@@ -41,10 +44,24 @@ def embedding_text(inputs: Mapping[str, Any]) -> str:
 class KNNProgram(Module):
     """A program that picks its demos per call: the ``k`` training examples nearest the input.
 
-    Built by `KNNFewShot.compile`. Each call embeds the inputs (one ``/v1/embeddings``
-    request), ranks the training examples by cosine similarity (ties: training-set order),
-    and runs a copy of ``program`` with the ``k`` nearest, most similar first, as every
-    predictor's demos.
+    Built by `KNNFewShot.compile`, or from code and `load`-ed from a saved one. Each call
+    embeds the inputs (one ``/v1/embeddings`` request), ranks the training examples by cosine
+    similarity (ties: training-set order), and runs a copy of ``program`` with the ``k``
+    nearest, most similar first, as every predictor's demos.
+
+    Example:
+        ```python
+        program = ts.KNNProgram(ts.Predict(RouteTicket), lm=embedder)
+        program.load("knn.json")  # the training examples and their vectors come with it
+        ```
+
+    Args:
+        program: The program run with the chosen demos.
+        examples: The training examples (empty until compiled or loaded).
+        vectors: Their unit-length embeddings, one row per example.
+        k: Demos per call.
+        lm: The `LM` whose endpoint embeds (default: the configured LM at call time).
+        embedding_model: The embedding model name (default: the LM's model).
 
     Attributes:
         program: The program run with the chosen demos (its own demos are replaced per call).
@@ -55,24 +72,40 @@ class KNNProgram(Module):
     def __init__(
         self,
         program: Module,
-        examples: Sequence[Example],
-        vectors: npt.NDArray[np.float64],
+        examples: Sequence[Example] = (),
+        vectors: Sequence[Sequence[float]] | None = None,
         *,
-        k: int,
-        lm: BaseLM,
-        embedding_model: str | None,
+        k: int = 3,
+        lm: BaseLM | None = None,
+        embedding_model: str | None = None,
     ) -> None:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigurationError(f"KNNProgram: k={k!r}, expected an int >= 1")
         self.program = program
         self.examples = list(examples)
         self.k = k
-        self._vectors = vectors
+        self._vectors = _numpy().asarray(vectors if vectors is not None else [], dtype=float)
+        if len(self._vectors) != len(self.examples):
+            raise ConfigurationError(
+                f"KNNProgram: {len(self._vectors)} vectors for {len(self.examples)} examples"
+            )
         self._lm = lm
         self._embedding_model = embedding_model
 
     async def neighbours(self, inputs: Mapping[str, Any]) -> list[Example]:
-        """The ``k`` training examples nearest ``inputs``, most similar first."""
+        """The ``k`` training examples nearest ``inputs``, most similar first.
+
+        Raises:
+            ConfigurationError: No training examples (neither compiled nor loaded).
+        """
+        if not self.examples:
+            raise ConfigurationError(
+                "KNNProgram has no training examples: compile it with ts.KNNFewShot, "
+                "or load a saved KNN program"
+            )
         np_ = _numpy()
-        [query] = await self._lm.aembed([embedding_text(inputs)], model=self._embedding_model)
+        lm = resolve_lm(self._lm)
+        [query] = await _gate.embed(lm, [embedding_text(inputs)], model=self._embedding_model)
         q = np_.asarray(query, dtype=float)
         norm = np_.linalg.norm(q)
         sims = self._vectors @ (q / norm if norm else q)
@@ -82,7 +115,60 @@ class KNNProgram(Module):
     async def aforward(self, **inputs: Any) -> Any:
         """Run ``program`` with the nearest examples as demos."""
         chosen = await self.neighbours(inputs)
-        return await with_labeled(self.program, chosen).acall(**inputs)
+        compiled = fresh_copy(self.program)
+        for _, predictor in predictors(compiled):
+            sig = predictor.signature
+            demos = [demo_for(sig, ex) for ex in chosen]
+            predictor.demos = [typed_demo(sig, d) for d in demos if d is not None]
+        return await compiled.acall(**inputs)
+
+    def dump_state(self) -> dict[str, Any]:
+        """The program's predictors' state, plus ``"knn"``: k, the examples and their vectors.
+
+        Examples are written as `Example.to_dict` values (union members carry ``_type``) with
+        their input names; the vectors as lists of floats (exact in JSON).
+        """
+        return {
+            **super().dump_state(),
+            _STATE_KEY: {
+                "k": self.k,
+                "embedding_model": self._embedding_model,
+                "examples": [
+                    {"inputs": sorted(ex.inputs()), "values": ex.to_dict()}
+                    for ex in self.examples
+                ],
+                "vectors": self._vectors.tolist(),
+            },
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore `dump_state` output: all of it, or nothing when it does not fit.
+
+        Raises:
+            ConfigurationError: Not a KNN program's state, or its predictors' state does not
+                fit (see `Module.load_state`).
+        """
+        if not isinstance(state, Mapping) or not isinstance(state.get(_STATE_KEY), Mapping):
+            raise ConfigurationError(
+                f"saved state for KNNProgram needs a {_STATE_KEY!r} entry (save it from a "
+                "compiled KNNProgram)"
+            )
+        knn = state[_STATE_KEY]
+        try:
+            k = knn["k"]
+            examples = [
+                Example(**row["values"]).with_inputs(*row["inputs"]) for row in knn["examples"]
+            ]
+            vectors = _numpy().asarray(knn["vectors"], dtype=float)
+            if len(vectors) != len(examples) or (examples and vectors.ndim != 2):
+                raise ValueError(f"{len(vectors)} vectors for {len(examples)} examples")
+            model = knn.get("embedding_model")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigurationError(f"saved state for KNNProgram: unreadable {exc!r}") from exc
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigurationError(f"saved state for KNNProgram: k={k!r}")
+        super().load_state({name: v for name, v in state.items() if name != _STATE_KEY})
+        self.k, self.examples, self._vectors, self._embedding_model = k, examples, vectors, model
 
 
 class KNNFewShot(Optimizer):
@@ -98,6 +184,7 @@ class KNNFewShot(Optimizer):
         k: Demos per call.
         lm: The `LM` whose endpoint embeds (default: the configured LM).
         embedding_model: The embedding model name (default: the LM's model).
+        budget: A `ts.Budget` for the training set's embedding request (default: the setting).
         verbose: Print the plan before compiling.
     """
 
@@ -107,37 +194,38 @@ class KNNFewShot(Optimizer):
         *,
         lm: BaseLM | None = None,
         embedding_model: str | None = None,
+        budget: Budget | None = None,
         verbose: bool = True,
     ) -> None:
         if k < 1:
             raise ConfigurationError("KNNFewShot: k must be >= 1")
         self.k, self.lm, self.embedding_model, self.verbose = k, lm, embedding_model, verbose
+        self.budget = budget
 
-    async def acompile(
-        self,
-        program: Module,
-        trainset: Sequence[Example],
-        *,
-        valset: Sequence[Example] | None = None,
+    def make_plan(
+        self, program: Module, items: list[Example], valset: list[Example] | None = None
+    ) -> Plan:
+        """The plan: one embedding request for the training set; one more per call."""
+        texts = [embedding_text(ex.inputs()) for ex in items]
+        return Plan(
+            f"KNNFewShot(k={self.k})",
+            [
+                f"embed the inputs of {len(items)} training examples in one request",
+                f"at each call: embed the input (1 request) and use the {self.k} "
+                "nearest examples as demos",
+            ],
+            max_calls=1,
+            est_tokens=sum(len(t) for t in texts) // 4,
+        )
+
+    async def _optimize(
+        self, program: Module, items: list[Example], valset: list[Example] | None
     ) -> KNNProgram:
         """Embed the training inputs (one request) and return a `KNNProgram`."""
-        items = check_trainset(trainset, "KNNFewShot")
         np_ = _numpy()
-        texts = [embedding_text(ex.inputs()) for ex in items]
-        self._announce(
-            Plan(
-                f"KNNFewShot(k={self.k})",
-                [
-                    f"embed the inputs of {len(items)} training examples in one request",
-                    f"at each call: embed the input (1 request) and use the {self.k} "
-                    "nearest examples as demos",
-                ],
-                max_calls=1,
-                est_tokens=sum(len(t) for t in texts) // 4,
-            )
-        )
         lm = resolve_lm(self.lm)
-        raw = np_.asarray(await lm.aembed(texts, model=self.embedding_model), dtype=float)
+        texts = [embedding_text(ex.inputs()) for ex in items]
+        raw = np_.asarray(await _gate.embed(lm, texts, model=self.embedding_model), dtype=float)
         norms = np_.linalg.norm(raw, axis=1, keepdims=True)
         vectors = raw / np_.where(norms == 0, 1.0, norms)
         return KNNProgram(
@@ -145,6 +233,6 @@ class KNNFewShot(Optimizer):
             items,
             vectors,
             k=self.k,
-            lm=lm,
+            lm=self.lm,
             embedding_model=self.embedding_model,
         )

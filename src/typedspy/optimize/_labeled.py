@@ -8,14 +8,7 @@ from collections.abc import Sequence
 from typedspy.errors import ConfigurationError
 from typedspy.evaluation._example import Example
 from typedspy.modules import Module
-from typedspy.optimize._base import (
-    Optimizer,
-    Plan,
-    check_trainset,
-    demo_for,
-    fresh_copy,
-    predictors,
-)
+from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
 
 __all__ = ["LabeledFewShot"]
 
@@ -43,25 +36,22 @@ class LabeledFewShot(Optimizer):
             raise ConfigurationError("LabeledFewShot: k must be >= 0")
         self.k, self.sample, self.seed, self.verbose = k, sample, seed, verbose
 
-    async def acompile(
-        self,
-        program: Module,
-        trainset: Sequence[Example],
-        *,
-        valset: Sequence[Example] | None = None,
-    ) -> Module:
-        """Return a copy of ``program`` whose predictors hold the chosen demos."""
-        items = check_trainset(trainset, "LabeledFewShot")
+    def make_plan(
+        self, program: Module, items: list[Example], valset: list[Example] | None = None
+    ) -> Plan:
+        """The plan: which examples become demos; no LM calls."""
         how = f"a seeded sample (seed {self.seed})" if self.sample else "the first"
-        self._announce(
-            Plan(
-                f"LabeledFewShot(k={self.k})",
-                [
-                    f"take {how} {min(self.k, len(items))} of {len(items)} training "
-                    "examples as every predictor's demos"
-                ],
-            )
+        return Plan(
+            f"LabeledFewShot(k={self.k})",
+            [
+                f"take {how} {min(self.k, len(items))} of {len(items)} training "
+                "examples as every predictor's demos"
+            ],
         )
+
+    async def _optimize(
+        self, program: Module, items: list[Example], valset: list[Example] | None
+    ) -> Module:
         return with_labeled(program, self.pick(items))
 
     def pick(self, items: list[Example]) -> list[Example]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from typedspy.batch import BatchOptions
@@ -18,14 +17,12 @@ from typedspy.optimize._base import (
     Optimizer,
     Plan,
     calls_per_run,
-    check_trainset,
     estimate_tokens,
     fresh_copy,
     predictors,
 )
 from typedspy.optimize._bootstrap import BootstrapFewShot
 from typedspy.optimize._labeled import LabeledFewShot
-from typedspy.settings import get_settings
 
 __all__ = ["BootstrapFewShotWithRandomSearch", "Candidate"]
 
@@ -108,8 +105,11 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
         self.verbose = verbose
         self.candidates: list[Candidate] = []
 
-    def make_plan(self, program: Module, items: list[Example], val: list[Example]) -> Plan:
-        """The plan and budget for compiling ``program``."""
+    def make_plan(
+        self, program: Module, items: list[Example], valset: list[Example] | None = None
+    ) -> Plan:
+        """The plan and budget for compiling ``program`` (validating on ``valset`` or items)."""
+        val = valset if valset is not None else items
         per_run = calls_per_run(program)
         bootstraps = 1 + self.num_candidate_programs
         boot_calls = bootstraps * self.max_rounds * len(items) * per_run
@@ -127,20 +127,13 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
             ],
             max_calls=calls,
             est_tokens=estimate_tokens(items, calls, self.max_labeled_demos),
-            budget=self.budget or get_settings().budget,
         )
 
-    async def acompile(
-        self,
-        program: Module,
-        trainset: Sequence[Example],
-        *,
-        valset: Sequence[Example] | None = None,
+    async def _optimize(
+        self, program: Module, items: list[Example], valset: list[Example] | None
     ) -> Module:
         """Return the best-scoring candidate (a new program)."""
-        items = check_trainset(trainset, "BootstrapFewShotWithRandomSearch")
-        val = check_trainset(valset, "valset") if valset is not None else items
-        self._announce(self.make_plan(program, items, val))
+        val = valset if valset is not None else items
         rng = random.Random(self.seed)
         self.candidates = []
         best: tuple[float, Module] | None = None

@@ -1,0 +1,152 @@
+"""KNNFewShot's embeddings pass the request gate; a saved KNN program reloads elsewhere."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from saved_program import Pipeline, knn_requests_for
+from wire_demos import demos_sent
+
+import typedspy as ts
+from served import nearest, served
+from typedspy.testing import RouteTicket, support_tickets
+
+TRAIN, DEV = support_tickets()
+HERE = Path(__file__).parent
+TICKETS = [ex.ticket for ex in DEV[:4]]
+
+
+def knn(k: int = 2, **options: object) -> ts.KNNFewShot:
+    return ts.KNNFewShot(k=k, embedding_model="embed-1", verbose=False, **options)  # type: ignore[arg-type]
+
+
+# -- the gate ---------------------------------------------------------------------------------
+
+
+def test_a_cache_answers_repeated_embeddings_and_replays_them_offline() -> None:
+    cache = ts.MemoryCache()
+    with served(nearest()) as (server, _):
+        with ts.context(cache=cache):
+            first = knn().compile(ts.Predict(RouteTicket), TRAIN)
+            knn().compile(ts.Predict(RouteTicket), TRAIN)  # the training set: from the cache
+            recorded = first(**DEV[0].inputs())
+            first(**DEV[0].inputs())  # the query and the chat: from the cache
+        assert (len(server.embedding_requests), len(server.requests)) == (2, 1)
+        with ts.context(cache=cache, cache_mode="replay"):
+            again = knn().compile(ts.Predict(RouteTicket), TRAIN)
+            replayed = again(**DEV[0].inputs())
+            with pytest.raises(ts.CacheMissError, match="embeddings"):
+                again(**DEV[1].inputs())
+        assert (len(server.embedding_requests), len(server.requests)) == (2, 1)
+    assert replayed == recorded
+
+
+def test_a_budget_counts_embedding_requests_and_refuses_past_it() -> None:
+    with served(nearest()) as (server, _):
+        with pytest.raises(ts.BudgetExceededError):
+            knn(budget=ts.Budget(requests=0)).compile(ts.Predict(RouteTicket), TRAIN)
+        assert server.embedding_requests == []
+        budget = ts.Budget(requests=2)
+        with ts.context(budget=budget):
+            program = knn().compile(ts.Predict(RouteTicket), TRAIN)
+            with pytest.raises(ts.BudgetExceededError):
+                program(**DEV[0].inputs())  # the query's embedding is the 2nd: no chat left
+        assert budget.requests == 2
+        assert (len(server.embedding_requests), len(server.requests)) == (2, 0)
+        assert budget.usage.prompt_tokens > 0  # the embedding usage was spent
+
+
+def test_a_batch_counts_each_items_embedding_and_a_budget_refusal_is_its_result() -> None:
+    with served(nearest()) as (server, _):
+        program = knn().compile(ts.Predict(RouteTicket), TRAIN)
+        results = program.batch(
+            [ex.inputs() for ex in DEV[:3]], concurrency=1, budget=ts.Budget(requests=3)
+        )
+    assert [type(r).__name__ for r in results] == ["Prediction", *["BudgetExceededError"] * 2]
+    assert [item.requests for item in results.items] == [2, 1, 0]  # embedding + chat, ...
+    assert (len(server.embedding_requests), len(server.requests)) == (1 + 2, 1)
+
+
+class CountingLimit(ts.RateLimit):
+    """A rate limit that records what each request is charged (a user subclass)."""
+
+    def __init__(self) -> None:
+        super().__init__(tokens_per_minute=6_000_000)
+        self.estimates: list[int] = []
+
+    async def acquire(self, estimated_input_tokens: int) -> int:
+        self.estimates.append(estimated_input_tokens)
+        return await super().acquire(estimated_input_tokens)
+
+
+def test_a_rate_limit_is_charged_for_embeddings() -> None:
+    limit = CountingLimit()
+    with served(nearest()), ts.context(rate_limit=limit):
+        knn().compile(ts.Predict(RouteTicket), TRAIN)
+    texts = "".join(f"ticket: {ex.ticket}" for ex in TRAIN)
+    assert limit.estimates == [len(texts) // 4]
+
+
+# -- saved and reloaded -----------------------------------------------------------------------
+
+
+def compiled() -> ts.Module:
+    with served(nearest()):
+        return knn(k=3).compile(Pipeline(), TRAIN)
+
+
+def test_a_saved_knn_program_picks_the_same_demos_in_a_fresh_process(tmp_path: Path) -> None:
+    program = compiled()
+    path = tmp_path / "knn.json"
+    program.save(path)
+    here = knn_requests_for(program, TICKETS)
+    script = (
+        "import json, sys\n"
+        "import typedspy as ts\n"
+        "from saved_program import Pipeline, knn_requests_for\n"
+        "program = ts.KNNProgram(Pipeline())\n"
+        "program.load(sys.argv[1])\n"
+        "print(json.dumps(knn_requests_for(program, json.loads(sys.argv[2]))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path), json.dumps(TICKETS)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=HERE,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    there = json.loads(done.stdout)
+    assert there == here
+    embeds = [json.loads(b) for b in here[:4]]
+    assert [e["input"] for e in embeds] == [[f"ticket: {t}"] for t in TICKETS]  # no re-embedding
+    routes = [json.loads(b) for b in here[4:] if "route" in json.dumps(json.loads(b)["messages"])]
+    assert all(len(demos_sent(body)) == 3 for body in routes[::2])
+
+
+def test_saved_knn_state_is_json_and_refused_by_a_plain_program(tmp_path: Path) -> None:
+    program = compiled()
+    path = tmp_path / "knn.json"
+    program.save(path)
+    saved = json.loads(path.read_text())
+    assert sorted(saved) == ["knn", "program.explain", "program.route"]
+    rows = saved["knn"]["examples"]
+    assert rows[0]["inputs"] == ["ticket"]
+    assert rows[0]["values"]["route"]["_type"] in ("Billing", "Bug", "Account")
+    assert len(saved["knn"]["vectors"]) == len(TRAIN)
+    with pytest.raises(ts.ConfigurationError, match="knn"):
+        ts.KNNProgram(Pipeline()).load_state({k: v for k, v in saved.items() if k != "knn"})
+    fresh = ts.KNNProgram(Pipeline())
+    with pytest.raises(ts.ConfigurationError):
+        fresh.load_state({**saved, "knn": {**saved["knn"], "vectors": [[1.0]]}})
+    assert fresh.examples == []  # nothing changed
+
+
+def test_an_uncompiled_knn_program_says_what_is_missing() -> None:
+    with served(nearest()), pytest.raises(ts.ConfigurationError, match="no training examples"):
+        ts.KNNProgram(ts.Predict(RouteTicket))(**DEV[0].inputs())
