@@ -134,8 +134,7 @@ class KNNProgram(Module):
                 "k": self.k,
                 "embedding_model": self._embedding_model,
                 "examples": [
-                    {"inputs": sorted(ex.inputs()), "values": ex.to_dict()}
-                    for ex in self.examples
+                    {"inputs": sorted(ex.inputs()), "values": ex.to_dict()} for ex in self.examples
                 ],
                 "vectors": self._vectors.tolist(),
             },
