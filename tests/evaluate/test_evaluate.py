@@ -3,7 +3,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,3 +105,28 @@ def test_evaluate_runs_on_the_batch_machinery_budget_and_progress() -> None:
     assert report.failures == {"budget": 8}
     assert [i.failure for i in report.items[:5]] == [None, None, None, None, "budget"]
     assert seen == list(range(1, 13))
+
+
+def test_an_item_past_the_timeout_is_reported_as_a_timeout_and_the_others_score() -> None:
+    answer = nearest()
+    hung = DEV[1].ticket
+    release = threading.Event()
+
+    def reply(body: dict[str, Any]) -> str:
+        if hung in body["messages"][-1]["content"]:
+            release.wait(60)  # a bound; the test releases it as soon as the evaluation ends
+        return answer(body)
+
+    try:
+        with served(reply) as (server, _):  # type: ignore[arg-type]
+            report = ts.evaluate(ts.Predict(RouteTicket), DEV[:3], concurrency=3, timeout=3.0)
+    finally:
+        release.set()
+    assert [i.failure for i in report.items] == [None, "timeout", None]
+    assert report.failures == {"timeout": 1}
+    assert report.items[1].error is not None and "ItemTimeoutError" in report.items[1].error
+    assert report.items[1].score == 0.0
+    assert report.worst(1)[0].index == 1
+    assert report.slowest(1)[0].index == 1 and report.items[1].seconds >= 3.0
+    assert len(server.requests) == 3
+    assert "failures         timeout 1" in report.table()
