@@ -145,6 +145,7 @@ def test_a_hanging_item_times_out_alone_and_its_request_is_cancelled(
     assert isinstance(results[0], ts.ItemTimeoutError)
     assert isinstance(results[0], TimeoutError)
     assert results[0].timeout == 3.0
+    assert results.items[0].seconds >= 3.0 > results.items[1].seconds
     assert [r.doubled for r in results[1:]] == [2, 4]  # type: ignore[union-attr]
 
 

@@ -31,6 +31,8 @@ class BatchItem(Generic[R]):
         usage: Tokens the endpoint reported for this item's requests (cache hits excluded).
         requests: Requests this item sent to the endpoint.
         cached: Requests this item had answered from the response cache.
+        seconds: Wall time of the item's run (up to its timeout when it timed out; 0 for
+            an item that never started).
     """
 
     index: int
@@ -39,6 +41,7 @@ class BatchItem(Generic[R]):
     usage: Usage = field(default_factory=Usage)
     requests: int = 0
     cached: int = 0
+    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:

@@ -158,12 +158,14 @@ class _Run:
         inputs = self.items[index]
         meter = UsageMeter()
         result: Any
+        start = time.perf_counter()
         with metering(meter):
             try:
                 result = await _within(self.timeout, lambda: module.acall(**inputs))
             except Exception as exc:  # the item's outcome; BaseExceptions end the batch
                 result = exc
-        return BatchItem(index, inputs, result, meter.usage, meter.requests, meter.cached)
+        seconds = time.perf_counter() - start
+        return BatchItem(index, inputs, result, meter.usage, meter.requests, meter.cached, seconds)
 
     def _count(self, item: BatchItem[Any]) -> None:
         self.totals.usage += item.usage

@@ -132,7 +132,11 @@ async def run_observed(
     )
     outcomes: list[Outcome] = []
     for item in results.items:
-        outcome = item.result if isinstance(item.result, Outcome) else Outcome(error=item.error)
+        outcome = (
+            item.result
+            if isinstance(item.result, Outcome)
+            else Outcome(error=item.error, seconds=item.seconds)
+        )
         outcome.usage, outcome.calls, outcome.cached = item.usage, item.requests, item.cached
         outcomes.append(outcome)
     return outcomes
