@@ -263,7 +263,7 @@ class LM(BaseLM):
             vectors,
             Usage(prompt_tokens=prompt, total_tokens=total),
             name,
-            _rate_headers(raw.headers),
+            rate_headers(raw.headers),
         )
 
     async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
