@@ -2,7 +2,8 @@
 
 Shows what a profile changes on the wire (schema target, shape hint, token cap), a custom
 profile, and the typed outcome of silent server failures: a schema not enforced, a whitespace
-loop, a repetition loop (each with its bounded remedy) and a genuinely long answer.
+loop, a repetition loop (each with its bounded remedy) and a genuinely long answer; then each
+profile against a stand-in impersonating its server's quirks.
 
 Run: ``python examples/profiles_and_failure_kinds.py``
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 
 import typedspy as ts
-from typedspy.testing import Reply, StandIn
+from typedspy.testing import Quirks, Reply, StandIn
 
 
 class Triage(ts.Signature):
@@ -56,6 +57,16 @@ def outcome(profile: str, *replies: Reply | str) -> None:
         print(f"  urgency={result.urgency} attempts={kinds} requests={sent}")
 
 
+def impersonated(profile: str) -> None:
+    """The profile against a stand-in failing the way that profile's server fails, once."""
+    with StandIn(quirks=Quirks.of(profile, times=1)) as server:
+        lm = ts.LM("local", base_url=server.base_url, api_key="offline", profile=profile)
+        result = ts.Predict(Triage, lm=lm).try_call(ticket=TICKET)
+        lm.close()
+    shown = result if isinstance(result, ts.TypedspyError) else [a.kind for a in result.attempts]
+    print(f"{profile:>10}: {shown}")
+
+
 def main() -> None:
     print("== what each profile sends for the same call")
     for name in ("openai", "vllm", "llama.cpp"):
@@ -72,6 +83,10 @@ def main() -> None:
     print("== a genuinely long answer: truncated, not retried")
     long = '{"summary": "' + " ".join(f"detail {i}" for i in range(200))
     outcome("llama.cpp", Reply(content=long, finish_reason="length"))
+
+    print("\n== each profile against a server with its quirks (Quirks.of), failing once")
+    for name in ("openai", "vllm", "llama.cpp", "ollama", "lmstudio"):
+        impersonated(name)
 
 
 if __name__ == "__main__":

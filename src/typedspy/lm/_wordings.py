@@ -32,6 +32,7 @@ _UNSUPPORTED_WORDINGS = re.compile(
     r"|enabled only for|only supported (?:for|with|on)"  # Azure: "enabled only for api versions"
     r"|not one of the allowed values"  # Groq: "'response_format.type' : value is not one of..."
     r"|--enable-auto-tool-choice"  # vLLM started without tool calling
+    r"|'response_format\.type' must be"  # LM Studio on json_object (lmstudio-bug-tracker#189)
 )
 # The feature works but the request's schema or arguments are wrong: not "unsupported".
 _NOT_ABOUT_SUPPORT = re.compile(r"invalid schema for|is not permitted|invalid_json_schema")

@@ -9,6 +9,7 @@ from typedspy.testing._embeddings import embed_text
 from typedspy.testing._fake_lm import FakeLM, FakeReply
 from typedspy.testing._nearest import NearestDemo
 from typedspy.testing._payloads import chat_chunk, chat_completion, error_body, sse_body
+from typedspy.testing._quirks import Quirks
 from typedspy.testing._tickets import (
     TICKET_FALLBACK,
     TICKET_STOPWORDS,
@@ -31,6 +32,7 @@ __all__ = [
     "FakeLM",
     "FakeReply",
     "NearestDemo",
+    "Quirks",
     "Reply",
     "RouteTicket",
     "StandIn",

@@ -8,11 +8,10 @@ answered with data generated from the requested schema.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from typedspy.schema.targets._openai_rules import check_name, check_openai_strict, format_violation
@@ -23,17 +22,20 @@ from typedspy.testing._payloads import (
     error_body,
     usage_for,
 )
+from typedspy.testing._quirks import Quirks, spoil
+from typedspy.testing._requests import (
+    Outcome,
+    Rejected,
+    forced_tool,
+    function_of,
+    json_object_content,
+    missing,
+    structured,
+)
 
 __all__ = ["PLAIN_REPLY", "Outcome", "Reply", "Responder"]
 
 PLAIN_REPLY = "standin reply"
-_FENCED_JSON = re.compile(r"```json\s*\n(.*?)```", re.DOTALL | re.IGNORECASE)
-_EMPTY_PARAMETERS = {
-    "type": "object",
-    "properties": {},
-    "required": [],
-    "additionalProperties": False,
-}
 _DEFAULT_ERRORS: Mapping[int, tuple[str, str, str | None]] = {
     400: ("Bad request.", "invalid_request_error", None),
     401: ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
@@ -71,29 +73,6 @@ class Reply:
     usage: dict[str, int] | None = None
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """An answer to send: status, JSON body, extra headers, and SSE chunks when streaming."""
-
-    status: int
-    body: dict[str, Any]
-    headers: Mapping[str, str] = field(default_factory=dict)
-    chunks: list[dict[str, Any]] | None = None
-
-
-class _Rejected(Exception):
-    """A 400 (or other error) found while checking a request."""
-
-    def __init__(self, message: str, *, param: str | None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.outcome = Outcome(400, error_body(message, param=param, code=code))
-
-
-def _missing(where: str) -> _Rejected:
-    message = f"Missing required parameter: '{where}'."
-    return _Rejected(message, param=where, code="missing_required_parameter")
-
-
 class Responder:
     """Decides the answer to each request; thread-safe."""
 
@@ -105,8 +84,10 @@ class Responder:
         seed: int,
         model: str,
         answer: Callable[[dict[str, Any]], Reply | str | dict[str, Any] | None] | None = None,
+        quirks: Quirks | None = None,
     ) -> None:
         self.answer = answer
+        self.quirks = quirks or Quirks()
         self.supports_json_schema = supports_json_schema
         self.supports_tools = supports_tools
         self.seed = seed
@@ -114,6 +95,7 @@ class Responder:
         self._lock = threading.Lock()
         self._queue: deque[Reply | str | dict[str, Any]] = deque()
         self._count = 0
+        self._spoiled = 0
 
     def enqueue(self, *replies: Reply | str | dict[str, Any]) -> None:
         with self._lock:
@@ -131,9 +113,9 @@ class Responder:
             return self._scripted(scripted, req)
         try:
             if not isinstance(request, dict):
-                raise _Rejected("The request body must be a JSON object.", param=None)
+                raise Rejected("The request body must be a JSON object.", param=None)
             return self._generated(req, self.seed + index)
-        except _Rejected as rejected:
+        except Rejected as rejected:
             return rejected.outcome
 
     # --- scripted -----------------------------------------------------------------------
@@ -160,15 +142,20 @@ class Responder:
 
     def _generated(self, req: dict[str, Any], seed: int) -> Outcome:
         if not isinstance(req.get("messages"), list):
-            raise _missing("messages")
+            raise missing("messages")
         if not isinstance(req.get("model"), str):
-            raise _missing("model")
-        content = self._content(req, seed)
+            raise missing("model")
+        content, finish_reason = self._content(req, seed)
         tools = self._tools(req)
-        forced = _forced_tool(req, tools)
+        forced = forced_tool(req, tools)
+        if self.quirks.constrains_tool_steps and structured(req):
+            forced = None  # the format constrains the tool step too: no call can come out
         if forced is None:
             completion = chat_completion(
-                content, model=self._model(req), usage=_usage(req, content)
+                content,
+                finish_reason=finish_reason,
+                model=self._model(req),
+                usage=_usage(req, content),
             )
             return _finish(completion, req, {})
         parameters = tools[forced]
@@ -182,33 +169,51 @@ class Responder:
         )
         return _finish(completion, req, {})
 
-    def _content(self, req: dict[str, Any], seed: int) -> str:
+    def _content(self, req: dict[str, Any], seed: int) -> tuple[str, str]:
+        """The reply's content for the request's format, and its finish reason."""
         fmt = req.get("response_format")
         if fmt is None:
-            return PLAIN_REPLY
+            return PLAIN_REPLY, "stop"
         if not isinstance(fmt, dict):
-            raise _Rejected(
+            raise Rejected(
                 "Invalid type for 'response_format': expected an object.",
                 param="response_format",
                 code="invalid_type",
             )
         kind = fmt.get("type")
         if kind == "text":
-            return PLAIN_REPLY
+            return PLAIN_REPLY, "stop"
+        if kind == "json_object" and self.quirks.rejects_json_object:
+            raise Rejected(
+                "'response_format.type' must be 'json_schema'", param="response_format.type"
+            )
         if kind == "json_object":
-            return _json_object_content(req, seed)
+            content, schema = json_object_content(req, seed)
+            return self._quirky(content, schema, req)
         if kind == "json_schema":
-            return self._json_schema_content(fmt, seed)
-        raise _Rejected(
+            content, schema = self._json_schema_content(fmt, seed)
+            return self._quirky(content, schema, req)
+        raise Rejected(
             f"Invalid value: {json.dumps(kind)}. Supported values are: 'json_object', "
             "'json_schema', and 'text'.",
             param="response_format.type",
             code="invalid_value",
         )
 
-    def _json_schema_content(self, fmt: dict[str, Any], seed: int) -> str:
+    def _quirky(self, content: str, schema: dict[str, Any], req: dict[str, Any]) -> tuple[str, str]:
+        """``content`` as the impersonated server would send it (spoiled ``times`` times)."""
+        if not self.quirks.spoils_output or not content.startswith("{"):
+            return content, "stop"
+        with self._lock:
+            if self.quirks.times is not None and self._spoiled >= self.quirks.times:
+                return content, "stop"
+            self._spoiled += 1
+        cap = req.get("max_tokens", req.get("max_completion_tokens"))
+        return spoil(self.quirks, content, schema, cap if isinstance(cap, int) else None)
+
+    def _json_schema_content(self, fmt: dict[str, Any], seed: int) -> tuple[str, dict[str, Any]]:
         if not self.supports_json_schema:
-            raise _Rejected(
+            raise Rejected(
                 "Invalid parameter: 'response_format' of type 'json_schema' is not supported "
                 "with this model.",
                 param="response_format",
@@ -216,22 +221,23 @@ class Responder:
             )
         spec = fmt.get("json_schema")
         if not isinstance(spec, dict):
-            raise _missing("response_format.json_schema")
+            raise missing("response_format.json_schema")
         if "name" not in spec:
-            raise _missing("response_format.json_schema.name")
+            raise missing("response_format.json_schema.name")
         name, schema = spec["name"], spec.get("schema")
         # OpenAI checks the name whether or not the schema is strict.
         bad_name = check_name(name)
         if bad_name:
             message = format_violation(bad_name[0], name=str(name))
-            raise _Rejected(message, param="response_format.json_schema.name", code="invalid_value")
-        violations = check_openai_strict(schema, name=name) if spec.get("strict") is True else []
+            raise Rejected(message, param="response_format.json_schema.name", code="invalid_value")
+        strict = spec.get("strict") is True and not self.quirks.ignores_strict
+        violations = check_openai_strict(schema, name=name) if strict else []
         if violations:
             message = format_violation(violations[0], name=name)
-            raise _Rejected(message, param="response_format", code="invalid_json_schema")
+            raise Rejected(message, param="response_format", code="invalid_json_schema")
         if not isinstance(schema, dict):
-            return "{}"
-        return json.dumps(generate_instance(schema, seed=seed), separators=(",", ":"))
+            return "{}", {}
+        return json.dumps(generate_instance(schema, seed=seed), separators=(",", ":")), schema
 
     def _tools(self, req: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """The request's functions by name, after OpenAI's checks on them."""
@@ -239,105 +245,26 @@ class Responder:
         if tools is None:
             return {}
         if not self.supports_tools:
-            raise _Rejected(
+            raise Rejected(
                 "Unsupported parameter: 'tools' is not supported with this model.",
                 param="tools",
                 code="unsupported_parameter",
             )
         if not isinstance(tools, list) or not tools:
-            raise _Rejected(
+            raise Rejected(
                 "Invalid 'tools': expected a non-empty array.", param="tools", code="invalid_value"
             )
         found: dict[str, dict[str, Any]] = {}
         for index, tool in enumerate(tools):
-            name, parameters = _function(tool, index)
+            name, parameters = function_of(
+                tool, index, checks_strict=not self.quirks.ignores_strict
+            )
             found[name] = parameters
         return found
 
     def _model(self, req: dict[str, Any]) -> str:
         model = req.get("model")
         return model if isinstance(model, str) else self.model
-
-
-def _function(tool: object, index: int) -> tuple[str, dict[str, Any]]:
-    where = f"tools[{index}].function"
-    spec = tool.get("function") if isinstance(tool, dict) else None
-    if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(spec, dict):
-        raise _missing(where)
-    name = spec.get("name")
-    bad_name = check_name(name)
-    if bad_name or not isinstance(name, str):  # check_name flags every non-string
-        message = f"Invalid '{where}.name': {bad_name[0].message}"
-        raise _Rejected(message, param=f"{where}.name", code="invalid_value")
-    parameters = spec.get("parameters", _EMPTY_PARAMETERS)
-    violations = check_openai_strict(parameters, name=name) if spec.get("strict") is True else []
-    if violations:
-        message = format_violation(violations[0], name=name, kind="function")
-        raise _Rejected(message, param=f"{where}.parameters", code="invalid_function_parameters")
-    return name, parameters if isinstance(parameters, dict) else {}
-
-
-def _forced_tool(req: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str | None:
-    choice = req.get("tool_choice")
-    if choice is None:
-        return None
-    if not tools:
-        raise _Rejected(
-            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
-            "specified.",
-            param="tool_choice",
-        )
-    if choice in ("none", "auto"):
-        return None
-    if choice == "required":
-        return next(iter(tools))
-    function = choice.get("function") if isinstance(choice, dict) else None
-    name = function.get("name") if isinstance(function, dict) else None
-    if name in tools:
-        return str(name)
-    raise _Rejected(
-        f"Invalid value for 'tool_choice': function {json.dumps(name)} is not among 'tools'.",
-        param="tool_choice",
-        code="invalid_value",
-    )
-
-
-def _json_object_content(req: dict[str, Any], seed: int) -> str:
-    texts = list(_message_texts(req["messages"]))
-    if not any("json" in text.lower() for _, text in texts):
-        raise _Rejected(
-            "'messages' must contain the word 'json' in some form, to use 'response_format' of "
-            "type 'json_object'.",
-            param="messages",
-        )
-    for role, text in texts:
-        if role not in ("system", "developer", "user"):
-            continue
-        for block in _FENCED_JSON.findall(text):
-            try:
-                schema = json.loads(block)
-            except ValueError:
-                continue
-            if isinstance(schema, dict) and "properties" in schema:
-                return json.dumps(generate_instance(schema, seed=seed), separators=(",", ":"))
-    return "{}"
-
-
-def _message_texts(messages: list[Any]) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for message in messages:
-        if not isinstance(message, dict):
-            continue
-        role, content = str(message.get("role")), message.get("content")
-        if isinstance(content, str):
-            out.append((role, content))
-        elif isinstance(content, list):
-            out.extend(
-                (role, part["text"])
-                for part in content
-                if isinstance(part, dict) and isinstance(part.get("text"), str)
-            )
-    return out
 
 
 def _usage(req: dict[str, Any], produced: str) -> dict[str, int]:

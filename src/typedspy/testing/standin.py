@@ -11,24 +11,23 @@ Run it by hand with ``python -m typedspy.testing.standin --port 8000``.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
-import signal
 import socket
 import socketserver
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any
 
 from typedspy.testing._embeddings import embeddings_outcome
 from typedspy.testing._payloads import error_body, sse_event
+from typedspy.testing._quirks import Quirks
 from typedspy.testing._responder import Outcome, Reply, Responder
 
-__all__ = ["Reply", "StandIn", "main"]
+__all__ = ["Quirks", "Reply", "StandIn", "main"]
 
 _CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 _MODELS_PATHS = ("/v1/models", "/models")
@@ -58,6 +57,7 @@ class StandIn:
         model: str = "standin-1",
         chunk_delay: float = 0.0,
         answer: Callable[[dict[str, Any]], Reply | str | dict[str, Any] | None] | None = None,
+        quirks: Quirks | None = None,
     ) -> None:
         """Configure the server; nothing listens until :meth:`start`.
 
@@ -74,6 +74,8 @@ class StandIn:
                 :meth:`enqueue`); returning None falls back to generated data. Scripted
                 replies still come first. ``/v1/embeddings`` always answers with
                 deterministic bag-of-words vectors (texts sharing words are close).
+            quirks: Misbehave like a non-OpenAI server (`Quirks.of("vllm")`, ...): ignore
+                ``strict``, fail open, loop, reject JSON mode, constrain tool steps.
         """
         self.host = host
         self.requests: list[dict[str, Any]] = []
@@ -90,6 +92,7 @@ class StandIn:
             seed=seed,
             model=model,
             answer=answer,
+            quirks=quirks,
         )
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -366,47 +369,14 @@ def _not_found(method: str, path: str) -> Outcome:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the stand-in from the command line until Ctrl-C or SIGTERM.
-
-    Args:
-        argv: Arguments (defaults to ``sys.argv[1:]``).
+    """Serve until SIGTERM or Ctrl-C: ``python -m typedspy.testing.standin --help``.
 
     Returns:
         The exit status.
     """
-    parser = argparse.ArgumentParser(
-        prog="python -m typedspy.testing.standin",
-        description="Offline OpenAI-compatible server for typedspy tests and demos.",
-    )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--model", default="standin-1")
-    parser.add_argument("--no-json-schema", action="store_true", help="reject json_schema")
-    parser.add_argument("--no-tools", action="store_true", help="reject tools")
-    args = parser.parse_args(argv)
-    server = StandIn(
-        host=args.host,
-        port=args.port,
-        supports_json_schema=not args.no_json_schema,
-        supports_tools=not args.no_tools,
-        seed=args.seed,
-        model=args.model,
-    )
-    done = threading.Event()
+    from typedspy.testing._cli import run
 
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        done.set()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    with server:
-        print(f"typedspy stand-in listening on {server.base_url}", flush=True)
-        try:
-            while not done.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            pass
-    return 0
+    return run(argv)
 
 
 if __name__ == "__main__":
