@@ -13,19 +13,7 @@ import typedspy as ts
 
 CASES = compiled_schemas()
 SAMPLES = 4
-# Gaps this suite found and that are being fixed; strict xfails, so a fix must remove its line.
-KNOWN_GAPS = {
-    "shapes.Invoice[json-schema]": "Decimal's string branch has no enforceable pattern (#8)",
-    "shapes.Meeting[json-schema]": "RFC 3339 date-times Pydantic refuses: 't', second 60 (#9)",
-    "test_compile_strict.Kitchen[json-schema]": "llguidance refuses uniqueItems (set[str]) (#8)",
-    "test_compile_targets.Rich[json-schema]": "llguidance refuses uniqueItems (set[str]) (#8)",
-}
-PARAMS = [
-    pytest.param(*case, id=case[0], marks=[pytest.mark.xfail(reason=KNOWN_GAPS[case[0]])])
-    if case[0] in KNOWN_GAPS
-    else pytest.param(*case, id=case[0])
-    for case in CASES
-]
+PARAMS = [pytest.param(*case, id=case[0]) for case in CASES]
 
 
 def test_the_corpus_covers_the_suites_signatures() -> None:

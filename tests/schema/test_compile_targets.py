@@ -97,8 +97,10 @@ def test_json_schema_keeps_string_length() -> None:
     assert prop["description"] == "a short name"
 
 
-def test_json_schema_keeps_unique_items() -> None:
-    assert js(Rich)["properties"]["tags"]["uniqueItems"] is True
+def test_json_schema_restates_unique_items_no_engine_enforces() -> None:
+    tags = js(Rich)["properties"]["tags"]
+    assert "uniqueItems" not in tags  # llguidance refuses it, xgrammar lacks it
+    assert tags["description"] == "Items must be unique"
 
 
 def test_json_schema_keeps_defaults() -> None:
@@ -144,8 +146,10 @@ def test_json_schema_is_meta_valid_and_validates_instances() -> None:
         "counts": {"a": 1},
     }
     assert list(Draft202012Validator(schema).iter_errors(good)) == []
-    bad = {**good, "tags": ["a", "a"], "name": "a"}
-    assert len(list(Draft202012Validator(schema).iter_errors(bad))) == 2
+    bad = {**good, "tags": ["a", "a"], "name": "a"}  # duplicates: only a local check now
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(bad)] == [
+        "'a' is too short"
+    ]
 
 
 def test_targets_share_the_output_model() -> None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from typedspy.schema._patterns import DECIMAL
 from typedspy.signature._unions import NOMATCH_TAG, OTHER_TAG, TAG_PREFIX, TYPE_KEY
 
 __all__ = ["JSONSchema", "iter_subschemas", "neutral_schema"]
@@ -42,6 +43,14 @@ class _TaggingGenerator(GenerateJsonSchema):
             else:
                 branches.append({**sub, _MARKER: str(tag)[len(TAG_PREFIX) :]})
         return {"anyOf": branches}
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        """Pydantic's, with a pattern engines can enforce on the string branch."""
+        out = super().decimal_schema(schema)
+        for branch in out.get("anyOf", [out]):
+            if branch.get("type") == "string":
+                branch["pattern"] = DECIMAL  # Pydantic's own (if any) uses a look-ahead
+        return out
 
 
 def iter_subschemas(node: JSONSchema) -> Iterator[JSONSchema]:

@@ -9,11 +9,9 @@ and restated in the ``description``; local validation still enforces them (ADR-0
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from typedspy.errors import SchemaError
 from typedspy.schema._generate import JSONSchema
+from typedspy.schema.targets._notes import restate, with_notes
 from typedspy.schema.targets._openai_rules import (
     SUPPORTED_STRING_FORMATS,
     check_openai_strict,
@@ -24,35 +22,6 @@ __all__ = ["to_openai_strict"]
 
 _DROP = ("title", "default", "examples", "discriminator", "$schema", "readOnly", "writeOnly")
 _ANNOTATION_ONLY = {"description", "title", "default", "examples"}
-
-
-def _say(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _restate(node: JSONSchema, key: str, notes: list[str]) -> None:
-    """Remove an unsupported keyword, keeping its meaning as text for the model."""
-    value = node.pop(key)
-    phrases = {
-        "minLength": f"at least {value} characters",
-        "maxLength": f"at most {value} characters",
-        "uniqueItems": "items must be unique" if value else "",
-        "minProperties": f"at least {value} entries",
-        "maxProperties": f"at most {value} entries",
-        "format": f"format: {value}",
-        "default": f"default: {_say(value)}",
-    }
-    phrase = phrases.get(key, f"{key}: {_say(value)}")
-    if phrase:
-        notes.append(phrase)
-
-
-def _with_notes(node: JSONSchema, notes: list[str]) -> JSONSchema:
-    if notes:
-        text = "; ".join(notes)
-        desc = node.get("description")
-        node["description"] = f"{desc} ({text})" if desc else text[0].upper() + text[1:]
-    return node
 
 
 class _Strict:
@@ -74,17 +43,17 @@ class _Strict:
         elif kind == "string":
             for key in ("minLength", "maxLength"):
                 if key in node:
-                    _restate(node, key, notes)
+                    restate(node, key, notes)
             if "format" in node and node["format"] not in SUPPORTED_STRING_FORMATS:
-                _restate(node, "format", notes)
-        return _with_notes(node, notes)
+                restate(node, "format", notes)
+        return with_notes(node, notes)
 
     def _prepare(
         self, node: JSONSchema, path: tuple[str | int, ...], notes: list[str]
     ) -> JSONSchema:
         """Drop what strict mode rejects, merge ``allOf``/``oneOf``, and refuse ``Any``."""
         if "default" in node and node["default"] is not None:
-            _restate(node, "default", notes)
+            restate(node, "default", notes)
         for key in _DROP:
             node.pop(key, None)
         if "oneOf" in node:
@@ -143,7 +112,7 @@ class _Strict:
             )
         for key in ("minProperties", "maxProperties", "patternProperties", "propertyNames"):
             if key in node:
-                _restate(node, key, notes)
+                restate(node, key, notes)
         node["properties"] = {
             name: self.convert(sub, (*path, "properties", name))
             for name, sub in (props or {}).items()
@@ -166,7 +135,7 @@ class _Strict:
         key_schema.setdefault("type", "string")
         for key in ("minProperties", "maxProperties"):
             if key in node:
-                _restate(node, key, notes)
+                restate(node, key, notes)
         pair = {
             "type": "object",
             "properties": {
@@ -197,10 +166,10 @@ class _Strict:
             order = ", ".join(_brief(m) for m in members)
             notes.append(f"in this order: {order}")
         if "uniqueItems" in node:
-            _restate(node, "uniqueItems", notes)
+            restate(node, "uniqueItems", notes)
         for key in ("contains", "minContains", "maxContains", "unevaluatedItems"):
             if key in node:
-                _restate(node, key, notes)
+                restate(node, key, notes)
         items = node.get("items")
         if not isinstance(items, dict) or items == {}:
             raise SchemaError(
