@@ -122,7 +122,10 @@ async def main() -> None:
         f"  (median sequential ratio over rounds: "
         f"{statistics.median(o / r for o, r in zip(seq_ours, seq_raw, strict=True)):.3f}x)"
     )
-    print(f"request body: {tokens} o200k_base tokens (leanest peer measured: about 380)")
+    print(
+        f"request body: {tokens} o200k_base tokens, {tokens / 380:.3f}x the leanest peer's 380 "
+        f"(target <= 0.90x)"
+    )
     print("request body sent:")
     print(json.dumps(body, indent=1)[:3000])
 
