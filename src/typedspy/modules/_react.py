@@ -28,7 +28,7 @@ from typedspy.modules._confirm import ResumeState, approvals
 from typedspy.modules._history import History, history_messages
 from typedspy.modules._module import Module
 from typedspy.modules._predict import Predict
-from typedspy.modules._react_run import Run, raise_for_finish
+from typedspy.modules._react_run import MAX_TOOL_CALLS, Run, raise_for_finish
 from typedspy.modules._react_state import ResumePoint, resume_point
 from typedspy.modules._react_steps import (
     FINISH,
@@ -42,7 +42,7 @@ from typedspy.modules._resume_store import ResumeStore, default_resume_store
 from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 from typedspy.prediction import Prediction
 from typedspy.schema import compile_schema
-from typedspy.settings import resolve_lm
+from typedspy.settings import get_settings, resolve_lm
 from typedspy.signature import Signature, make_signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import Tool, Toolset
@@ -80,6 +80,11 @@ class ReAct(Module, Generic[SigT]):
             endpoint rejects tools), ``"tools"`` (native only) or ``"union"`` (fallback only).
         resume_store: Where answered pauses are recorded, so resuming twice from one saved
             `ResumeState` runs the approved call once (default: a store in this process).
+        max_tool_calls: The most tool calls one step runs (at least 1); further calls of the
+            same model message are answered with an error observation and not run.
+        token_budget: The tokens the run's own requests may spend (steps and extraction);
+            defaults to the ``token_budget`` setting. Reached without an answer, the run
+            raises `TokenBudgetExceededError`.
         **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...).
 
     Raises:
@@ -97,12 +102,19 @@ class ReAct(Module, Generic[SigT]):
         lm: BaseLM | None = None,
         mode: ReActMode = "auto",
         resume_store: ResumeStore | None = None,
+        max_tool_calls: int = MAX_TOOL_CALLS,
+        token_budget: int | None = None,
         **lm_kwargs: Any,
     ) -> None:
         if mode not in _MODES:
             raise ConfigurationError(f"unknown ReAct mode {mode!r}; use one of {list(_MODES)}")
-        if isinstance(max_iters, bool) or not isinstance(max_iters, int) or max_iters < 1:
-            raise ConfigurationError(f"max_iters must be an int >= 1, not {max_iters!r}")
+        for name, value in (("max_iters", max_iters), ("max_tool_calls", max_tool_calls)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be an int >= 1, not {value!r}")
+        if token_budget is not None and (
+            isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1
+        ):
+            raise ConfigurationError(f"token_budget must be an int >= 1, not {token_budget!r}")
         sig = make_signature(signature) if isinstance(signature, str) else signature
         shadowed = sorted({TRAJECTORY_FIELD, "finished", "steps"} & sig.output_fields.keys())
         if shadowed:
@@ -123,6 +135,8 @@ class ReAct(Module, Generic[SigT]):
                 f"the tool name {FINISH!r} is reserved by ReAct for its answer"
             )
         self.max_iters = max_iters
+        self.max_tool_calls = max_tool_calls
+        self.token_budget = token_budget
         self.lm = lm
         self.mode: ReActMode = mode
         self.lm_kwargs = lm_kwargs
@@ -221,6 +235,7 @@ class ReAct(Module, Generic[SigT]):
             async with closing(self._step(run, stream)) as events:
                 async for event in events:
                     yield event
+            run.check_budget()
         if run.answer is None:
             async with closing(self._extracted(run, stream)) as events:
                 async for extracted in events:
@@ -266,6 +281,10 @@ class ReAct(Module, Generic[SigT]):
             ),
             # Module callbacks change this copy: the agent's own tools stay as they were.
             tools=Toolset(list(self.tools)),
+            max_tool_calls=self.max_tool_calls,
+            token_budget=(
+                self.token_budget if self.token_budget is not None else get_settings().token_budget
+            ),
         )
 
     def _resume(
@@ -435,6 +454,9 @@ class ReAct(Module, Generic[SigT]):
         predict = copy.copy(self.extract)  # this run's LM, without touching the template
         if predict.lm is None:
             predict.lm = run.lm
+        remaining = run.remaining_budget()
+        if remaining is not None:
+            predict.token_budget = remaining
         inputs = {**run.inputs, TRAJECTORY_FIELD: run.trajectory.to_text()}
         # Callbacks see the call as the agent's `extract` predictor's (optimizers trace it).
         call_id = callbacks.module_start(self.extract, inputs)

@@ -19,6 +19,7 @@ from typedspy.errors import (
     OutputDecodeError,
     OutputValidationError,
     RefusalError,
+    TokenBudgetExceededError,
     TruncatedOutputError,
 )
 from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
@@ -36,12 +37,14 @@ from typedspy.signature import Signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import Tool, Toolset
 
-__all__ = ["Run", "raise_for_finish"]
+__all__ = ["MAX_TOOL_CALLS", "Run", "raise_for_finish"]
 
 SigT = TypeVar("SigT", bound=Signature)
 
 ACCEPTED = "Done: the final answer was accepted."
 _SKIPPED = "Not run: `finish` was called before it."
+MAX_TOOL_CALLS = 8
+"""The default bound on the tool calls one step runs (ReAct's ``max_tool_calls``)."""
 _MAX_FINISH_ERRORS = 10
 
 
@@ -65,6 +68,9 @@ class Run(Generic[SigT]):
         completion: The last response.
         answer: The outputs, once a valid ``finish`` was called.
         calls: Runs tool calls against this run's tools.
+        max_tool_calls: The most tool calls one step runs; the others are answered with an
+            error observation and not run.
+        token_budget: Tokens the run may spend on its own requests (None: no bound).
     """
 
     agent: Module
@@ -82,6 +88,8 @@ class Run(Generic[SigT]):
     completion: LMResponse | None = None
     answer: dict[str, Any] | None = None
     calls: CallRunner = field(init=False)
+    max_tool_calls: int = MAX_TOOL_CALLS
+    token_budget: int | None = None
     _steppers: list[tuple[tuple[Tool, ...], type[Signature], dict[type[BaseModel], str]]] = field(
         default_factory=list
     )
@@ -134,15 +142,46 @@ class Run(Generic[SigT]):
             ConfirmationRequired: A tool paused the run (its state is in ``context``); its
                 `ToolCallStarted` was yielded, its `ToolCallFinished` comes on resumption.
         """
+        made = sum(1 for c in step.calls if c.name != FINISH)
+        ran = sum(1 for c in step.calls[:start] if c.name != FINISH)
         for call in step.calls[start:]:
             if self.answer is not None:
                 call.observation = _SKIPPED
             elif call.name == FINISH:
                 self.answer = self._finish(call)
+            elif ran >= self.max_tool_calls:
+                call.observation = (
+                    f"Error: not run: this step made {made} tool calls and at most "
+                    f"{self.max_tool_calls} run per step. Make the others in later steps."
+                )
             else:
+                ran += 1
                 yield started(call)
                 call.observation, failed = await self.calls.run_checked(call)
                 yield finished(call, failed)
+
+    def check_budget(self) -> None:
+        """End the run once its requests spent `token_budget` without an answer.
+
+        Raises:
+            TokenBudgetExceededError: The budget is spent and no valid ``finish`` came.
+        """
+        if self.token_budget is None or self.answer is not None:
+            return
+        if self.usage.total_tokens >= self.token_budget:
+            raise TokenBudgetExceededError(
+                f"{self.signature.__name__}: ReAct's token budget of {self.token_budget} was "
+                f"spent after {len(self.trajectory)} step(s) ({self.usage.total_tokens} tokens) "
+                "without a final answer",
+                usage=self.usage,
+                raw=(self.completion.text or "") if self.completion is not None else "",
+            )
+
+    def remaining_budget(self) -> int | None:
+        """Tokens left of `token_budget` (None: no bound)."""
+        if self.token_budget is None:
+            return None
+        return max(self.token_budget - self.usage.total_tokens, 0)
 
     def _finish(self, call: TrajectoryCall) -> dict[str, Any] | None:
         result = parse_outputs(self.signature, call.arguments)
@@ -182,7 +221,9 @@ class Run(Generic[SigT]):
         task's) are not passed on.
         """
         step_sig, members = self._stepper(tuple(self.active_tools()))
-        predict: Predict[Signature] = Predict(step_sig, lm=self.lm, **self.params)
+        predict: Predict[Signature] = Predict(
+            step_sig, lm=self.lm, token_budget=self.remaining_budget(), **self.params
+        )
         pred: Any = None
         try:
             async with closing(
