@@ -6,7 +6,9 @@ text belongs to, and what the outputs look like so far:
 * Values are read by jiter's partial mode (a maintained incremental parser that ships with the
   openai SDK), never by hand. A light scan of the top-level object's structure (strings,
   brackets, ``:`` and ``,`` at depth one; no values decoded) tells where each member starts and
-  ends, so a member followed by ``,`` or the closing brace is known to be complete.
+  ends, so a member followed by ``,`` or the closing brace is known to be complete. Each
+  member's value is read on its own (`ObjectValues`): the work per piece does not grow with
+  the text before it (ADR-031).
 * A complete field is validated exactly as the final validation does (the signature's output
   model, field by field), once; a field that fails is left out (the final validation reports it).
 * The field in progress is shown as it stands: partial text, the items so far, and for a model
@@ -25,6 +27,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from jiter import from_json
 from pydantic import BaseModel
 
+from typedspy.parse._members import UNSET, ObjectValues
 from typedspy.parse._scan import JsonScan
 from typedspy.parse._sections import _MARKER, split_marker_sections
 from typedspy.parse._validate import _section_value
@@ -36,7 +39,7 @@ __all__ = ["PartialParser", "Segment"]
 Segment = tuple[str | None, str]
 """A piece of the completion and the output field it belongs to (``None``: no field)."""
 
-_UNSET: Any = object()
+_UNSET: Any = UNSET
 # A proper prefix of a ``[[ ## name ## ]]`` marker, at the very end of the text.
 _MARKER_PREFIX = re.compile(r"\[(?:\[ *(?:#(?:# *(?:\w+ *(?:#(?:# *\]?)?)?)?)?)?)?")
 _MARKER_WINDOW = 100  # how far back a marker that is still arriving can start
@@ -64,7 +67,11 @@ class PartialParser:
         self._model = sig.output_model
         self._instance = self._model.model_construct()
         self._done: dict[str, tuple[Any, Any]] = {}
-        self._text = ""
+        self._text = ""  # the text so far, until the output turns out to be a JSON object
+        self._pieces: list[str] = []
+        self._size = 0  # characters fed so far
+        self._object = ObjectValues(self._validated, self._open_value)
+        self._final = False
         self._mode: Literal["json", "markers"] | None = None
         self._scan: JsonScan | None = None
         self._owner: str | None = None  # the field the text fed so far ends in
@@ -77,7 +84,9 @@ class PartialParser:
     @property
     def text(self) -> str:
         """Everything fed so far."""
-        return self._text
+        if len(self._pieces) > 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
 
     @property
     def current(self) -> str | None:
@@ -95,27 +104,34 @@ class PartialParser:
         back until it is complete (see `flush`); the segments returned over a whole stream
         (flush included) add up to the whole text.
         """
+        start = self._size
+        self._size += len(piece)
+        self._pieces.append(piece)
+        if self._scan is not None:  # a JSON object: only the new piece is looked at
+            return self._object_segments(piece, start)
         self._text += piece
         if self._mode is None:
             self._detect()
         if self._scan is not None:
-            return self._segments(len(self._text), self._scan.scan(self._text, self._fields))
+            held, self._text = self._text[self._emitted :], ""  # no longer kept whole
+            return self._object_segments(held, self._emitted)
         end = self._held_back()  # a marker may be arriving (before the mode is known, too)
         return self._marker_segments(end) if self._mode == "markers" else self._segments(end, [])
 
     def flush(self) -> list[Segment]:
         """The text still held back (the stream ended): attributed as it stands."""
-        if self._emitted >= len(self._text):
+        self._final = True
+        if self._emitted >= self._size:
             return []
         return self._marker_segments(len(self._text), final=True)
 
     def values(self) -> dict[str, Any]:
         """The outputs as far as the text fed so far shows them (see the module docstring)."""
-        if self._parsed != len(self._text):
-            self._parsed = len(self._text)
-            if self._mode == "json":
-                self._values = self._json_values()
-            elif self._mode == "markers":
+        if self._mode == "json":
+            self._values = self._object.values(final=self._final)
+        elif self._parsed != self._size:
+            self._parsed = self._size
+            if self._mode == "markers":
                 self._values = self._marker_values()
         return dict(self._values)
 
@@ -155,6 +171,33 @@ class PartialParser:
         self._owner, self._emitted = owner, end
         return out
 
+    def _object_segments(self, text: str, offset: int) -> list[Segment]:
+        """Attribute ``text`` (from index ``offset``, the first not yet returned) and hand
+        each field's value text to `ObjectValues`."""
+        scan = self._scan
+        assert scan is not None
+        out: list[Segment] = []
+        pos = offset
+        for index, new in scan.scan(text, offset, self._fields):
+            if index > pos:
+                self._take(out, text[pos - offset : index - offset])
+                pos = index
+            if new != self._owner:
+                if self._owner is not None:
+                    self._object.close()
+                if new is not None:
+                    self._object.open(new)
+                self._owner = new
+        if offset + len(text) > pos:
+            self._take(out, text[pos - offset :])
+        self._emitted = offset + len(text)
+        return out
+
+    def _take(self, out: list[Segment], text: str) -> None:
+        _append(out, self._owner, text)
+        if self._owner is not None:
+            self._object.add(text)
+
     def _held_back(self) -> int:
         """Where a marker that may still be arriving starts (the text's length if none)."""
         text = self._text
@@ -179,32 +222,11 @@ class PartialParser:
 
     # -- values --
 
-    def _json_values(self) -> dict[str, Any]:
-        scan = self._scan
-        assert scan is not None
-        end = scan.end if scan.end >= 0 else len(self._text)
-        body = self._text[scan.start : end]
-        try:
-            data = from_json(body.encode(), partial_mode="trailing-strings", allow_inf_nan=False)
-        except ValueError:  # not JSON after all (or malformed): keep what was shown
-            return self._values
-        if not isinstance(data, dict):
-            return self._values
-        open_member = self.current
-        values: dict[str, Any] = {}
-        for key, raw in data.items():
-            info = self._fields.get(key)
-            if info is None:
-                continue
-            if key == open_member:
-                if _OPEN_TYPE.search(body, max(0, len(body) - 256)):
-                    _drop_open_type(raw)
-                values[key] = _partial_value(info.annotation, raw)
-            else:
-                value = self._validated(key, raw)
-                if value is not _UNSET:
-                    values[key] = value
-        return values
+    def _open_value(self, name: str, raw: Any, tail: str) -> Any:
+        """The field being written, shaped by its annotation (`_partial_value`)."""
+        if _OPEN_TYPE.search(tail):
+            _drop_open_type(raw)
+        return _partial_value(self._fields[name].annotation, raw)
 
     def _marker_values(self) -> dict[str, Any]:
         sections = split_marker_sections(self._text[: self._emitted]) or {}

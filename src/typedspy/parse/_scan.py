@@ -1,8 +1,9 @@
 """Where the members of a streamed JSON object start and end, read incrementally.
 
 Only the structure is scanned (strings and their escapes, brackets, and ``:`` and ``,`` at depth
-one); values are left to jiter. The scan is resumable: each call reads only the text added since
-the last one, so a stream is scanned once in all, however it is chunked.
+one); values are left to jiter. The scan is resumable: each call is given only the text added
+since the last one (with its offset in the whole), so a stream is scanned once in all, however
+it is chunked, and the scanner never needs the text before the piece it is given.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = ["JsonScan"]
 
 _STRING_BODY = re.compile(r'[^"\\]*')
 _PLAIN = re.compile(r'[^"{}\[\],:]*')
+_KEY_LIMIT = 4096  # a longer key names no field: only its first characters are kept
 
 
 class JsonScan:
@@ -29,44 +31,59 @@ class JsonScan:
         self._stack: list[str] = []
         self._in_string = False
         self._escaped = False
-        self._key_start = -1  # where the content of the key being read starts
+        self._key: list[str] | None = None  # the pieces of the object key being read
+        self._key_length = 0
         self._expect_key = False
-        self._key: str | None = None  # the latest depth-1 key
+        self._last_key: str | None = None  # the latest depth-1 key
 
-    def scan(self, text: str, fields: Mapping[str, Any]) -> list[tuple[int, str | None]]:
-        """Scan the new text; return ``(index, field)`` wherever attribution changes."""
+    def scan(
+        self, text: str, offset: int, fields: Mapping[str, Any]
+    ) -> list[tuple[int, str | None]]:
+        """Scan ``text`` (which starts at index ``offset`` of the whole) from where the last
+        call stopped; return ``(index, field)`` wherever attribution changes."""
         changes: list[tuple[int, str | None]] = []
-        i, n = self.pos, len(text)
+        i, n = max(self.pos - offset, 0), len(text)
         while i < n and self.end < 0:
             if self._in_string:
                 i = self._string(text, i)
             else:
-                i = self._structure(text, i, fields, changes)
-        self.pos = min(i, n)
+                i = self._structure(text, i, offset, fields, changes)
+        self.pos = offset + min(i, n)
         return changes
 
     def _string(self, text: str, i: int) -> int:
         """Skip string content from ``i``; the index after what was consumed."""
         if self._escaped:
             self._escaped = False
+            self._keep(text, i, i + 1)
             return i + 1
-        i = _STRING_BODY.match(text, i).end()  # type: ignore[union-attr]
-        if i >= len(text):
-            return i
-        if text[i] == "\\":
+        end = _STRING_BODY.match(text, i).end()  # type: ignore[union-attr]
+        self._keep(text, i, end)
+        if end >= len(text):
+            return end
+        if text[end] == "\\":
             self._escaped = True
-            return i + 1
+            self._keep(text, end, end + 1)
+            return end + 1
         self._in_string = False
-        if self._key_start >= 0:
+        if self._key is not None:
             if len(self._stack) == 1:
-                self._key = _decode_key(text[self._key_start : i])
-            self._key_start = -1
-        return i + 1
+                self._last_key = _decode_key("".join(self._key))
+            self._key = None
+        return end + 1
+
+    def _keep(self, text: str, start: int, end: int) -> None:
+        """Keep the key's characters in ``text[start:end]`` (when a key is being read)."""
+        key = self._key
+        if key is not None and end > start and self._key_length < _KEY_LIMIT:
+            key.append(text[start : min(end, start + _KEY_LIMIT)])
+            self._key_length += end - start
 
     def _structure(
         self,
         text: str,
         i: int,
+        offset: int,
         fields: Mapping[str, Any],
         changes: list[tuple[int, str | None]],
     ) -> int:
@@ -78,7 +95,7 @@ class JsonScan:
         if char == '"':
             self._in_string = True
             if self._expect_key and stack and stack[-1] == "{":
-                self._key_start = i + 1
+                self._key, self._key_length = [], 0
         elif char in "{[":
             stack.append(char)
             self._expect_key = char == "{"
@@ -87,18 +104,19 @@ class JsonScan:
                 stack.pop()
             self._expect_key = False
             if not stack:
-                self.end, self.member = i + 1, None
-                changes.append((i, None))
+                self.end, self.member = offset + i + 1, None
+                changes.append((offset + i, None))
         elif char == ":":
             self._expect_key = False
             if len(stack) == 1:
-                self.member = self._key
-                changes.append((i + 1, self._key if self._key in fields else None))
+                self.member = self._last_key
+                key = self._last_key
+                changes.append((offset + i + 1, key if key in fields else None))
         elif char == ",":
             self._expect_key = bool(stack) and stack[-1] == "{"
             if len(stack) == 1:
                 self.member = None
-                changes.append((i, None))
+                changes.append((offset + i, None))
         return i + 1
 
 
