@@ -18,7 +18,7 @@ from jiter import from_json
 __all__ = ["READ_EVERY_PIECE", "ObjectValues"]
 
 UNSET: Any = object()
-READ_EVERY_PIECE = 16_384
+READ_EVERY_PIECE = 2_048
 """An open value up to this many characters is re-read at every piece; a longer one once it
 grew by an eighth since its last reading (and always at the end of the stream)."""
 _TAIL = 256  # how much of the open value's end the ``_type`` check looks at
