@@ -49,6 +49,9 @@ class OutputDelta:
 class PartialPrediction:
     """The outputs parsed so far, emitted whenever they change (a field completing included).
 
+    A field in progress longer than 2,048 characters is re-read (and so shown changed) once it
+    grew by an eighth, which keeps the work per chunk flat for very long outputs.
+
     Attributes:
         values: Completed fields as validated typed values (validated by the signature's output
             model, as the final validation does; one that fails is left out), and the field in
