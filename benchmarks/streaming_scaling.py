@@ -60,7 +60,7 @@ def reply(body: dict[str, Any]) -> str:
     size = int(asked["size"])
     if asked["shape"] == "text":
         return json.dumps({"text": ("lorem ipsum " * (size // 12 + 1))[:size], "words": 1})
-    items = ["item %07d" % i for i in range(size // 16)]  # 16 characters a member, "," and ' '
+    items = [f"item {i:07d}" for i in range(size // 16)]  # 16 characters a member, "," and ' '
     return json.dumps({"items": items, "count": len(items)})
 
 

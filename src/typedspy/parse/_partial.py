@@ -172,8 +172,10 @@ class PartialParser:
         return out
 
     def _object_segments(self, text: str, offset: int) -> list[Segment]:
-        """Attribute ``text`` (from index ``offset``, the first not yet returned) and hand
-        each field's value text to `ObjectValues`."""
+        """Attribute ``text``, from index ``offset`` (the first not yet returned).
+
+        Each field's value text goes to `ObjectValues` too.
+        """
         scan = self._scan
         assert scan is not None
         out: list[Segment] = []

@@ -39,8 +39,10 @@ class JsonScan:
     def scan(
         self, text: str, offset: int, fields: Mapping[str, Any]
     ) -> list[tuple[int, str | None]]:
-        """Scan ``text`` (which starts at index ``offset`` of the whole) from where the last
-        call stopped; return ``(index, field)`` wherever attribution changes."""
+        """Scan ``text`` (it starts at index ``offset`` of the whole) on from the last call.
+
+        Returns ``(index, field)`` wherever attribution changes.
+        """
         changes: list[tuple[int, str | None]] = []
         i, n = max(self.pos - offset, 0), len(text)
         while i < n and self.end < 0:
