@@ -1,4 +1,4 @@
-"""`LM`: a `BaseLM` over the official ``openai.AsyncOpenAI`` client (``lm/_openai*`` import it).
+"""`LM`: a `BaseLM` over the official ``openai.AsyncOpenAI`` client, imported on first use.
 
 Transport failures (429, 5xx, timeouts, dropped connections) are retried by the SDK's own
 ``max_retries``, which honours Retry-After; typedspy adds no second transport retry. What is
@@ -14,10 +14,7 @@ import json
 import os
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
-
-import openai
-from openai import AsyncOpenAI, AsyncStream
+from typing import TYPE_CHECKING, Any
 
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
@@ -28,11 +25,14 @@ from typedspy.errors import (
 )
 from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._clients import LoopClients
-from typedspy.lm._openai_errors import rate_headers, translate
 from typedspy.lm._request import check_params, create_kwargs
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import redact_patterns, unsupported_feature
 from typedspy.profiles import Profile, detect_profile
+
+if TYPE_CHECKING:  # the SDK is imported on first use (ADR-034): `import typedspy` stays light
+    import openai
+    from openai import AsyncOpenAI
 
 __all__ = ["LM", "unsupported_feature"]
 
@@ -179,6 +179,10 @@ class LM(BaseLM):
             LMStatusError: Any other HTTP error status.
             LMResponseError: The body is not a usable chat completion.
         """
+        import openai
+
+        from typedspy.lm._openai_errors import rate_headers
+
         client = await self._aclient()
         kwargs = self._create_kwargs(request)
         try:
@@ -242,6 +246,10 @@ class LM(BaseLM):
         Raises:
             LMError: As for `acomplete`, or a reply without one vector per text.
         """
+        import openai
+
+        from typedspy.lm._openai_errors import rate_headers
+
         name = model or self.model
         client = await self._aclient()
         try:
@@ -277,6 +285,9 @@ class LM(BaseLM):
             The same errors as `acomplete`, when the request is sent or while it streams;
             `LMResponseError` for a chunk that is not JSON.
         """
+        import openai
+        from openai import AsyncStream
+
         kwargs = self._create_kwargs(request)
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
@@ -368,6 +379,8 @@ class LM(BaseLM):
         return self
 
     def _build_client(self) -> AsyncOpenAI:
+        import openai
+
         options: dict[str, Any] = {"max_retries": self._max_retries}
         if self._base_url is not None:
             options["base_url"] = self._base_url
@@ -382,7 +395,7 @@ class LM(BaseLM):
         if self._timeout is not None:
             options["timeout"] = self._timeout
         try:
-            return AsyncOpenAI(**options)
+            return openai.AsyncOpenAI(**options)
         except openai.OpenAIError as exc:
             raise ConfigurationError(
                 f"LM({self.model!r}) could not create its OpenAI client: "
@@ -398,6 +411,8 @@ class LM(BaseLM):
         return create_kwargs(self.model, self.defaults, request, self._known_params)
 
     def _translate(self, exc: openai.OpenAIError) -> LMError:
+        from typedspy.lm._openai_errors import translate
+
         where = f"{self.model} at {self._shown_base_url() or 'the default OpenAI endpoint'}"
         return translate(exc, where=where, redact=self._redact)
 
