@@ -16,8 +16,15 @@ from typedspy._deadline import note_request, note_streamed, stream_bounded
 from typedspy.cache import cache_key, embedding_key
 from typedspy.errors import CacheMissError, LMRateLimitError
 from typedspy.limits import estimate_tokens, record
-from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
-from typedspy.lm._stream import LMChunk, StreamAccumulator, chunk_of
+from typedspy.lm import (
+    BaseLM,
+    EmbeddingResponse,
+    LMChunk,
+    LMRequest,
+    LMResponse,
+    StreamAccumulator,
+    chunk_of,
+)
 from typedspy.settings import Settings, get_settings
 from typedspy.streaming import closing
 

@@ -28,8 +28,7 @@ from typedspy.streaming import closing
 
 if TYPE_CHECKING:
     from typedspy._types import Attempt
-    from typedspy.lm._base import BaseLM, LMRequest, LMResponse
-    from typedspy.lm._stream import LMChunk, StreamAccumulator
+    from typedspy.lm import BaseLM, LMChunk, LMRequest, LMResponse, StreamAccumulator
     from typedspy.tools import Tool
 
 __all__ = [

@@ -15,9 +15,19 @@ A metric is any ``(example, prediction) -> float | bool``. The common cases need
 
 from __future__ import annotations
 
-from typedspy.evaluation._compare import Comparer, exact, f1, normalize_text, normalized, type_match
-from typedspy.evaluation._judge import LLMJudge
-from typedspy.evaluation._metric import FieldMetric, Metric, composite, union_accuracy
+from typedspy.evaluation import (
+    Comparer,
+    FieldMetric,
+    LLMJudge,
+    Metric,
+    composite,
+    exact,
+    f1,
+    normalize_text,
+    normalized,
+    type_match,
+    union_accuracy,
+)
 
 __all__ = [
     "Comparer",

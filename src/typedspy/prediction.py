@@ -9,7 +9,7 @@ from typedspy._types import Attempt, Usage
 from typedspy.signature import Signature, to_jsonable
 
 if TYPE_CHECKING:
-    from typedspy.lm._base import LMResponse
+    from typedspy.lm import LMResponse
 
 __all__ = ["Prediction"]
 

@@ -30,7 +30,7 @@ from typing_extensions import Unpack
 from typedspy.cache import Cache, CacheMode
 from typedspy.errors import ConfigurationError
 from typedspy.limits import Budget, RateLimit
-from typedspy.lm._base import BaseLM
+from typedspy.lm import BaseLM
 
 __all__ = [
     "ModeSetting",

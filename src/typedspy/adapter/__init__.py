@@ -8,6 +8,10 @@ from typedspy.adapter._chat import (
     with_history,
 )
 
+# The package's interface to typedspy's other packages (not public API): they import from the
+# package, never from its modules (ADR-034, checked by import-linter).
+from typedspy.adapter._parts import user_content as user_content
+
 __all__ = [
     "Mode",
     "build_request",

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from typedspy.adapter._parts import user_content
-from typedspy.lm._base import ChatMessage, LMRequest
+from typedspy.lm import ChatMessage, LMRequest
 from typedspy.profiles import Mode, Profile
 from typedspy.schema import CompiledSchema, compile_schema
 from typedspy.signature import Signature, to_jsonable

@@ -8,7 +8,7 @@ import time
 from typing import Any, Literal, TypeVar
 
 from typedspy._types import Usage
-from typedspy.lm._base import EmbeddingResponse, LMResponse
+from typedspy.lm import EmbeddingResponse, LMResponse
 
 __all__ = ["Cache", "CacheMode", "decode_entry", "encode_entry"]
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from typedspy.lm._base import BaseLM, LMRequest
+from typedspy.lm import BaseLM, LMRequest
 from typedspy.schema import SCHEMA_COMPILER_VERSION
 
 __all__ = ["KEY_FORMAT", "cache_key", "embedding_key", "key_material"]

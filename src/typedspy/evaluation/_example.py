@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError, ExampleError
-from typedspy.parse._report import field_errors
+from typedspy.parse import field_errors
 from typedspy.signature import Signature, to_jsonable
 
 __all__ = ["Example", "typed_values"]

@@ -8,7 +8,7 @@ from typing import Any
 from typedspy._runtime import run_sync
 from typedspy.errors import ConfigurationError
 from typedspy.evaluation._example import Example
-from typedspy.lm._base import BaseLM
+from typedspy.lm import BaseLM
 from typedspy.signature import Signature, to_jsonable
 
 __all__ = ["LLMJudge"]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from typedspy._types import Usage
-from typedspy.lm._base import LMRequest
+from typedspy.lm import LMRequest
 
 __all__ = ["UsageMeter", "estimate_tokens", "metering", "record"]
 

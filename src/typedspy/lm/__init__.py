@@ -13,6 +13,18 @@ from typedspy.lm._base import (
 from typedspy.lm._fallback import FallbackLM, FallbackTrace, Skipped, Trigger
 from typedspy.lm._openai import LM
 
+# The package's interface to typedspy's other packages (not public API): they import from the
+# package, never from its modules (ADR-034, checked by import-linter).
+from typedspy.lm._stream import (
+    LMChunk as LMChunk,
+)
+from typedspy.lm._stream import (
+    StreamAccumulator as StreamAccumulator,
+)
+from typedspy.lm._stream import (
+    chunk_of as chunk_of,
+)
+
 __all__ = [
     "LM",
     "BaseLM",

@@ -23,7 +23,7 @@ from typedspy._types import FieldError
 from typedspy.errors import SchemaError, ToolArgumentsError
 from typedspy.mcp._errors import RemoteResultError, RemoteToolError
 from typedspy.mcp._jsonschema import Checker
-from typedspy.schema.targets.openai_strict import to_openai_strict
+from typedspy.schema import to_openai_strict
 from typedspy.signature import Signature, build_signature
 from typedspy.tools import Tool
 

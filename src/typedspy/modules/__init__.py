@@ -13,6 +13,10 @@ from typedspy.modules._module import Module
 from typedspy.modules._predict import Predict
 from typedspy.modules._react import ReAct
 from typedspy.modules._resume_store import MemoryResumeStore, ResumeRecord, ResumeStore
+
+# The package's interface to typedspy's other packages (not public API): they import from the
+# package, never from its modules (ADR-034, checked by import-linter).
+from typedspy.modules._state import typed_demo as typed_demo
 from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 
 __all__ = [

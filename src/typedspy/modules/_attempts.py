@@ -25,8 +25,7 @@ from typedspy.errors import (
     TokenBudgetExceededError,
     TruncatedOutputError,
 )
-from typedspy.lm._base import BaseLM, ChatMessage, LMRequest, LMResponse, ToolCall
-from typedspy.lm._stream import StreamAccumulator
+from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, StreamAccumulator, ToolCall
 from typedspy.modules._failures import (
     TRUNCATION_KINDS,
     enforcement_kind,
@@ -35,8 +34,7 @@ from typedspy.modules._failures import (
     remedy_turn,
     truncation_kind,
 )
-from typedspy.parse import ParseFailure, ParseResult, parse_outputs, split_reasoning
-from typedspy.parse._partial import PartialParser
+from typedspy.parse import ParseFailure, ParseResult, PartialParser, parse_outputs, split_reasoning
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryableFailure, RetryPolicy, feedback_messages
 from typedspy.signature import Signature

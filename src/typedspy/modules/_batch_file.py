@@ -20,7 +20,7 @@ from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.batch import BatchItem, BatchResult
 from typedspy.errors import BatchFileError, ConfigurationError, InputError, LMStatusError
-from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+from typedspy.lm import BaseLM, LMRequest, LMResponse
 from typedspy.modules._attempts import run_call
 from typedspy.modules._predict import Predict
 from typedspy.prediction import Prediction

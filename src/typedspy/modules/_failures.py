@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from typedspy._types import FailureKind
-from typedspy.lm._base import BaseLM
+from typedspy.lm import BaseLM
 from typedspy.parse import runaway_kind
 from typedspy.profiles import LoopRemedy, Mode, Profile
 from typedspy.schema import validate_instance

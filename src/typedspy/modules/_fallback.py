@@ -10,8 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 
-from typedspy.lm._base import BaseLM
-from typedspy.lm._fallback import FallbackLM, Skipped
+from typedspy.lm import BaseLM, FallbackLM, Skipped
 from typedspy.modules._attempts import Event
 from typedspy.prediction import Prediction
 from typedspy.streaming import closing

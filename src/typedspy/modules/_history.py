@@ -6,7 +6,7 @@ import copy
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from typedspy.lm._base import ChatMessage
+from typedspy.lm import ChatMessage
 
 __all__ = ["History", "history_messages"]
 

@@ -19,14 +19,13 @@ from typedspy.errors import (
     OutputError,
     SchemaError,
 )
-from typedspy.lm._base import BaseLM, ChatMessage
-from typedspy.lm._fallback import FallbackLM
+from typedspy.lm import BaseLM, ChatMessage, FallbackLM
 from typedspy.modules._attempts import CallPlan, Event, run_call
 from typedspy.modules._fallback import over_chain
 from typedspy.modules._history import History, history_messages
 from typedspy.modules._module import Module
 from typedspy.modules._state import checked_demos, fingerprint, jsonable_demo, typed_demo
-from typedspy.parse._report import field_errors
+from typedspy.parse import field_errors
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryPolicy
 from typedspy.schema import compile_schema

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from typedspy.errors import ConfigurationError
-from typedspy.parse._report import field_errors
+from typedspy.parse import field_errors
 from typedspy.schema import compile_schema
 from typedspy.signature import Signature, to_jsonable
 

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from typedspy._runtime import run_sync
 from typedspy.errors import ConfigurationError
-from typedspy.evaluation._example import Example
+from typedspy.evaluation import Example
 from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.settings import context, get_settings

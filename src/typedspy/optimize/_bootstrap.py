@@ -7,9 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from typedspy.errors import BudgetExceededError, ConfigurationError
-from typedspy.evaluation._example import Example
-from typedspy.evaluation._metric import FieldMetric, Metric, score
-from typedspy.evaluation._observe import Outcome, TraceStep, run_observed
+from typedspy.evaluation import (
+    Example,
+    FieldMetric,
+    Metric,
+    Outcome,
+    TraceStep,
+    run_observed,
+    score,
+)
 from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.optimize._base import (

@@ -15,11 +15,10 @@ from typing import Any
 from typedspy import _gate
 from typedspy.adapter import render_value
 from typedspy.errors import ConfigurationError
-from typedspy.evaluation._example import Example
+from typedspy.evaluation import Example
 from typedspy.limits import Budget
-from typedspy.lm._base import BaseLM
-from typedspy.modules import Module
-from typedspy.modules._state import typed_demo
+from typedspy.lm import BaseLM
+from typedspy.modules import Module, typed_demo
 from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
 from typedspy.settings import resolve_lm
 

@@ -6,7 +6,7 @@ import random
 from collections.abc import Sequence
 
 from typedspy.errors import ConfigurationError
-from typedspy.evaluation._example import Example
+from typedspy.evaluation import Example
 from typedspy.modules import Module
 from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
 

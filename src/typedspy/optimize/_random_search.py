@@ -8,9 +8,7 @@ from dataclasses import dataclass
 
 from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError
-from typedspy.evaluation._evaluate import aevaluate
-from typedspy.evaluation._example import Example
-from typedspy.evaluation._metric import FieldMetric, Metric
+from typedspy.evaluation import Example, FieldMetric, Metric, aevaluate
 from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.optimize._base import (

@@ -31,8 +31,7 @@ from typedspy.parse._members import UNSET, ObjectValues
 from typedspy.parse._scan import JsonScan
 from typedspy.parse._sections import _MARKER, split_marker_sections
 from typedspy.parse._validate import _section_value
-from typedspy.signature import Signature
-from typedspy.signature._dispatch import TYPE_KEY, is_model, is_union, resolve_name, wire_names
+from typedspy.signature import TYPE_KEY, Signature, is_model, is_union, resolve_name, wire_names
 
 __all__ = ["PartialParser", "Segment"]
 

@@ -7,7 +7,7 @@ import json
 from pydantic import ValidationError
 
 from typedspy._types import FieldError
-from typedspy.signature._unions import TAG_PREFIX
+from typedspy.signature import TAG_PREFIX
 
 __all__ = ["field_errors", "trim"]
 

@@ -12,8 +12,7 @@ from pydantic import BaseModel, ValidationError
 from typedspy._types import FailureKind, FieldError
 from typedspy.parse._extract import decode_section, extract_candidates, split_marker_sections
 from typedspy.parse._report import field_errors
-from typedspy.signature._signature import Signature
-from typedspy.signature._unions import decode_json_once
+from typedspy.signature import Signature, decode_json_once
 
 __all__ = ["ParseFailure", "ParseResult", "parse_outputs", "validate_outputs"]
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from typedspy._types import FailureKind, FieldError
-from typedspy.lm._base import ChatMessage, ToolCall
+from typedspy.lm import ChatMessage, ToolCall
 
 __all__ = ["MAX_ERROR_LINES", "feedback_messages", "feedback_text"]
 

@@ -6,6 +6,21 @@ from typedspy.schema._compile import (
     compile_schema,
 )
 
+# The package's interface to typedspy's other packages (not public API): they import from the
+# package, never from its modules (ADR-034, checked by import-linter).
+from typedspy.schema.targets._openai_rules import (
+    check_name as check_name,
+)
+from typedspy.schema.targets._openai_rules import (
+    check_openai_strict as check_openai_strict,
+)
+from typedspy.schema.targets._openai_rules import (
+    format_violation as format_violation,
+)
+from typedspy.schema.targets.openai_strict import (
+    to_openai_strict as to_openai_strict,
+)
+
 __all__ = [
     "SCHEMA_COMPILER_VERSION",
     "CompiledSchema",

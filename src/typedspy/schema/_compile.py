@@ -16,8 +16,7 @@ from typedspy.schema._generate import JSONSchema, neutral_schema
 from typedspy.schema._render import render_shape
 from typedspy.schema.targets.json_schema import to_json_schema
 from typedspy.schema.targets.openai_strict import to_openai_strict
-from typedspy.signature._signature import Signature
-from typedspy.signature._unions import TypeRewriter
+from typedspy.signature import Signature, TypeRewriter
 
 __all__ = ["SCHEMA_COMPILER_VERSION", "CompiledSchema", "Target", "compile_schema"]
 

@@ -17,7 +17,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from typedspy.schema._patterns import DECIMAL
-from typedspy.signature._unions import NOMATCH_TAG, OTHER_TAG, TAG_PREFIX, TYPE_KEY
+from typedspy.signature import NOMATCH_TAG, OTHER_TAG, TAG_PREFIX, TYPE_KEY
 
 __all__ = ["JSONSchema", "iter_subschemas", "neutral_schema"]
 

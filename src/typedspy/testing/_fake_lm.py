@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 
 from typedspy._types import Usage
 from typedspy.errors import LMError
-from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+from typedspy.lm import BaseLM, LMRequest, LMResponse
 
 __all__ = ["FakeLM", "FakeReply"]
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from typedspy.schema.targets._openai_rules import check_name, check_openai_strict, format_violation
+from typedspy.schema import check_name, check_openai_strict, format_violation
 from typedspy.testing._datagen import generate_instance
 from typedspy.testing._payloads import error_body
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from typedspy.schema.targets._openai_rules import check_name, check_openai_strict, format_violation
+from typedspy.schema import check_name, check_openai_strict, format_violation
 from typedspy.testing._datagen import generate_instance
 from typedspy.testing._payloads import (
     chat_completion,

@@ -19,8 +19,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from typedspy.errors import SchemaError, ToolError
-from typedspy.signature import InputField, OutputField, Signature, build_signature
-from typedspy.signature._fields import without_role
+from typedspy.signature import InputField, OutputField, Signature, build_signature, without_role
 
 __all__ = [
     "RESULT_FIELD",

@@ -16,8 +16,7 @@ from pydantic.fields import FieldInfo
 
 from typedspy._types import FieldError
 from typedspy.errors import ToolArgumentsError, ToolError
-from typedspy.parse._lenient import LenientDecodeError, decode_lenient
-from typedspy.parse._report import field_errors
+from typedspy.parse import LenientDecodeError, decode_lenient, field_errors
 from typedspy.prediction import Prediction
 from typedspy.signature import Signature
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
     from typedspy._types import Attempt
-    from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+    from typedspy.lm import BaseLM, LMRequest, LMResponse
     from typedspy.tools import Tool
 
 __all__ = ["OpenTelemetry"]
