@@ -39,20 +39,24 @@ def lm(server: StandIn) -> Iterator[ts.LM]:
     model.close()
 
 
+def edited(pred: ts.Prediction[Any], **changes: Any) -> ts.Prediction[Any]:
+    """``pred`` with some outputs replaced."""
+    values = {name: pred[name] for name in pred.signature.output_fields}
+    return ts.Prediction(pred.signature, {**values, **changes}, attempts=pred.attempts)
+
+
 class Shout(ts.Predict[Ask]):
     """Upper-cases the answer of the built-in call."""
 
     async def aforward(self, **inputs: Any) -> ts.Prediction[Ask]:
         pred = await super().aforward(**inputs)
-        pred.outputs.answer = pred.outputs.answer.upper()
-        return pred
+        return edited(pred, answer=pred.answer.upper())
 
 
 class ThinkAndShout(ts.ChainOfThought[Ask]):
     async def aforward(self, **inputs: Any) -> ts.Prediction[Ask]:
         pred = await super().aforward(**inputs)
-        pred.outputs.answer = pred.outputs.answer.upper()
-        return pred
+        return edited(pred, answer=pred.answer.upper())
 
 
 def test_an_aforward_override_on_predict_is_what_every_entry_point_runs(
@@ -109,9 +113,7 @@ def test_an_override_that_does_not_call_super_sends_nothing(server: StandIn, lm:
     assert server.requests == []
 
 
-def test_an_aexecute_override_is_what_aforward_and_acall_return(
-    server: StandIn, lm: ts.LM
-) -> None:
+def test_an_aexecute_override_is_what_aforward_and_acall_return(server: StandIn, lm: ts.LM) -> None:
     class Tagged(ts.Predict[Ask]):
         async def aexecute(self, *, stream: bool = False, **inputs: Any) -> AsyncIterator[Any]:
             async for event in super().aexecute(stream=stream, **inputs):
@@ -134,15 +136,16 @@ def test_overrides_stack_without_recursion(server: StandIn, lm: ts.LM) -> None:
     class Louder(Shout):
         async def aexecute(self, *, stream: bool = False, **inputs: Any) -> AsyncIterator[Any]:
             async for event in super().aexecute(stream=stream, **inputs):
-                if isinstance(event, ts.Prediction):
-                    event.outputs.answer += "!"
-                yield event
+                yield (
+                    edited(event, answer=event.answer + "!")
+                    if isinstance(event, ts.Prediction)
+                    else event
+                )
 
     class Loudest(Louder):
         async def aforward(self, **inputs: Any) -> ts.Prediction[Ask]:
             pred = await super().aforward(**inputs)
-            pred.outputs.answer += "?"
-            return pred
+            return edited(pred, answer=pred.answer + "?")
 
     server.enqueue('{"answer": "paris"}', '{"answer": "rome"}')
 

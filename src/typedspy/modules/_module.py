@@ -1,11 +1,11 @@
-"""`Module`: the base of every typedspy program; `aforward` is the one implementation."""
+"""`Module`: the base of every typedspy program; `aforward` is the method to override (ADR-035)."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from typing_extensions import Unpack
 
@@ -27,10 +27,25 @@ class Module:
     ``module.forward(**inputs)`` run it synchronously on typedspy's background event loop;
     ``await module.acall(**inputs)`` runs it in the caller's loop. Sub-modules assigned as
     attributes are discovered by `named_modules` and `named_predictors`.
+
+    The extension contract (ADR-035): override `aforward` to change what a module returns,
+    on any module, `Predict`, `ChainOfThought` and `ReAct` included; ``super().aforward(...)``
+    runs the built-in behaviour. Override `aexecute` only to change the stream of events. A
+    class that overrides one of the two gets the other derived from it when it is defined, so
+    every entry point (``__call__``, `forward`, `acall`, `astream`, `abatch`, tools) runs the
+    override.
     """
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = vars(cls)
+        if "aforward" in own and "aexecute" not in own:
+            cls.aexecute = _executing(cls)  # type: ignore[method-assign]
+        elif "aexecute" in own and "aforward" not in own:
+            cls.aforward = _forwarding(cls)  # type: ignore[method-assign]
+
     async def aforward(self, *args: Any, **inputs: Any) -> Any:
-        """The module's logic. Override this (or `aexecute`, for modules that stream).
+        """The module's logic: override this.
 
         An override may declare its inputs as typed keyword-only parameters
         (``async def aforward(self, *, task: str) -> ts.Prediction[Decide]``): this gradual
@@ -237,3 +252,36 @@ class Module:
 
     def _predictors(self) -> list[tuple[str, Any]]:
         return self.named_predictors()
+
+
+def _executing(cls: type[Module]) -> Any:
+    """``cls.aexecute`` for a class that overrides only `aforward`: its result, the one event.
+
+    Bound to ``cls`` (not ``self``), so a subclass's ``super().aexecute`` reaches this class's
+    `aforward`, whatever the subclass overrides in turn.
+    """
+
+    async def aexecute(self: Module, *, stream: bool = False, **inputs: Any) -> AsyncIterator[Any]:
+        del stream  # an `aforward` override returns the result only: nothing else to stream
+        forward = cast("Any", vars(cls)["aforward"])
+        yield await forward(self, **inputs)
+
+    aexecute.__qualname__ = f"{cls.__qualname__}.aexecute"
+    aexecute.__doc__ = f"The events of `{cls.__name__}.aforward`: its result alone (ADR-035)."
+    return aexecute
+
+
+def _forwarding(cls: type[Module]) -> Any:
+    """``cls.aforward`` for a class that overrides only `aexecute`: its last event."""
+
+    async def aforward(self: Module, **inputs: Any) -> Any:
+        result: Any = None
+        execute = cast("Any", vars(cls)["aexecute"])
+        async with closing(execute(self, stream=False, **inputs)) as events:
+            async for event in events:
+                result = event
+        return result
+
+    aforward.__qualname__ = f"{cls.__qualname__}.aforward"
+    aforward.__doc__ = f"The result of `{cls.__name__}.aexecute`: its last event (ADR-035)."
+    return aforward

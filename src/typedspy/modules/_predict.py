@@ -278,8 +278,11 @@ class Predict(Module, Generic[SigT, InputsT]):
     ) -> Prediction[SigT]:
         """Predict the outputs for ``inputs`` (see `aexecute` for the errors)."""
         result: Any = None
-        async for event in self.aexecute(stream=False, history=history, **inputs):
-            result = event
+        # Predict's own path, not ``self.aexecute``: a subclass's `aforward` override is what
+        # ``self.aexecute`` runs (ADR-035), and its ``super().aforward()`` lands here.
+        async with closing(Predict.aexecute(self, stream=False, history=history, **inputs)) as run:
+            async for event in run:
+                result = event
         return cast("Prediction[SigT]", result)
 
     async def atry_call(

@@ -172,7 +172,7 @@ class ReAct(Module, Generic[SigT]):
         """
         result: Any = None
         async with closing(
-            self.aexecute(stream=False, history=history, resume_state=resume_state, **inputs)
+            ReAct.aexecute(self, stream=False, history=history, resume_state=resume_state, **inputs)
         ) as events:
             async for event in events:
                 result = event
