@@ -1,0 +1,35 @@
+"""The call engine: one call of a signature on a model, shared by every module (ADR-034).
+
+Input checks, the request (prompt) for a call, sending or streaming it, the finish-reason
+policy, parsing and feedback retries, typed failure kinds and fallback chains each exist once,
+here. `Predict` (and so `ChainOfThought` and LLM-backed tools) runs whole calls through
+`run_call`; `ReAct` builds its own tool-step requests but sends them with `send` and ends them
+with `raise_for_finish`. Not public API: typedspy's modules import it.
+"""
+
+from __future__ import annotations
+
+from typedspy.engine._attempts import CallPlan, Event, run_call
+from typedspy.engine._fallback import over_chain
+from typedspy.engine._finish import ends_call, raise_for_finish, truncation_error
+from typedspy.engine._inputs import check_inputs, signature_class
+from typedspy.engine._plan import plan_call
+from typedspy.engine._send import Pick, content, first_call_arguments, parsed_events, send
+
+__all__ = [
+    "CallPlan",
+    "Event",
+    "Pick",
+    "check_inputs",
+    "content",
+    "ends_call",
+    "first_call_arguments",
+    "over_chain",
+    "parsed_events",
+    "plan_call",
+    "raise_for_finish",
+    "run_call",
+    "send",
+    "signature_class",
+    "truncation_error",
+]

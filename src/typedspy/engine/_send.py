@@ -1,0 +1,80 @@
+"""Send or stream one completion: the one place a module call reaches the LM (ADR-009).
+
+Without streaming, one request and its `LMResponse`. With streaming, the chunks are added up
+into the same `LMResponse` by a `StreamAccumulator`, and the output text they carry is parsed as
+it arrives into `OutputDelta` / `PartialPrediction` events. Which text is the output differs by
+caller (the content, a forced tool call's arguments, ReAct's ``finish`` arguments): the caller
+passes a `Pick`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+from typedspy import callbacks
+from typedspy.lm import BaseLM, LMChunk, LMRequest, LMResponse, StreamAccumulator
+from typedspy.parse import PartialParser
+from typedspy.signature import Signature
+from typedspy.streaming import OutputDelta, PartialPrediction, StreamEvent, closing
+
+__all__ = ["Pick", "content", "first_call_arguments", "parsed_events", "send"]
+
+Pick = Callable[[LMChunk, StreamAccumulator], str]
+"""The output text in one chunk ("" for none), given the accumulator that has seen it."""
+
+
+def content(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
+    """The chunk's content: the output text of every mode but ``tools``."""
+    del accumulator
+    return chunk.text
+
+
+def first_call_arguments(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
+    """The chunk's part of the first tool call's arguments: the output of ``tools`` mode."""
+    first = accumulator.first_call
+    return "".join(c.arguments for c in chunk.tool_calls if c.index == first)
+
+
+async def send(
+    lm: BaseLM,
+    request: LMRequest,
+    signature: type[Signature],
+    *,
+    stream: bool,
+    pick: Pick = content,
+) -> AsyncIterator[StreamEvent | LMResponse]:
+    """The response to ``request``, last; when streaming, the partial-output events before it.
+
+    A parser is started at the first output text `pick` finds, so a streamed reply without any
+    (a tool call in ReAct) yields the response alone.
+    """
+    if not stream:
+        yield await callbacks.complete(lm, request)
+        return
+    accumulator = StreamAccumulator(lm.model)
+    parser: PartialParser | None = None
+    async with closing(callbacks.stream(lm, request, accumulator)) as chunks:
+        async for chunk in chunks:
+            piece = pick(chunk, accumulator)
+            if piece:
+                parser = parser or PartialParser(signature)
+                for event in parsed_events(parser, piece):
+                    yield event
+    if parser is not None:
+        for event in parsed_events(parser, None):
+            yield event
+    yield accumulator.response()
+
+
+def parsed_events(parser: PartialParser, piece: str | None) -> list[StreamEvent]:
+    """The events one piece of output text makes (``None``: the text held back at the end).
+
+    An `OutputDelta` per field the piece touches, then a `PartialPrediction` when the values
+    changed (a field completing, and so now validated, counts as a change).
+    """
+    segments = parser.feed(piece) if piece is not None else parser.flush()
+    events: list[StreamEvent] = [OutputDelta(name, text) for name, text in segments]
+    values = parser.news()
+    if values is not None:
+        events.append(PartialPrediction(values, parser.current))
+    return events
