@@ -8,8 +8,8 @@ caller before it gets here. Predict and ReAct raise the same errors from here.
 from __future__ import annotations
 
 from typedspy._types import Attempt, FailureKind, Usage
-from typedspy.errors import ContentFilterError, RefusalError, TruncatedOutputError
 from typedspy.engine._failures import truncation_kind
+from typedspy.errors import ContentFilterError, RefusalError, TruncatedOutputError
 from typedspy.lm import LMResponse
 
 __all__ = ["ends_call", "raise_for_finish", "truncation_error"]

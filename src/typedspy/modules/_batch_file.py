@@ -19,9 +19,9 @@ from typing import Any
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.batch import BatchItem, BatchResult
+from typedspy.engine import check_inputs, run_call
 from typedspy.errors import BatchFileError, ConfigurationError, InputError, LMStatusError
 from typedspy.lm import BaseLM, LMRequest, LMResponse
-from typedspy.modules._attempts import run_call
 from typedspy.modules._predict import Predict
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryPolicy
@@ -69,7 +69,7 @@ def write_batch_file(
     lines = []
     for index, (custom_id, item) in enumerate(zip(ids, items, strict=True)):
         try:
-            checked = predict._check_inputs(item)
+            checked = check_inputs(predict.signature, item)
         except InputError as exc:
             raise InputError(
                 f"batch input {index}: {exc}", missing=exc.missing, unexpected=exc.unexpected
@@ -127,7 +127,9 @@ async def aread_batch_file(
                 completion = _completion(custom_id, line)
                 response = LMResponse.from_completion(completion, model=lm.model)
                 usage = response.usage
-                plan = predict._plan(_Replay(lm, response), mode, predict._check_inputs(item), ())
+                plan = predict._plan(
+                    _Replay(lm, response), mode, check_inputs(predict.signature, item), ()
+                )
                 plan.policy = RetryPolicy(max_retries=0)
                 async for event in run_call(plan, stream=False):
                     result = event

@@ -7,8 +7,9 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic.fields import FieldInfo
 
+from typedspy.engine import signature_class
 from typedspy.errors import SchemaError
-from typedspy.modules._predict import InputsT, Predict, signature_class
+from typedspy.modules._predict import InputsT, Predict
 from typedspy.settings import ModeSetting
 from typedspy.signature import OutputField, Signature, build_signature, make_signature
 

@@ -6,28 +6,31 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, cast, get_args, overload
 
-from pydantic import BaseModel, ValidationError
 from typing_extensions import ParamSpec, Unpack
 
 from typedspy._runtime import run_sync
-from typedspy.adapter import Mode, build_request
+from typedspy.adapter import Mode
 from typedspy.batch import BatchOptions, BatchResult
+from typedspy.engine import (
+    CallPlan,
+    Event,
+    check_inputs,
+    over_chain,
+    plan_call,
+    run_call,
+    signature_class,
+)
 from typedspy.errors import (
     ConfigurationError,
     InputError,
     LMUnsupportedFeatureError,
     OutputError,
-    SchemaError,
 )
 from typedspy.lm import BaseLM, ChatMessage, FallbackLM
-from typedspy.modules._attempts import CallPlan, Event, run_call
-from typedspy.modules._fallback import over_chain
 from typedspy.modules._history import History, history_messages
 from typedspy.modules._module import Module
 from typedspy.modules._state import checked_demos, fingerprint, jsonable_demo, typed_demo
-from typedspy.parse import field_errors
 from typedspy.prediction import Prediction
-from typedspy.retry import RetryPolicy
 from typedspy.schema import compile_schema
 from typedspy.settings import ModeSetting, get_settings, resolve_lm
 from typedspy.signature import Signature, make_signature
@@ -227,7 +230,7 @@ class Predict(Module, Generic[SigT, InputsT]):
             ContentFilterError: The provider filtered it. TokenBudgetExceededError.
             LMError: The endpoint could not be used.
         """
-        checked = self._check_inputs(inputs)
+        checked = check_inputs(self.signature, inputs)
         lm = self._lm()
         turns = history_messages(history)
         if isinstance(lm, FallbackLM):  # ADR-022: the whole call on each endpoint in turn
@@ -365,75 +368,20 @@ class Predict(Module, Generic[SigT, InputsT]):
             return cast("Mode", mode)
         return lm.profile.auto_mode()
 
-    def _check_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        fields = self.signature.input_fields
-        missing = [n for n, f in fields.items() if n not in inputs and f.is_required()]
-        unexpected = [n for n in inputs if n not in fields]
-        if missing or unexpected:
-            parts = []
-            if missing:
-                parts.append(f"missing input(s) {', '.join(missing)}")
-            if unexpected:
-                parts.append(f"unexpected input(s) {', '.join(unexpected)}")
-            expected = ", ".join(fields) or "none"
-            raise InputError(
-                f"{self.signature.__name__}: {'; '.join(parts)} (inputs are: {expected})",
-                missing=missing,
-                unexpected=unexpected,
-            )
-        try:
-            model = self.signature.input_model.model_validate(dict(inputs))
-        except ValidationError as exc:
-            detail = "; ".join(str(e) for e in field_errors(exc)[:5])
-            raise InputError(f"{self.signature.__name__}: invalid input: {detail}") from exc
-        return {n: getattr(model, n) for n in fields if n in inputs or n in model.model_fields_set}
-
     def _plan(
         self, lm: BaseLM, mode: Mode, inputs: dict[str, Any], history: Sequence[ChatMessage]
     ) -> CallPlan:
-        settings = get_settings()
-        request = build_request(
+        return plan_call(
             self.signature,
+            lm,
+            mode,
             inputs,
-            mode=mode,
-            profile=lm.profile,
+            history,
             demos=self.demos,
-            history=history,
             params=self.lm_kwargs,
+            max_retries=self.max_retries,
+            token_budget=self.token_budget,
         )
-        retries = self.max_retries if self.max_retries is not None else settings.max_retries
-        budget = self.token_budget if self.token_budget is not None else settings.token_budget
-        return CallPlan(
-            signature=self.signature,
-            lm=lm,
-            mode=mode,
-            request=request,
-            policy=RetryPolicy(max_retries=retries, wait=settings.retry_wait),
-            budget=budget,
-        )
-
-
-def signature_class(signature: object) -> type[Signature]:
-    """``signature`` itself when it is a `Signature` subclass.
-
-    Raises:
-        SchemaError: Anything else, for instance a plain Pydantic model (the message says how
-            to declare a signature).
-    """
-    if isinstance(signature, type) and issubclass(signature, Signature):
-        if signature is Signature:
-            raise SchemaError("ts.Signature itself declares no fields: pass a subclass")
-        return signature
-    if isinstance(signature, type) and issubclass(signature, BaseModel):
-        raise SchemaError(
-            f"{signature.__name__} is a pydantic BaseModel, not a ts.Signature: declare "
-            f"`class {signature.__name__}(ts.Signature)` with ts.InputField()/ts.OutputField() "
-            "fields, or use it as the type of an output field"
-        )
-    raise SchemaError(
-        f"expected a ts.Signature subclass or a string such as 'question -> answer', "
-        f"not {signature!r}"
-    )
 
 
 def _no_positional(module: Module, args: tuple[Any, ...]) -> None:

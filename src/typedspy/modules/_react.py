@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast
 
 from typedspy import callbacks
+from typedspy.engine import check_inputs, raise_for_finish
 from typedspy.errors import (
     ConfigurationError,
     LMUnsupportedFeatureError,
@@ -28,7 +29,7 @@ from typedspy.modules._confirm import ResumeState, approvals
 from typedspy.modules._history import History, history_messages
 from typedspy.modules._module import Module
 from typedspy.modules._predict import Predict
-from typedspy.modules._react_run import MAX_TOOL_CALLS, Run, raise_for_finish
+from typedspy.modules._react_run import MAX_TOOL_CALLS, Run
 from typedspy.modules._react_state import ResumePoint, resume_point
 from typedspy.modules._react_steps import (
     FINISH,
@@ -264,7 +265,7 @@ class ReAct(Module, Generic[SigT]):
         mode: Literal["tools", "union"],
     ) -> Run[SigT]:
         # Checked against the task's own signature, so errors name its fields only.
-        checked = Predict(self.signature)._check_inputs(inputs)
+        checked = check_inputs(self.signature, inputs)
         return Run(
             agent=self,
             signature=self.signature,
@@ -431,7 +432,7 @@ class ReAct(Module, Generic[SigT]):
     def _native_step(self, run: Run[SigT], response: LMResponse) -> TrajectoryStep | None:
         """Record a native step's response; the step whose calls are to run, if any."""
         run.record(response.usage, response)
-        raise_for_finish(self.signature, response, run.usage)
+        raise_for_finish(self.signature.__name__, response, what="a ReAct step", usage=run.usage)
         if not response.tool_calls:
             run.trajectory.append(TrajectoryStep(reasoning=response.text, note=_NO_CALL))
             return None

@@ -15,12 +15,9 @@ from pydantic import BaseModel
 
 from typedspy._types import Attempt, Usage
 from typedspy.errors import (
-    ContentFilterError,
     OutputDecodeError,
     OutputValidationError,
-    RefusalError,
     TokenBudgetExceededError,
-    TruncatedOutputError,
 )
 from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
 from typedspy.modules._confirm import ConfirmationRequired
@@ -37,7 +34,7 @@ from typedspy.signature import Signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import Tool, Toolset
 
-__all__ = ["MAX_TOOL_CALLS", "Run", "raise_for_finish"]
+__all__ = ["MAX_TOOL_CALLS", "Run"]
 
 SigT = TypeVar("SigT", bound=Signature)
 
@@ -275,25 +272,3 @@ def _arguments(choice: BaseModel, fields: Mapping[str, Any]) -> str:
     """A union member's values as the JSON arguments of the call it stands for."""
     data = {n: to_jsonable(getattr(choice, n), fields[n].annotation) for n in fields}
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
-def raise_for_finish(sig: type[Signature], response: LMResponse, usage: Usage) -> None:
-    """Refusal, truncation and filtering end the run: another step would not fix them."""
-    name = sig.__name__
-    if response.refusal is not None:
-        raise RefusalError(
-            f"{name}: the model refused: {response.refusal}", refusal=response.refusal, usage=usage
-        )
-    if response.finish_reason == "length":
-        raise TruncatedOutputError(
-            f"{name}: a ReAct step hit the token limit after "
-            f"{response.usage.completion_tokens} tokens; raise max_tokens",
-            usage=usage,
-            raw=response.text or "",
-        )
-    if response.finish_reason == "content_filter":
-        raise ContentFilterError(
-            f"{name}: the provider's content filter stopped a ReAct step",
-            usage=usage,
-            raw=response.text or "",
-        )

@@ -14,15 +14,12 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from typedspy import callbacks
-from typedspy.lm._base import BaseLM, LMRequest, LMResponse
-from typedspy.lm._stream import StreamAccumulator
-from typedspy.modules._attempts import parsed_events
+from typedspy.engine import Pick, send
+from typedspy.lm import BaseLM, LMChunk, LMRequest, LMResponse, StreamAccumulator
 from typedspy.modules._react_steps import FINISH
 from typedspy.modules._trajectory import TrajectoryCall
-from typedspy.parse._partial import PartialParser
 from typedspy.signature import Signature
-from typedspy.streaming import StreamEvent, ToolCallFinished, ToolCallStarted, closing
+from typedspy.streaming import StreamEvent, ToolCallFinished, ToolCallStarted
 
 __all__ = ["finished", "native_response", "started"]
 
@@ -44,25 +41,25 @@ def finished(call: TrajectoryCall, failed: bool) -> ToolCallFinished:
     return ToolCallFinished(call.id, call.name, call.observation or "", error=failed)
 
 
-async def native_response(
+def native_response(
     lm: BaseLM, request: LMRequest, signature: type[Signature], *, stream: bool
 ) -> AsyncIterator[StreamEvent | LMResponse]:
     """A native step's completion: its ``finish`` partials when streaming, then the response."""
-    if not stream:
-        yield await callbacks.complete(lm, request)
-        return
-    accumulator = StreamAccumulator(lm.model)
-    parser: PartialParser | None = None
+    return send(lm, request, signature, stream=stream, pick=_finish_arguments())
+
+
+def _finish_arguments() -> Pick:
+    """Picks the arguments of the step's first ``finish`` call: the task's outputs."""
     finish: int | None = None
-    async with closing(callbacks.stream(lm, request, accumulator)) as chunks:
-        async for chunk in chunks:
-            for piece in chunk.tool_calls:
-                if finish is None and accumulator.call_name(piece.index) == FINISH:
-                    finish, parser = piece.index, PartialParser(signature)
-                if parser is not None and piece.index == finish and piece.arguments:
-                    for event in parsed_events(parser, piece.arguments):
-                        yield event
-    if parser is not None:
-        for event in parsed_events(parser, None):
-            yield event
-    yield accumulator.response()
+
+    def pick(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
+        nonlocal finish
+        pieces: list[str] = []
+        for piece in chunk.tool_calls:
+            if finish is None and accumulator.call_name(piece.index) == FINISH:
+                finish = piece.index
+            if piece.index == finish:
+                pieces.append(piece.arguments)
+        return "".join(pieces)
+
+    return pick

@@ -16,17 +16,7 @@ from typing import Any
 from typedspy import callbacks
 from typedspy._types import Attempt, FailureKind, FieldError, Usage
 from typedspy.adapter import Mode, output_schema
-from typedspy.errors import (
-    ContentFilterError,
-    OutputDecodeError,
-    OutputError,
-    OutputValidationError,
-    RefusalError,
-    TokenBudgetExceededError,
-    TruncatedOutputError,
-)
-from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, StreamAccumulator, ToolCall
-from typedspy.modules._failures import (
+from typedspy.engine._failures import (
     TRUNCATION_KINDS,
     enforcement_kind,
     log_failure,
@@ -34,11 +24,21 @@ from typedspy.modules._failures import (
     remedy_turn,
     truncation_kind,
 )
-from typedspy.parse import ParseFailure, ParseResult, PartialParser, parse_outputs, split_reasoning
+from typedspy.engine._finish import ends_call, raise_for_finish, truncation_error
+from typedspy.engine._send import content, first_call_arguments, send
+from typedspy.errors import (
+    OutputDecodeError,
+    OutputError,
+    OutputValidationError,
+    TokenBudgetExceededError,
+    TruncatedOutputError,
+)
+from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, ToolCall
+from typedspy.parse import ParseFailure, ParseResult, parse_outputs, split_reasoning
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryableFailure, RetryPolicy, feedback_messages
 from typedspy.signature import Signature
-from typedspy.streaming import OutputDelta, PartialPrediction, RetryStarted, StreamEvent, closing
+from typedspy.streaming import RetryStarted, StreamEvent, closing
 
 __all__ = ["CallPlan", "run_call"]
 
@@ -116,17 +116,15 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
         messages=plan.request.messages + tuple(plan.feedback),
         params={**plan.request.params, **plan.params},
     )
-    if stream:
-        response: LMResponse | None = None
-        async with closing(_streamed(plan, request)) as items:
-            async for item in items:
-                if isinstance(item, LMResponse):
-                    response = item
-                else:
-                    yield item
-        assert response is not None
-    else:
-        response = await callbacks.complete(plan.lm, request)
+    response: LMResponse | None = None
+    pick = first_call_arguments if plan.mode == "tools" else content
+    async with closing(send(plan.lm, request, plan.signature, stream=stream, pick=pick)) as items:
+        async for item in items:
+            if isinstance(item, LMResponse):
+                response = item
+            else:
+                yield item
+    assert response is not None
     text, tool_call = _reply_text(response, plan.mode)
     reasoning = response.reasoning
     if text is not None and tool_call is None:
@@ -177,43 +175,6 @@ def _classify(
     return kind
 
 
-async def _streamed(plan: CallPlan, request: LMRequest) -> AsyncIterator[StreamEvent | LMResponse]:
-    """Stream one completion: its deltas and partial outputs, then the `LMResponse` it adds up to.
-
-    The output text is the content, or in ``tools`` mode the arguments of the first tool call
-    (the one `_reply_text` reads).
-    """
-    accumulator = StreamAccumulator(plan.lm.model)
-    parser = PartialParser(plan.signature)
-    async with closing(callbacks.stream(plan.lm, request, accumulator)) as chunks:
-        async for chunk in chunks:
-            if plan.mode == "tools":
-                first = accumulator.first_call
-                piece = "".join(c.arguments for c in chunk.tool_calls if c.index == first)
-            else:
-                piece = chunk.text
-            if piece:
-                for event in parsed_events(parser, piece):
-                    yield event
-    for event in parsed_events(parser, None):
-        yield event
-    yield accumulator.response()
-
-
-def parsed_events(parser: PartialParser, piece: str | None) -> list[StreamEvent]:
-    """The events one piece of output text makes (``None``: the text held back at the end).
-
-    An `OutputDelta` per field the piece touches, then a `PartialPrediction` when the values
-    changed (a field completing, and so now validated, counts as a change).
-    """
-    segments = parser.feed(piece) if piece is not None else parser.flush()
-    events: list[StreamEvent] = [OutputDelta(name, text) for name, text in segments]
-    values = parser.news()
-    if values is not None:
-        events.append(PartialPrediction(values, parser.current))
-    return events
-
-
 def _raise_for_finish(
     plan: CallPlan, number: int, response: LMResponse, text: str | None, reasoning: str | None
 ) -> None:
@@ -223,11 +184,10 @@ def _raise_for_finish(
     returns, to be parsed. A runaway completion gets the profile's one re-ask (raised as a
     `RetryableFailure`, so the retry bound holds); anything else raises.
     """
-    reason = response.finish_reason
-    if response.refusal is None and reason not in ("length", "content_filter"):
+    if not ends_call(response):
         return
     name = plan.signature.__name__
-    if response.refusal is None and reason == "length":
+    if response.refusal is None and response.finish_reason == "length":
         kind = truncation_kind(text)
         if kind == "whitespace_loop" and text and parse_outputs(plan.signature, text).ok:
             return
@@ -246,30 +206,18 @@ def _raise_for_finish(
         raise _truncated(plan, text or "", kind)
     plan.attempts.append(Attempt(number, text or "", (), response.usage, None, reasoning))
     attempts, usage = tuple(plan.attempts), plan.usage
-    if response.refusal is not None:
-        raise RefusalError(
-            f"{name}: the model refused: {response.refusal}",
-            refusal=response.refusal,
-            attempts=attempts,
-            usage=usage,
-        )
-    raise ContentFilterError(
-        f"{name}: the provider's content filter stopped the completion",
-        attempts=attempts,
-        usage=usage,
-        raw=text or "",
+    raise_for_finish(
+        name, response, what="the completion", usage=usage, attempts=attempts, raw=text or ""
     )
 
 
 def _truncated(plan: CallPlan, raw: str, kind: FailureKind | None) -> TruncatedOutputError:
     tokens = plan.attempts[-1].usage.completion_tokens if plan.attempts else 0
-    why = {
-        "whitespace_loop": "the model looped on whitespace (the grammar allows it)",
-        "repetition_loop": "the model repeated itself",
-    }.get(str(kind), "raise max_tokens or shorten the output (retrying would truncate again)")
-    return TruncatedOutputError(
-        f"{plan.signature.__name__}: the completion hit the token limit after {tokens} "
-        f"tokens ({kind}): {why}",
+    return truncation_error(
+        plan.signature.__name__,
+        "the completion",
+        tokens,
+        kind or "truncated",
         attempts=tuple(plan.attempts),
         usage=plan.usage,
         raw=raw,

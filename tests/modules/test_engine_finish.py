@@ -7,11 +7,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import respx
+from react_wire import BASE_URL, make_lm
 
 import typedspy as ts
 from typedspy.testing import chat_completion
-
-BASE_URL = "http://engine.test/v1"
 
 
 class Ask(ts.Signature):
@@ -30,10 +29,6 @@ def look_up(term: str) -> str:
 def router() -> Iterator[respx.MockRouter]:
     with respx.mock(base_url=BASE_URL, assert_all_called=True) as mock:
         yield mock
-
-
-def make_lm() -> ts.LM:
-    return ts.LM("gpt-test", base_url=BASE_URL, api_key="sk-test", max_retries=0)
 
 
 def modules() -> list[ts.Module]:
@@ -66,7 +61,7 @@ def test_a_content_filter_and_a_refusal_end_the_call_unretried(
 
     with pytest.raises(ts.ContentFilterError, match="content filter stopped"):
         modules()[index](question="q")
-    with pytest.raises(ts.RefusalError, match="the model refused: No."):
+    with pytest.raises(ts.RefusalError, match=r"the model refused: No\."):
         modules()[index](question="q")
     assert route.call_count == 2
 

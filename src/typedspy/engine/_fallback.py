@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 
+from typedspy.engine._attempts import Event
 from typedspy.lm import BaseLM, FallbackLM, Skipped
-from typedspy.modules._attempts import Event
 from typedspy.prediction import Prediction
 from typedspy.streaming import closing
 
