@@ -12,6 +12,7 @@ LINT = Path(sys.executable).parent / "lint-imports"
 
 
 def lint(config: Path) -> subprocess.CompletedProcess[str]:
+    assert LINT.exists(), "lint-imports is missing: pip install -e '.[dev]' (import-linter)"
     return subprocess.run(
         [str(LINT), "--config", str(config), "--no-cache", "--no-logo"],
         cwd=ROOT,
