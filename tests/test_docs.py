@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
 from docs_blocks import ROOT, Block, blocks, doc_files
 
 BLOCKS = [block for path in doc_files() for block in blocks(path)]
