@@ -74,7 +74,10 @@ def _module_or_attribute(dotted: str) -> bool:
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         module = ".".join(parts[:cut])
-        if importlib.util.find_spec(module) is None:
+        try:
+            if importlib.util.find_spec(module) is None:
+                continue
+        except ModuleNotFoundError:  # a dotted name below a plain module
             continue
         value: object = importlib.import_module(module)
         for attribute in parts[cut:]:
