@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -298,3 +299,55 @@ def test_a_cost_budget_refuses_a_model_without_a_known_price(llm: respx.MockRout
     with ts.context(budget=ts.Budget(cost=1)), pytest.raises(ts.ConfigurationError, match="price"):
         ts.Predict(Double, lm=make_lm(model="standin-1"))(number=1)
     assert route.call_count == 0
+
+
+def test_a_fresh_limit_sends_no_burst_ahead_of_its_rate(llm: respx.MockRouter) -> None:
+    # 1,200 rpm is 20 requests a second: 11 requests need 10 gaps of 50 ms. The bucket's
+    # slack (a quarter second, 5 requests) absorbs late wake-ups; it is not spent as a burst
+    # at the start (which would send 11 in 0.3 s).
+    sent: list[float] = []
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        sent.append(time.monotonic())
+        return ok(2)
+
+    llm.post("/chat/completions").mock(side_effect=reply)
+    limit = ts.RateLimit(requests_per_minute=1_200)
+    results = ts.Predict(Double, lm=make_lm()).batch(
+        [{"number": 1}] * 11, concurrency=11, rate_limit=limit
+    )
+    assert not results.errors
+    assert len(sent) == 11
+    # From the 2nd send (the 1st also builds the client): 9 gaps, 0.45 s; a burst gives 0.3 s.
+    # A lower bound with 50 ms for jitter: load only makes the span longer.
+    assert sent[-1] - sent[1] >= 0.4
+
+
+def test_a_fresh_request_limit_admits_the_first_request_at_once_but_no_more() -> None:
+    limit = ts.RateLimit(requests_per_minute=1_200)  # 20 a second; a 5-request bucket
+
+    async def main() -> bool:
+        await limit.acquire(10)  # at once, though the bucket starts primed
+        second = asyncio.ensure_future(limit.acquire(10))
+        await asyncio.sleep(0)
+        waiting = not second.done()  # unprimed, 4 more would pass at once
+        second.cancel()
+        return waiting
+
+    assert asyncio.run(main()) is True
+
+
+def test_a_fresh_token_limit_admits_the_first_request_at_once_but_no_more(
+    llm: respx.MockRouter,
+) -> None:
+    limit = ts.RateLimit(tokens_per_minute=60_000)  # 1,000 a second; a 250-token bucket
+
+    async def main() -> tuple[int, bool]:
+        charged = await limit.acquire(100)  # at once, though the bucket starts primed
+        second = asyncio.ensure_future(limit.acquire(100))
+        await asyncio.sleep(0)
+        waiting = not second.done()  # the primed bucket has no room for a second at once
+        second.cancel()
+        return charged, waiting
+
+    assert asyncio.run(main()) == (100, True)

@@ -22,8 +22,9 @@ from typedspy.errors import ConfigurationError
 
 __all__ = ["RateLimit", "parse_reset"]
 
-# Leaky-bucket capacity, in seconds of the rate: small enough that a burst cannot push the
-# achieved rate of a short run past the limit, large enough to absorb scheduling jitter.
+# Leaky-bucket capacity, in seconds of the rate: the slack that absorbs late wake-ups of the
+# event loop (a waiter woken late still finds the capacity that drained meanwhile). The buckets
+# start primed, one request short of full, so that slack is never an up-front burst (ADR-038).
 _BURST_SECONDS = 0.25
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -77,6 +78,7 @@ class RateLimit:
         self._credit = 0.0
         self._completions = 0
         self._completion_tokens = 0
+        self._primed = False
 
     async def acquire(self, estimated_input_tokens: int) -> int:
         """Wait until a request may be sent; returns the tokens charged for it.
@@ -85,7 +87,11 @@ class RateLimit:
             estimated_input_tokens: The request's prompt, estimated.
         """
         await self._wait_for_pause()
+        first = not self._primed
+        self._primed = True
         if self._requests is not None:
+            if first:  # instant: the bucket is empty, so this fills it without waiting
+                await self._requests.acquire(self._requests.max_rate - 1)
             await self._requests.acquire(1)
         if self._tokens is None:
             return 0
@@ -94,6 +100,9 @@ class RateLimit:
             charge = estimated_input_tokens + round(average)
             taken = min(self._credit, charge)
             self._credit -= taken
+        if first:
+            bucket = self._tokens.max_rate
+            await self._tokens.acquire(bucket - min(bucket, charge - taken))
         await _take(self._tokens, charge - taken)
         return charge
 
