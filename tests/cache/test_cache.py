@@ -180,16 +180,19 @@ def test_a_streamed_reply_is_cached_and_replayed(server: StandIn) -> None:
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_expired_entries_are_misses(kind: str, server: StandIn, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("ttl", "sent", "hits"), [(3600.0, 1, 1), (1e-9, 2, 0)])
+def test_entries_hit_within_their_ttl_and_miss_after_it(
+    kind: str, ttl: float, sent: int, hits: int, server: StandIn, tmp_path: Path
+) -> None:
     cache: ts.Cache = (
-        ts.MemoryCache(ttl=1e-9) if kind == "memory" else ts.SQLiteCache(tmp_path / "c", ttl=1e-9)
+        ts.MemoryCache(ttl=ttl) if kind == "memory" else ts.SQLiteCache(tmp_path / "c", ttl=ttl)
     )
     predict = ts.Predict(Double, lm=lm_for(server))
     with ts.context(cache=cache):
         predict(number=1)
         predict(number=1)
-    assert len(server.requests) == 2
-    assert cache.hits == 0
+    assert len(server.requests) == sent
+    assert cache.hits == hits
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])

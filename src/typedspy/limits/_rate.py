@@ -164,7 +164,7 @@ def _bucket(per_minute: float | None) -> AsyncLimiter | None:
     if per_minute is None:
         return None
     per_second = per_minute / 60
-    capacity = max(1.0, per_second * _BURST_SECONDS)
+    capacity = max(2.0, per_second * _BURST_SECONDS)  # primed at 1: one of slack at least
     return AsyncLimiter(capacity, capacity / per_second)
 
 
