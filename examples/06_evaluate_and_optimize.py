@@ -50,8 +50,14 @@ def main() -> None:
             reloaded = ts.ChainOfThought(RouteTicket)
             reloaded.load(path)
             again = ts.evaluate(reloaded, dev)
+            knn.save(Path(tmp) / "knn.json")  # with its training examples and their vectors
+            knn_again = ts.KNNProgram(ts.Predict(RouteTicket))
+            knn_again.load(Path(tmp) / "knn.json")
+            knn_reloaded = ts.evaluate(knn_again, dev)
         print(f"before {baseline.percent}%, after {optimized.percent}%, reloaded {again.percent}%")
+        print(f"KNN program reloaded: {knn_reloaded.percent}%, {knn_reloaded.calls} requests")
         assert again.score == optimized.score > baseline.score
+        assert knn_reloaded.score == 1.0
         lm.close()
 
 
