@@ -155,23 +155,27 @@ def _lookup(
     return key, None
 
 
-async def _admit(settings: Settings, lm: BaseLM, request: LMRequest) -> int:
-    """Check the budget and wait for the rate limit; returns the tokens charged to it."""
+async def _admit(settings: Settings, lm: BaseLM, request: LMRequest) -> tuple[int, int]:
+    """Check the budget and wait for the rate limit; returns (tokens charged, estimate)."""
     if settings.budget is None and settings.rate_limit is None:
-        return 0
+        return 0, 0
     return await _admit_estimate(settings, lm, lm.model, estimate_tokens(request))
 
 
-async def _admit_estimate(settings: Settings, lm: BaseLM, model: str, estimate: int) -> int:
+async def _admit_estimate(
+    settings: Settings, lm: BaseLM, model: str, estimate: int
+) -> tuple[int, int]:
     if settings.budget is not None:
         endpoint = lm.endpoint if "cost" in settings.budget.limits else None
         settings.budget.reserve(estimate, model=model, endpoint=endpoint)
     if settings.rate_limit is not None:
-        return await settings.rate_limit.acquire(estimate)
-    return 0
+        return await settings.rate_limit.acquire(estimate), estimate
+    return 0, estimate
 
 
-async def _settle(settings: Settings, lm: BaseLM, response: LMResponse, charged: int) -> None:
+async def _settle(
+    settings: Settings, lm: BaseLM, response: LMResponse, charged: tuple[int, int]
+) -> None:
     await _settle_usage(settings, lm, lm.model, response, charged)
 
 
@@ -180,12 +184,15 @@ async def _settle_usage(
     lm: BaseLM,
     model: str,
     response: LMResponse | EmbeddingResponse,
-    charged: int,
+    charged: tuple[int, int],
 ) -> None:
     if settings.rate_limit is not None:
         settings.rate_limit.observe(response.headers)
         completion = isinstance(response, LMResponse)  # embeddings complete nothing
-        await settings.rate_limit.settle(charged, response.usage, completion=completion)
+        tokens, estimate = charged
+        await settings.rate_limit.settle(
+            tokens, response.usage, estimated=estimate, completion=completion
+        )
     if settings.budget is not None:
         endpoint = lm.endpoint if "cost" in settings.budget.limits else None
         settings.budget.spend(response.usage, model=model, endpoint=endpoint)

@@ -351,3 +351,28 @@ def test_a_fresh_token_limit_admits_the_first_request_at_once_but_no_more(
         return charged, waiting
 
     assert asyncio.run(main()) == (100, True)
+
+
+class RecordingLimit(ts.RateLimit):
+    """A token limit that records each charge (a user subclass)."""
+
+    def __init__(self) -> None:
+        super().__init__(tokens_per_minute=6_000_000)
+        self.charges: list[tuple[int, int]] = []
+
+    async def acquire(self, estimated_input_tokens: int) -> int:
+        charge = await super().acquire(estimated_input_tokens)
+        self.charges.append((estimated_input_tokens, charge))
+        return charge
+
+
+def test_later_token_charges_learn_the_reported_prompt_size(llm: respx.MockRouter) -> None:
+    llm.post("/chat/completions").mock(return_value=ok(2))  # reports 10 prompt + 2 completion
+    limit = RecordingLimit()
+    results = ts.Predict(Double, lm=make_lm()).batch(
+        [{"number": 1}] * 3, concurrency=1, rate_limit=limit
+    )
+    assert not results.errors
+    (estimate, first), *later = limit.charges
+    assert estimate > 12 and first == estimate  # nothing seen yet: the size estimate
+    assert later == [(estimate, 12), (estimate, 12)]  # 10 reported prompt + 2 completion

@@ -78,6 +78,8 @@ class RateLimit:
         self._credit = 0.0
         self._completions = 0
         self._completion_tokens = 0
+        self._estimated_prompts = 0
+        self._reported_prompts = 0
         self._primed = False
 
     async def acquire(self, estimated_input_tokens: int) -> int:
@@ -97,7 +99,12 @@ class RateLimit:
             return 0
         with self._lock:
             average = self._completion_tokens / self._completions if self._completions else 0
-            charge = estimated_input_tokens + round(average)
+            scale = (
+                self._reported_prompts / self._estimated_prompts
+                if self._estimated_prompts and self._reported_prompts
+                else 1.0
+            )
+            charge = max(1, round(estimated_input_tokens * scale)) + round(average)
             taken = min(self._credit, charge)
             self._credit -= taken
         if first:
@@ -106,12 +113,24 @@ class RateLimit:
         await _take(self._tokens, charge - taken)
         return charge
 
-    async def settle(self, charged: int, usage: Usage, *, completion: bool = True) -> None:
+    async def settle(
+        self,
+        charged: int,
+        usage: Usage,
+        *,
+        estimated: int | None = None,
+        completion: bool = True,
+    ) -> None:
         """Reconcile a request's up-front charge with the tokens its reply reported.
+
+        Later charges learn from it: they add the average completion seen so far, and scale
+        prompt estimates by the ratio of reported to estimated prompt tokens, so an estimate
+        that runs high does not hold tokens back while requests are in flight.
 
         Args:
             charged: What `acquire` charged for it.
             usage: What its reply reported.
+            estimated: The prompt estimate it was charged from (calibrates later estimates).
             completion: Whether it was a completion (its completion tokens feed the average
                 added to later estimates); ``False`` for an embeddings request.
         """
@@ -122,6 +141,9 @@ class RateLimit:
             if completion:
                 self._completions += 1
                 self._completion_tokens += usage.completion_tokens
+                if estimated and usage.prompt_tokens:
+                    self._estimated_prompts += estimated
+                    self._reported_prompts += usage.prompt_tokens
             if actual < charged:
                 self._credit += charged - actual
         if actual > charged:
