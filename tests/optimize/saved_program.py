@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import typedspy as ts
@@ -29,21 +32,7 @@ class Pipeline(ts.Module):
 
 
 def requests_for(program: ts.Module, tickets: list[str]) -> list[str]:
-    """The chat request bodies ``program`` sends for ``tickets``, as JSON text, in order."""
-    answer = NearestDemo(TICKET_FALLBACK, ignore=TICKET_STOPWORDS)
-    with StandIn(answer=answer) as server:
-        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-standin", max_retries=0)
-        try:
-            with ts.context(lm=lm):
-                for ticket in tickets:
-                    program(ticket=ticket)
-        finally:
-            lm.close()
-    return [json.dumps(body, ensure_ascii=False) for body in server.requests]
-
-
-def knn_requests_for(program: ts.Module, tickets: list[str]) -> list[str]:
-    """Every request ``program`` sends for ``tickets``: embeddings first, then chats, as JSON."""
+    """Every request ``program`` sends for ``tickets`` (embeddings first, then chats), as JSON."""
     answer = NearestDemo(TICKET_FALLBACK, ignore=TICKET_STOPWORDS)
     with StandIn(answer=answer) as server:
         lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-standin", max_retries=0)
@@ -55,3 +44,26 @@ def knn_requests_for(program: ts.Module, tickets: list[str]) -> list[str]:
             lm.close()
     bodies = [*server.embedding_requests, *server.requests]
     return [json.dumps(body, ensure_ascii=False) for body in bodies]
+
+
+def requests_in_a_fresh_process(build: str, path: Path, tickets: list[str]) -> list[str]:
+    """`requests_for` in a new interpreter, for the program ``build`` makes and loads ``path``."""
+    script = (
+        "import json, sys\n"
+        "import typedspy as ts\n"
+        "from saved_program import Pipeline, requests_for\n"
+        f"program = {build}\n"
+        "program.load(sys.argv[1])\n"
+        "print(json.dumps(requests_for(program, json.loads(sys.argv[2]))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path), json.dumps(tickets)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: list[str] = json.loads(done.stdout)
+    return result

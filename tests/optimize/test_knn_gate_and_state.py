@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from saved_program import Pipeline, knn_requests_for
+from saved_program import Pipeline, requests_for, requests_in_a_fresh_process
 from wire_demos import demos_sent
 
 import typedspy as ts
@@ -103,25 +101,8 @@ def test_a_saved_knn_program_picks_the_same_demos_in_a_fresh_process(tmp_path: P
     program = compiled()
     path = tmp_path / "knn.json"
     program.save(path)
-    here = knn_requests_for(program, TICKETS)
-    script = (
-        "import json, sys\n"
-        "import typedspy as ts\n"
-        "from saved_program import Pipeline, knn_requests_for\n"
-        "program = ts.KNNProgram(Pipeline())\n"
-        "program.load(sys.argv[1])\n"
-        "print(json.dumps(knn_requests_for(program, json.loads(sys.argv[2]))))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(path), json.dumps(TICKETS)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=HERE,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    there = json.loads(done.stdout)
+    here = requests_for(program, TICKETS)
+    there = requests_in_a_fresh_process("ts.KNNProgram(Pipeline())", path, TICKETS)
     assert there == here
     embeds = [json.loads(b) for b in here[:4]]
     assert [e["input"] for e in embeds] == [[f"ticket: {t}"] for t in TICKETS]  # no re-embedding

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from saved_program import Explain, Pipeline, requests_for
+from saved_program import Explain, Pipeline, requests_for, requests_in_a_fresh_process
 
 import typedspy as ts
 from served import nearest, served
@@ -30,23 +28,7 @@ def test_a_saved_optimized_program_sends_identical_requests_in_a_fresh_process(
     path = tmp_path / "optimized.json"
     program.save(path)
     here = requests_for(program, TICKETS)
-    script = (
-        "import json, sys\n"
-        "from saved_program import Pipeline, requests_for\n"
-        "program = Pipeline()\n"
-        "program.load(sys.argv[1])\n"
-        "print(json.dumps(requests_for(program, json.loads(sys.argv[2]))))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(path), json.dumps(TICKETS)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=HERE,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    there = json.loads(done.stdout)
+    there = requests_in_a_fresh_process("Pipeline()", path, TICKETS)
     assert len(here) == 6
     assert there == here
     assert all("_type" in body for body in here[::2])  # tagged demos went out
