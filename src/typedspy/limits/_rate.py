@@ -191,9 +191,15 @@ def _bucket(per_minute: float | None) -> AsyncLimiter | None:
 
 
 async def _take(bucket: AsyncLimiter, amount: float) -> None:
-    """Acquire ``amount`` in pieces no larger than the bucket (a big request waits longer)."""
+    """Acquire ``amount`` in equal pieces of a quarter of the bucket (the last one smaller).
+
+    aiolimiter serves the smallest waiting amount first, so a request charged more than the
+    others could wait behind them for a whole batch (ADR-038); in equal pieces, waiters are
+    served in arrival order, and a big request waits in proportion to its size.
+    """
+    unit = bucket.max_rate / 4
     while amount > 0:
-        piece = min(amount, bucket.max_rate)
+        piece = min(amount, unit)
         await bucket.acquire(piece)
         amount -= piece
 
