@@ -376,3 +376,24 @@ def test_later_token_charges_learn_the_reported_prompt_size(llm: respx.MockRoute
     (estimate, first), *later = limit.charges
     assert estimate > 12 and first == estimate  # nothing seen yet: the size estimate
     assert later == [(estimate, 12), (estimate, 12)]  # 10 reported prompt + 2 completion
+
+
+def test_token_charges_are_served_first_come_first_served() -> None:
+    # aiolimiter alone serves the smallest waiting amount first: a later, smaller charge
+    # would overtake a bigger one that was waiting already (and could starve it).
+    limit = ts.RateLimit(tokens_per_minute=60_000)  # 1,000 a second; a 250-token bucket
+    served: list[str] = []
+
+    async def take(name: str, tokens: int) -> None:
+        await limit.acquire(tokens)
+        served.append(name)
+
+    async def main() -> None:
+        await take("first", 240)  # at once: fills the primed bucket
+        big = asyncio.ensure_future(take("big", 100))
+        await asyncio.sleep(0)  # "big" is waiting now
+        small = asyncio.ensure_future(take("small", 20))
+        await asyncio.gather(big, small)
+
+    asyncio.run(main())
+    assert served == ["first", "big", "small"]

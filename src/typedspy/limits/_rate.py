@@ -74,6 +74,10 @@ class RateLimit:
         self._requests = _bucket(requests_per_minute)
         self._tokens = _bucket(tokens_per_minute)
         self._lock = threading.Lock()
+        # aiolimiter serves the smallest waiting amount first: a request charged more than
+        # the others could wait behind them for a whole batch. One waiter at a time, in
+        # arrival order (asyncio.Lock is FIFO), keeps token charges first come, first served.
+        self._token_turn = asyncio.Lock()
         self._resume_at = 0.0
         self._credit = 0.0
         self._completions = 0
@@ -110,7 +114,7 @@ class RateLimit:
         if first:
             bucket = self._tokens.max_rate
             await self._tokens.acquire(bucket - min(bucket, charge - taken))
-        await _take(self._tokens, charge - taken)
+        await self._take_tokens(charge - taken)
         return charge
 
     async def settle(
@@ -147,7 +151,13 @@ class RateLimit:
             if actual < charged:
                 self._credit += charged - actual
         if actual > charged:
-            await _take(self._tokens, actual - charged)
+            await self._take_tokens(actual - charged)
+
+    async def _take_tokens(self, amount: float) -> None:
+        if amount <= 0 or self._tokens is None:
+            return
+        async with self._token_turn:
+            await _take(self._tokens, amount)
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Pause every sender when the endpoint says a limit is used up.
@@ -191,15 +201,9 @@ def _bucket(per_minute: float | None) -> AsyncLimiter | None:
 
 
 async def _take(bucket: AsyncLimiter, amount: float) -> None:
-    """Acquire ``amount`` in equal pieces of a quarter of the bucket (the last one smaller).
-
-    aiolimiter serves the smallest waiting amount first, so a request charged more than the
-    others could wait behind them for a whole batch (ADR-038); in equal pieces, waiters are
-    served in arrival order, and a big request waits in proportion to its size.
-    """
-    unit = bucket.max_rate / 4
+    """Acquire ``amount`` in pieces no larger than the bucket (a big request waits longer)."""
     while amount > 0:
-        piece = min(amount, unit)
+        piece = min(amount, bucket.max_rate)
         await bucket.acquire(piece)
         amount -= piece
 
