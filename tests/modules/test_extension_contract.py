@@ -177,3 +177,19 @@ def test_a_module_without_aforward_says_what_to_override() -> None:
 
     with pytest.raises(NotImplementedError, match=r"Empty does not implement aforward\(\)"):
         Empty()()
+
+
+def test_a_sync_forward_on_predict_is_refused_when_the_class_is_defined() -> None:
+    with pytest.raises(ts.ConfigurationError, match=r"Sync overrides forward\(\).*aforward"):
+
+        class Sync(ts.Predict[Ask]):
+            def forward(self, **inputs: Any) -> Any:
+                return {"answer": "sync"}
+
+
+def test_a_sync_forward_on_a_plain_module_stays_allowed() -> None:
+    class Plain(ts.Module):
+        def forward(self, **inputs: Any) -> Any:
+            return inputs
+
+    assert Plain()(x=1) == {"x": 1}

@@ -39,6 +39,8 @@ class Module:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = vars(cls)
+        if "forward" in own and "aforward" not in own and "aexecute" not in own:
+            _refuse_sync_override(cls)
         if "aforward" in own and "aexecute" not in own:
             cls.aexecute = _executing(cls)  # type: ignore[method-assign]
         elif "aexecute" in own and "aforward" not in own:
@@ -285,3 +287,23 @@ def _forwarding(cls: type[Module]) -> Any:
     aforward.__qualname__ = f"{cls.__qualname__}.aforward"
     aforward.__doc__ = f"The result of `{cls.__name__}.aexecute`: its last event (ADR-035)."
     return aforward
+
+
+def _refuse_sync_override(cls: type[Module]) -> None:
+    """A synchronous ``forward`` on a subclass of a built-in streaming module is an error.
+
+    `acall`, `astream` and `abatch` run `aexecute`, never ``forward``: the override would
+    apply to ``module(...)`` alone (ADR-035). On a plain `Module` it stays allowed (tools run
+    it in a worker thread).
+
+    Raises:
+        ConfigurationError: When the class is defined, naming the method to override.
+    """
+    definer = next(k for k in cls.__mro__ if "aexecute" in vars(k))
+    if definer is Module or not definer.__module__.startswith("typedspy."):
+        return
+    raise ConfigurationError(
+        f"{cls.__qualname__} overrides forward(), which only module(...) would run: override "
+        f"`async def aforward(self, **inputs)` instead (call `await super().aforward(**inputs)` "
+        f"for {definer.__name__}'s own behaviour)"
+    )
