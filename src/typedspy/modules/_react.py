@@ -77,8 +77,9 @@ class ReAct(Module, Generic[SigT]):
         max_iters: The most model steps one run takes before the answer is extracted from
             the trajectory (at least 1).
         lm: The model; defaults to the one set with `ts.configure` / `ts.context`.
-        mode: ``"auto"`` (native tool calling, switching to the union fallback when the
-            endpoint rejects tools), ``"tools"`` (native only) or ``"union"`` (fallback only).
+        mode: ``"auto"`` (native tool calling where the LM's profile says it is dependable,
+            else the union step; switching to the union step when the endpoint rejects
+            tools), ``"tools"`` (native only) or ``"union"`` (the union step only).
         resume_store: Where answered pauses are recorded, so resuming twice from one saved
             `ResumeState` runs the approved call once (default: a store in this process).
         max_tool_calls: The most tool calls one step runs (at least 1); further calls of the
@@ -250,9 +251,15 @@ class ReAct(Module, Generic[SigT]):
         return resolve_lm(self.lm)
 
     def _start_mode(self, lm: BaseLM) -> Literal["tools", "union"]:
-        # An endpoint that rejected tools once gets the fallback shape from then on: its
-        # profile remembers (ADR-016).
-        if self.mode == "union" or (self.mode == "auto" and lm.profile.rejects("tools")):
+        # A profile without dependable tool calling gets the strict union step, whose schema
+        # constrained decoding enforces (ADR-037); an endpoint that rejected tools once gets
+        # it from then on too: its profile remembers (ADR-016).
+        profile = lm.profile
+        if self.mode == "union":
+            return "union"
+        if self.mode == "auto" and (
+            not profile.dependable_tool_calling or profile.rejects("tools")
+        ):
             return "union"
         return "tools"
 
