@@ -98,3 +98,14 @@ def test_keys_cut_anywhere_and_a_huge_key_name_no_field() -> None:
             segments += parser.feed(piece)
         assert "".join(t for _, t in segments) == text
         assert parser.values() == {"text": "a", "words": 2}
+
+
+def test_a_long_marker_section_is_throttled_and_ends_validated() -> None:
+    body = "lorem ipsum " * 20_000
+    text = f"[[ ## text ## ]]\n{body}\n\n[[ ## words ## ]]\n7\n\n[[ ## completed ## ]]\n"
+    seen, parser = shown(Essay, text)
+    texts = [s["text"] for s in seen if "text" in s]
+    assert len(texts) <= 256 + 60 + 5
+    assert all(body.startswith(str(t)) for t in texts)
+    assert seen[-1] == {"text": body.strip(), "words": 7}
+    assert parser.current is None

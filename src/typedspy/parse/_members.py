@@ -1,19 +1,17 @@
-"""The values of a streamed JSON object's fields, kept member by member (ADR-031).
+"""The values of streamed output fields, kept member by member (ADR-031).
 
-`JsonScan` says where each top-level member's value starts and ends; `ObjectValues` is given
-each member's value text as it arrives. A member that ends is decoded and validated once, and
-never read again; only the member still being written is re-read (jiter's partial mode), and
-once its text is long, only after it grew by an eighth. So the work per piece of text does not
-grow with the text before it: a completed member costs nothing more, and re-reading a long
-open value is spread over the text that grew it.
+`JsonScan` says where each top-level member's value starts and ends (or the markers say where
+each ``[[ ## field ## ]]`` section does); `ObjectValues` is given each member's value text as it
+arrives. A member that ends is decoded and validated once, and never read again; only the member
+still being written is re-read, and once its text is long, only after it grew by an eighth.
+So the work per piece of text does not grow with the text before it: a completed member
+costs nothing more, and re-reading a long open value is spread over the text that grew it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-from jiter import from_json
 
 __all__ = ["READ_EVERY_PIECE", "ObjectValues"]
 
@@ -28,17 +26,17 @@ class ObjectValues:
     """Completed members (validated) and the member being written (partial) of one object.
 
     Args:
-        validated: A complete field's validated value from its decoded JSON (`UNSET` if it
-            fails validation).
-        partial: The open field's partial value from its decoded JSON and the end of its text.
+        complete: A complete field's validated value from its text (`UNSET`: left out).
+        partial: The open field's partial value from its text and the end of its text
+            (`UNSET`: nothing to show yet).
     """
 
     def __init__(
         self,
-        validated: Callable[[str, Any], Any],
-        partial: Callable[[str, Any, str], Any],
+        complete: Callable[[str, str], Any],
+        partial: Callable[[str, str, str], Any],
     ) -> None:
-        self._validated = validated
+        self._complete_value = complete
         self._partial = partial
         self._complete: dict[str, Any] = {}
         self._key: str | None = None  # the field being written, if any
@@ -66,13 +64,8 @@ class ObjectValues:
             return
         self._key, self._open = None, UNSET
         text, self._parts = "".join(self._parts), []
-        try:
-            raw = from_json(text.encode(), allow_inf_nan=False)
-        except ValueError:  # not one JSON value: left out (the final validation reports it)
-            self._complete.pop(key, None)
-            return
-        value = self._validated(key, raw)
-        if value is UNSET:
+        value = self._complete_value(key, text)
+        if value is UNSET:  # invalid: left out (the final validation reports it)
             self._complete.pop(key, None)
         else:
             self._complete[key] = value
@@ -96,13 +89,4 @@ class ObjectValues:
     def _read(self, key: str) -> Any:
         if len(self._parts) > 1:
             self._parts = ["".join(self._parts)]  # joined once, not at every reading
-        text = self._parts[0] if self._parts else ""
-        try:
-            data = from_json(
-                b"[" + text.encode(), partial_mode="trailing-strings", allow_inf_nan=False
-            )
-        except ValueError:  # not JSON (yet, or at all): nothing to show for it
-            return UNSET
-        if not isinstance(data, list) or not data:
-            return UNSET
-        return self._partial(key, data[0], self._tail)
+        return self._partial(key, self._parts[0] if self._parts else "", self._tail)

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from typedspy.parse._members import UNSET, ObjectValues
 from typedspy.parse._scan import JsonScan
-from typedspy.parse._sections import _MARKER, split_marker_sections
+from typedspy.parse._sections import _MARKER
 from typedspy.parse._validate import _section_value
 from typedspy.signature import TYPE_KEY, Signature, is_model, is_union, resolve_name, wire_names
 
@@ -66,10 +66,12 @@ class PartialParser:
         self._model = sig.output_model
         self._instance = self._model.model_construct()
         self._done: dict[str, tuple[Any, Any]] = {}
-        self._text = ""  # the text so far, until the output turns out to be a JSON object
+        self._text = ""  # the text from `_base` on, not yet returned (before a JSON object)
+        self._base = 0
         self._pieces: list[str] = []
         self._size = 0  # characters fed so far
-        self._object = ObjectValues(self._validated, self._open_value)
+        self._object = ObjectValues(self._member_value, self._open_value)
+        self._sections = ObjectValues(self._section_done, self._open_section)
         self._final = False
         self._mode: Literal["json", "markers"] | None = None
         self._scan: JsonScan | None = None
@@ -77,7 +79,6 @@ class PartialParser:
         self._emitted = 0  # text before this index was returned by feed
         self._section: str | None = None  # markers: the section being written
         self._values: dict[str, Any] = {}
-        self._parsed = -1  # length of the text `_values` was computed from
         self._shown: tuple[dict[str, Any], frozenset[str]] = ({}, frozenset())
 
     @property
@@ -112,26 +113,29 @@ class PartialParser:
         if self._mode is None:
             self._detect()
         if self._scan is not None:
-            held, self._text = self._text[self._emitted :], ""  # no longer kept whole
+            held, self._text = self._text[self._emitted - self._base :], ""
             return self._object_segments(held, self._emitted)
         end = self._held_back()  # a marker may be arriving (before the mode is known, too)
-        return self._marker_segments(end) if self._mode == "markers" else self._segments(end, [])
+        if self._mode == "markers":
+            out = self._marker_segments(end)
+        else:
+            out = self._segments(end, [])
+        self._text, self._base = self._text[self._emitted - self._base :], self._emitted
+        return out
 
     def flush(self) -> list[Segment]:
         """The text still held back (the stream ended): attributed as it stands."""
         self._final = True
         if self._emitted >= self._size:
             return []
-        return self._marker_segments(len(self._text), final=True)
+        return self._marker_segments(self._size, final=True)
 
     def values(self) -> dict[str, Any]:
         """The outputs as far as the text fed so far shows them (see the module docstring)."""
         if self._mode == "json":
             self._values = self._object.values(final=self._final)
-        elif self._parsed != self._size:
-            self._parsed = self._size
-            if self._mode == "markers":
-                self._values = self._marker_values()
+        elif self._mode == "markers":
+            self._values = self._sections.values(final=self._final)
         return dict(self._values)
 
     def news(self) -> dict[str, Any] | None:
@@ -146,27 +150,28 @@ class PartialParser:
     # -- where the output starts --
 
     def _detect(self) -> None:
-        text = self._text
-        brace = text.find("{", self._emitted)
-        marker = _MARKER.search(text, self._emitted)
+        text, start = self._text, self._emitted - self._base
+        brace = text.find("{", start)
+        marker = _MARKER.search(text, start)
         if marker is not None and (brace < 0 or marker.start() < brace):
             self._mode = "markers"
         elif brace >= 0:
             self._mode = "json"
-            self._scan = JsonScan(brace)
+            self._scan = JsonScan(self._base + brace)
 
     # -- attribution --
 
     def _segments(self, end: int, changes: list[tuple[int, str | None]]) -> list[Segment]:
+        """Attribute the text from `_emitted` to ``end`` (absolute indexes, as ``changes``)."""
         out: list[Segment] = []
-        owner, pos = self._owner, self._emitted
+        owner, pos, base = self._owner, self._emitted, self._base
         for index, new in changes:
             if index > pos and new != owner:
-                _append(out, owner, self._text[pos:index])
+                _append(out, owner, self._text[pos - base : index - base])
                 pos = index
             owner = new
         if end > pos:
-            _append(out, owner, self._text[pos:end])
+            _append(out, owner, self._text[pos - base : end - base])
         self._owner, self._emitted = owner, end
         return out
 
@@ -202,49 +207,72 @@ class PartialParser:
     def _held_back(self) -> int:
         """Where a marker that may still be arriving starts (the text's length if none)."""
         text = self._text
-        low = max(self._emitted, len(text) - _MARKER_WINDOW)
+        low = max(self._emitted - self._base, len(text) - _MARKER_WINDOW)
         at = text.find("[", low)
         while at >= 0:
             if _MARKER_PREFIX.fullmatch(text, at):
-                return at
+                return self._base + at
             at = text.find("[", at + 1)
-        return len(text)
+        return self._base + len(text)
 
     def _marker_segments(self, end: int, *, final: bool = False) -> list[Segment]:
+        """Attribute the text up to ``end``; each section's text goes to `_sections` too."""
         changes: list[tuple[int, str | None]] = []
-        for marker in _MARKER.finditer(self._text, self._emitted, end):
+        base, pos = self._base, self._emitted
+        for marker in _MARKER.finditer(self._text, pos - base, end - base):
+            self._section_text(self._text[pos - base : marker.start()])
             name = marker.group(1)
             self._section = None if name == "completed" else name
-            changes.append((marker.start(), None))
-            changes.append((marker.end(), name if name in self._fields else None))
+            changes.append((base + marker.start(), None))
+            changes.append((base + marker.end(), name if name in self._fields else None))
+            self._sections.close()
+            if self._section in self._fields:
+                self._sections.open(self._section)
+            pos = base + marker.end()
+        self._section_text(self._text[pos - base : end - base])
         if final:
             self._section = None
+            self._sections.close()
         return self._segments(end, changes)
+
+    def _section_text(self, text: str) -> None:
+        if text and self._section in self._fields:
+            self._sections.add(text)
 
     # -- values --
 
-    def _open_value(self, name: str, raw: Any, tail: str) -> Any:
-        """The field being written, shaped by its annotation (`_partial_value`)."""
+    def _member_value(self, name: str, text: str) -> Any:
+        """A complete JSON member's value, validated (`_UNSET` when it is not one)."""
+        try:
+            raw = from_json(text.encode(), allow_inf_nan=False)
+        except ValueError:
+            return _UNSET
+        return self._validated(name, raw)
+
+    def _open_value(self, name: str, text: str, tail: str) -> Any:
+        """The JSON member being written, read as far as it goes, shaped by its annotation."""
+        try:
+            data = from_json(
+                b"[" + text.encode(), partial_mode="trailing-strings", allow_inf_nan=False
+            )
+        except ValueError:  # not JSON (yet, or at all): nothing to show for it
+            return _UNSET
+        if not isinstance(data, list) or not data:
+            return _UNSET
+        raw = data[0]
         if _OPEN_TYPE.search(tail):
             _drop_open_type(raw)
         return _partial_value(self._fields[name].annotation, raw)
 
-    def _marker_values(self) -> dict[str, Any]:
-        sections = split_marker_sections(self._text[: self._emitted]) or {}
-        in_progress = self.current
-        values: dict[str, Any] = {}
-        for name, body in sections.items():
-            info = self._fields.get(name)
-            if info is None:
-                continue
-            if name == in_progress:
-                value = _partial_section(info.annotation, body)
-            else:
-                ok, decoded, _ = _section_value(info.annotation, body)
-                value = self._validated(name, decoded, key=body) if ok else _UNSET
-            if value is not _UNSET:
-                values[name] = value
-        return values
+    def _section_done(self, name: str, text: str) -> Any:
+        """A complete ``[[ ## name ## ]]`` section's value, validated."""
+        body = text.strip()
+        ok, decoded, _ = _section_value(self._fields[name].annotation, body)
+        return self._validated(name, decoded, key=body) if ok else _UNSET
+
+    def _open_section(self, name: str, text: str, tail: str) -> Any:
+        """The section being written: its text, or its partial JSON value."""
+        return _partial_section(self._fields[name].annotation, text.strip())
 
     def _validated(self, name: str, raw: Any, *, key: Any = _UNSET) -> Any:
         """A complete field's value, validated by the output model itself (cached)."""
