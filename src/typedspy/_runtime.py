@@ -17,6 +17,7 @@ synchronous call from the background loop itself is refused: it would wait for i
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import concurrent.futures
 import contextvars
@@ -261,8 +262,15 @@ class _AsyncIteratorDriver(Generic[T]):
 
 def _wait_for(future: concurrent.futures.Future[T]) -> T:
     # Wait in slices: a wait without timeout cannot be interrupted by Ctrl-C on every platform.
-    while not future.done():
-        concurrent.futures.wait((future,), timeout=_WAIT_SLICE)
+    # Wait on a private lock that the thread completing the future releases, never on the
+    # future's own lock: Ctrl-C can interrupt this thread between Python-level acquire and
+    # release (concurrent.futures.wait takes the future's lock twice per slice), and a lock left
+    # held would block the loop thread forever when it sets the result.
+    wake = _thread.allocate_lock()
+    wake.acquire()
+    future.add_done_callback(lambda _: wake.release())
+    while not wake.acquire(timeout=_WAIT_SLICE):
+        pass
     return future.result()
 
 
