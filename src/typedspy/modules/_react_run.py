@@ -247,11 +247,12 @@ class Run(Generic[SigT]):
         if name == FINISH:
             self.answer = {n: getattr(choice, n) for n in self.signature.output_fields}
             shown = _arguments(choice, self.signature.output_fields)
-            call = TrajectoryCall(call_id, FINISH, shown, ACCEPTED)
+            call = TrajectoryCall(id=call_id, name=FINISH, arguments=shown, observation=ACCEPTED)
             self.trajectory.append(TrajectoryStep(reasoning=reasoning, calls=[call]))
             return None
         tool = self.calls.tools.get(name)
-        call = TrajectoryCall(call_id, name, _arguments(choice, tool.signature.input_fields))
+        shown = _arguments(choice, tool.signature.input_fields)
+        call = TrajectoryCall(id=call_id, name=name, arguments=shown)
         step = TrajectoryStep(reasoning=reasoning, calls=[call])
         self.trajectory.append(step)
         return step

@@ -3,14 +3,16 @@
 One `TrajectoryStep` is one model turn: its reasoning (the assistant's text, if any) and the
 tool calls it made, each with the observation the agent sent back. The same record renders as
 OpenAI tool messages for endpoints with tool calling and as plain text for the fallback and
-for answer extraction, and round-trips through JSON so a paused run can resume elsewhere.
+for answer extraction, and round-trips through JSON so a paused run can resume elsewhere: calls
+and steps are Pydantic models, dumped and validated by Pydantic (ADR-037).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from typedspy.errors import ConfigurationError
 from typedspy.lm._base import ChatMessage
@@ -21,9 +23,8 @@ __all__ = ["FEEDBACK_LABEL", "Trajectory", "TrajectoryCall", "TrajectoryStep"]
 FEEDBACK_LABEL = "[Automated feedback from typedspy's agent loop, not a message from the user.]"
 
 
-@dataclass
-class TrajectoryCall:
-    """One tool call and what came of it.
+class TrajectoryCall(BaseModel):
+    """One tool call and what came of it (a Pydantic model: it saves and loads as JSON).
 
     Attributes:
         id: The call id (the model's, or one typedspy made up when it sent none).
@@ -41,27 +42,19 @@ class TrajectoryCall:
 
     def to_json(self) -> dict[str, Any]:
         """This call as JSON-ready data."""
-        return {
-            "id": self.id,
-            "name": self.name,
-            "arguments": self.arguments,
-            "observation": self.observation,
-        }
+        return self.model_dump(mode="json")
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TrajectoryCall:
-        """Rebuild a call from `to_json` data."""
-        observation = data.get("observation")
-        return cls(
-            id=str(data["id"]),
-            name=str(data["name"]),
-            arguments=str(data["arguments"]),
-            observation=None if observation is None else str(observation),
-        )
+        """Rebuild a call from `to_json` data.
+
+        Raises:
+            ConfigurationError: The data is not a call (the message names the field).
+        """
+        return _validated(cls, data)
 
 
-@dataclass
-class TrajectoryStep:
+class TrajectoryStep(BaseModel):
     """One model turn of an agent run.
 
     Attributes:
@@ -72,26 +65,38 @@ class TrajectoryStep:
     """
 
     reasoning: str | None = None
-    calls: list[TrajectoryCall] = field(default_factory=list)
+    calls: list[TrajectoryCall] = Field(default_factory=list)
     note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """This step as JSON-ready data."""
-        return {
-            "reasoning": self.reasoning,
-            "calls": [c.to_json() for c in self.calls],
-            "note": self.note,
-        }
+        return self.model_dump(mode="json")
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TrajectoryStep:
-        """Rebuild a step from `to_json` data."""
-        reasoning, note = data.get("reasoning"), data.get("note")
-        return cls(
-            reasoning=None if reasoning is None else str(reasoning),
-            calls=[TrajectoryCall.from_json(c) for c in data.get("calls") or []],
-            note=None if note is None else str(note),
-        )
+        """Rebuild a step from `to_json` data.
+
+        Raises:
+            ConfigurationError: The data is not a step (the message names the field).
+        """
+        return _validated(cls, data)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validated(model: type[M], data: object) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise ConfigurationError(
+            f"malformed {model.__name__} data at {path}: {first['msg']}"
+        ) from exc
+
+
+_STEPS: TypeAdapter[list[TrajectoryStep]] = TypeAdapter(list[TrajectoryStep])
 
 
 class Trajectory(Sequence[TrajectoryStep]):
@@ -188,19 +193,23 @@ class Trajectory(Sequence[TrajectoryStep]):
         return "\n\n".join(blocks)
 
     def to_json(self) -> list[dict[str, Any]]:
-        """The steps as JSON-ready data (`from_json` rebuilds them)."""
-        return [s.to_json() for s in self.steps]
+        """The steps as JSON-ready data (`from_json` rebuilds them), dumped by Pydantic."""
+        return _STEPS.dump_python(self.steps, mode="json")
 
     @classmethod
     def from_json(cls, data: object) -> Trajectory:
-        """Rebuild a trajectory from `to_json` data.
+        """Rebuild a trajectory from `to_json` data, validated by Pydantic.
 
         Raises:
-            ConfigurationError: The data is not a list of steps.
+            ConfigurationError: The data is not a list of steps (the message names the path).
         """
         if not isinstance(data, list):
             raise ConfigurationError(f"a trajectory is a list of steps, not {type(data).__name__}")
         try:
-            return cls([TrajectoryStep.from_json(s) for s in data])
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ConfigurationError(f"malformed trajectory data: {exc!r}") from exc
+            return cls(_STEPS.validate_python(data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            path = ".".join(str(p) for p in first["loc"])
+            raise ConfigurationError(
+                f"malformed trajectory data at {path}: {first['msg']}"
+            ) from exc
