@@ -194,7 +194,8 @@ class Trajectory(Sequence[TrajectoryStep]):
 
     def to_json(self) -> list[dict[str, Any]]:
         """The steps as JSON-ready data (`from_json` rebuilds them), dumped by Pydantic."""
-        return _STEPS.dump_python(self.steps, mode="json")
+        dumped: list[dict[str, Any]] = _STEPS.dump_python(self.steps, mode="json")
+        return dumped
 
     @classmethod
     def from_json(cls, data: object) -> Trajectory:
