@@ -71,6 +71,10 @@ class Settings:
         stream_deadline: Seconds one streamed request may take from being sent to its last
             chunk (600 by default, so a stream that never ends cannot hold a call forever);
             ``None`` for no limit. Past it: `DeadlineExceededError`.
+        max_requests: HTTP requests one `Predict` call may send in all, the SDK's transport
+            retries inside each attempt included (6 by default; without it a call could send
+            ``(max_retries + 1) * (LM max_retries + 1)`` = 9); ``None`` for no bound. Past it:
+            `RequestLimitError`.
     """
 
     lm: BaseLM | None = None
@@ -86,6 +90,7 @@ class Settings:
     cache_salt: str = ""
     deadline: float | None = None
     stream_deadline: float | None = 600.0
+    max_requests: int | None = 6
 
 
 class SettingsKeywords(TypedDict, total=False):
@@ -104,6 +109,7 @@ class SettingsKeywords(TypedDict, total=False):
     cache_salt: str
     deadline: float | None
     stream_deadline: float | None
+    max_requests: int | None
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
@@ -124,7 +130,8 @@ def configure(**kwargs: Unpack[SettingsKeywords]) -> None:
     Args:
         **kwargs: Any of the `Settings` fields (``lm``, ``max_retries``, ``mode``,
             ``token_budget``, ``callbacks``, ``retry_wait``, ``budget``, ``rate_limit``,
-            ``cache``, ``cache_mode``, ``cache_salt``, ``deadline``, ``stream_deadline``).
+            ``cache``, ``cache_mode``, ``cache_salt``, ``deadline``, ``stream_deadline``,
+            ``max_requests``).
 
     Raises:
         ConfigurationError: An unknown key, or a value of the wrong type.
@@ -227,6 +234,8 @@ def _problem(key: str, value: object) -> str | None:
         return "expected an LM (typedspy.LM, typedspy.testing.FakeLM or another BaseLM) or None"
     if key == "max_retries" and not (_is_int(value) and value >= 0):
         return "expected an int >= 0"
+    if key == "max_requests" and not (value is None or (_is_int(value) and value > 0)):
+        return "expected an int > 0 or None"
     if key == "token_budget" and not (value is None or (_is_int(value) and value > 0)):
         return "expected an int > 0 or None"
     if key == "mode" and value not in _MODES:

@@ -251,7 +251,7 @@ def test_errors_say_what_and_where(text: str, message: str) -> None:
 
 def test_too_long_integer_is_an_error_not_a_crash() -> None:
     text = "[" + "9" * 5000 + "]"
-    with pytest.raises(LenientDecodeError, match="number too long at offset 1"):
+    with pytest.raises(LenientDecodeError, match=r"more than 4300 digits.*\(offset 1\)"):
         decode_lenient(text)
     assert decode_lenient("[" + "9" * 400 + ".5]") == [NonFinite("Infinity")]
 

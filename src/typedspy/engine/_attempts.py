@@ -33,7 +33,7 @@ from typedspy.errors import (
     TokenBudgetExceededError,
     TruncatedOutputError,
 )
-from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, ToolCall
+from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound, ToolCall
 from typedspy.parse import ParseFailure, ParseResult, parse_outputs, split_reasoning
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryableFailure, RetryPolicy, feedback_messages
@@ -60,6 +60,7 @@ class CallPlan:
     params: dict[str, Any] = field(default_factory=dict)  # a remedy's, over the request's
     remedied: set[str] = field(default_factory=set)  # runaway kinds already re-asked once
     undecoded: set[int] = field(default_factory=set)  # attempts with no decodable JSON
+    requests: RequestBound | None = None  # max_requests over the call (ADR-029)
 
     @property
     def usage(self) -> Usage:
@@ -118,7 +119,8 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
     )
     response: LMResponse | None = None
     pick = first_call_arguments if plan.mode == "tools" else content
-    async with closing(send(plan.lm, request, plan.signature, stream=stream, pick=pick)) as items:
+    sent = send(plan.lm, request, plan.signature, stream=stream, pick=pick, requests=plan.requests)
+    async with closing(sent) as items:
         async for item in items:
             if isinstance(item, LMResponse):
                 response = item

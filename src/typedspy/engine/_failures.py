@@ -8,10 +8,10 @@ per kind and call, and only while the retry bound allows.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
+from typedspy._json import loads as bounded_loads
 from typedspy._types import FailureKind
 from typedspy.lm import BaseLM
 from typedspy.parse import runaway_kind
@@ -51,10 +51,14 @@ def enforcement_kind(
     if text is None or not profile.sends_schema(mode):
         return parsed
     try:
-        value = json.loads(text)
+        value = bounded_loads(text)  # nesting and number length bounded (ADR-028)
     except ValueError:
         return "not_enforced"  # an enforcing grammar emits nothing but the JSON value
-    return "not_enforced" if validate_instance(value, schema) else parsed
+    try:
+        violations = validate_instance(value, schema)
+    except RecursionError:  # too deep for the schema checker: leave it to the parser's verdict
+        return parsed
+    return "not_enforced" if violations else parsed
 
 
 def remedy_for(profile: Profile, kind: FailureKind) -> LoopRemedy | None:

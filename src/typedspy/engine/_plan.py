@@ -7,7 +7,7 @@ from typing import Any
 
 from typedspy.adapter import Mode, build_request
 from typedspy.engine._attempts import CallPlan
-from typedspy.lm import BaseLM, ChatMessage
+from typedspy.lm import BaseLM, ChatMessage, RequestBound
 from typedspy.retry import RetryPolicy
 from typedspy.settings import get_settings
 from typedspy.signature import Signature
@@ -47,4 +47,7 @@ def plan_call(
         request=request,
         policy=RetryPolicy(max_retries=retries, wait=settings.retry_wait),
         budget=budget,
+        requests=None
+        if settings.max_requests is None
+        else RequestBound(settings.max_requests, signature.__name__),
     )

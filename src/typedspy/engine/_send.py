@@ -12,7 +12,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 
 from typedspy import callbacks
-from typedspy.lm import BaseLM, LMChunk, LMRequest, LMResponse, StreamAccumulator
+from typedspy.lm import (
+    BaseLM,
+    LMChunk,
+    LMRequest,
+    LMResponse,
+    RequestBound,
+    StreamAccumulator,
+    counted,
+    counted_stream,
+)
 from typedspy.parse import PartialParser
 from typedspy.signature import Signature
 from typedspy.streaming import OutputDelta, PartialPrediction, StreamEvent, closing
@@ -42,18 +51,21 @@ async def send(
     *,
     stream: bool,
     pick: Pick = content,
+    requests: RequestBound | None = None,
 ) -> AsyncIterator[StreamEvent | LMResponse]:
     """The response to ``request``, last; when streaming, the partial-output events before it.
 
     A parser is started at the first output text `pick` finds, so a streamed reply without any
-    (a tool call in ReAct) yields the response alone.
+    (a tool call in ReAct) yields the response alone. ``requests`` bounds the HTTP requests
+    sent, transport retries included (ADR-029).
     """
     if not stream:
-        yield await callbacks.complete(lm, request)
+        yield await counted(requests, lambda: callbacks.complete(lm, request))
         return
     accumulator = StreamAccumulator(lm.model)
     parser: PartialParser | None = None
-    async with closing(callbacks.stream(lm, request, accumulator)) as chunks:
+    chunks_sent = counted_stream(requests, callbacks.stream(lm, request, accumulator))
+    async with closing(chunks_sent) as chunks:
         async for chunk in chunks:
             piece = pick(chunk, accumulator)
             if piece:

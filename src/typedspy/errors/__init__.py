@@ -16,6 +16,7 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │   ├── LMStatusError                 any other HTTP error status
     │   │   └── LMUnsupportedFeatureError the endpoint rejected a feature (e.g. response_format)
     │   └── LMResponseError               a reply that is not a usable chat completion
+    │       └── LMResponseLimitError      a reply past a reading limit (size, depth, digits)
     ├── OutputError                       the model answered, but not with a usable output
     │   ├── OutputDecodeError             no JSON value could be decoded (after retries)
     │   ├── OutputValidationError         decoded, but failed validation (after retries)
@@ -24,6 +25,7 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │   ├── ContentFilterError            finish_reason == "content_filter" (never retried)
     │   └── TokenBudgetExceededError      the token budget ran out before a valid output
     ├── BudgetExceededError               a ts.Budget ran out; the request was not sent
+    ├── RequestLimitError                 a call reached max_requests (transport retries counted)
     ├── ItemTimeoutError (TimeoutError)   a batch item ran past the batch's per-item timeout
     ├── DeadlineExceededError (TimeoutError)  a call's deadline (or a stream's) ran out
     ├── BatchStoppedError                 a batch item never ran: max_errors was reached first
@@ -68,6 +70,7 @@ from typedspy.errors._lm import (
     LMError,
     LMRateLimitError,
     LMResponseError,
+    LMResponseLimitError,
     LMStatusError,
     LMTimeoutError,
     LMUnsupportedFeatureError,
@@ -88,6 +91,7 @@ from typedspy.errors._runs import (
     CacheMissError,
     DeadlineExceededError,
     ItemTimeoutError,
+    RequestLimitError,
     ResumeConflictError,
 )
 
@@ -107,6 +111,7 @@ __all__ = [
     "LMError",
     "LMRateLimitError",
     "LMResponseError",
+    "LMResponseLimitError",
     "LMStatusError",
     "LMTimeoutError",
     "LMUnsupportedFeatureError",
@@ -116,6 +121,7 @@ __all__ = [
     "OutputError",
     "OutputValidationError",
     "RefusalError",
+    "RequestLimitError",
     "ResumeConflictError",
     "RowError",
     "SavedStateError",

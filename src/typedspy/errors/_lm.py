@@ -9,6 +9,7 @@ __all__ = [
     "LMError",
     "LMRateLimitError",
     "LMResponseError",
+    "LMResponseLimitError",
     "LMStatusError",
     "LMTimeoutError",
     "LMUnsupportedFeatureError",
@@ -80,3 +81,19 @@ class LMUnsupportedFeatureError(LMStatusError):
 
 class LMResponseError(LMError):
     """The endpoint replied with something that is not a usable completion (no choices, ...)."""
+
+
+class LMResponseLimitError(LMResponseError):
+    """A reply past one of the reading limits: the read or the decoding was stopped there.
+
+    Attributes:
+        limit: The limit: ``"max_response_bytes"`` (decoded body size, checked while reading),
+            ``"max_json_depth"`` (nesting of objects and arrays) or ``"max_number_digits"``
+            (digits of one JSON number).
+        allowed: The limit's value.
+    """
+
+    def __init__(self, message: str, *, limit: str, allowed: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.allowed = allowed

@@ -14,6 +14,7 @@ __all__ = [
     "CacheMissError",
     "DeadlineExceededError",
     "ItemTimeoutError",
+    "RequestLimitError",
     "ResumeConflictError",
 ]
 
@@ -125,6 +126,24 @@ class BatchFileError(TypedspyError):
     def __init__(self, message: str, *, custom_id: str) -> None:
         super().__init__(message)
         self.custom_id = custom_id
+
+
+class RequestLimitError(TypedspyError):
+    """A call reached ``max_requests``: the request that would go past it was not sent.
+
+    Every HTTP request counts, the SDK's transport retries included.
+
+    Attributes:
+        limit: ``"max_requests"``.
+        allowed: The bound.
+        requests: Requests the call had sent.
+    """
+
+    def __init__(self, message: str, *, allowed: int, requests: int) -> None:
+        super().__init__(message)
+        self.limit = "max_requests"
+        self.allowed = allowed
+        self.requests = requests
 
 
 class ResumeConflictError(TypedspyError):

@@ -15,6 +15,15 @@ from typedspy.lm._openai import LM
 
 # The package's interface to typedspy's other packages (not public API): they import from the
 # package, never from its modules (ADR-034, checked by import-linter).
+from typedspy.lm._requests import (
+    RequestBound as RequestBound,
+)
+from typedspy.lm._requests import (
+    counted as counted,
+)
+from typedspy.lm._requests import (
+    counted_stream as counted_stream,
+)
 from typedspy.lm._stream import (
     LMChunk as LMChunk,
 )

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import os
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from typedspy._json import MAX_JSON_DEPTH, JSONLimitError, loads
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.errors import (
@@ -26,15 +26,20 @@ from typedspy.errors import (
 from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._request import check_params, create_kwargs
+from typedspy.lm._requests import active as active_requests
+from typedspy.lm._scrub import redactor, scrub_chain, url_secrets
 from typedspy.lm._stream import LMChunk
-from typedspy.lm._wordings import redact_patterns, unsupported_feature
+from typedspy.lm._wordings import unsupported_feature
 from typedspy.profiles import Profile, detect_profile
 
 if TYPE_CHECKING:  # the SDK is imported on first use (ADR-034): `import typedspy` stays light
     import openai
     from openai import AsyncOpenAI
 
-__all__ = ["LM", "unsupported_feature"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "LM", "unsupported_feature"]
+
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+"""Decoded bytes one response body may have (64 MiB): far past any completion's text."""
 
 
 class LM(BaseLM):
@@ -76,6 +81,11 @@ class LM(BaseLM):
             the SDK (``max_retries``), then raises `LMTimeoutError`. ``None`` keeps the SDK's
             default (600 s per read, 5 s to connect). Bound a whole call with the ``deadline``
             setting; a streamed request is bounded by ``stream_deadline`` (600 s by default).
+        max_response_bytes: Decoded bytes one response body may have (64 MiB by default),
+            checked while it is read and inflated; past it the read stops with
+            `LMResponseLimitError` (not with ``client``: an injected client reads unbounded).
+        max_json_depth: Nesting of objects and arrays a response body or stream chunk may
+            have (256 by default); deeper ones raise `LMResponseLimitError`.
         profile: The endpoint's `Profile` (a copy is kept) or a built-in name: ``"openai"``,
             ``"azure"``, ``"vllm"``, ``"llama.cpp"``, ``"ollama"``, ``"lmstudio"``,
             ``"generic"``. Defaults to the one the base URL names reliably (Azure), else
@@ -101,6 +111,8 @@ class LM(BaseLM):
         api_key: str | None = None,
         max_retries: int | None = None,
         timeout: float | None = None,
+        max_response_bytes: int | None = None,
+        max_json_depth: int | None = None,
         profile: str | Profile | None = None,
         **defaults: Any,
     ) -> None:
@@ -109,9 +121,8 @@ class LM(BaseLM):
             profile = detect_profile(url or os.environ.get("OPENAI_BASE_URL"))
         super().__init__(model, profile=profile)
         options = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries}
-        given = [
-            name for name, value in {**options, "timeout": timeout}.items() if value is not None
-        ]
+        client_options = {**options, "timeout": timeout, "max_response_bytes": max_response_bytes}
+        given = [name for name, value in client_options.items() if value is not None]
         if client is not None and given:
             raise ConfigurationError(
                 f"LM({model!r}): {', '.join(given)} cannot be combined with client=; "
@@ -127,6 +138,10 @@ class LM(BaseLM):
         self._api_key = api_key
         self._max_retries = 2 if max_retries is None else max_retries
         self._timeout = timeout
+        self._max_bytes = _positive(
+            max_response_bytes, DEFAULT_MAX_RESPONSE_BYTES, "max_response_bytes"
+        )
+        self._max_depth = _positive(max_json_depth, MAX_JSON_DEPTH, "max_json_depth")
         self._lock = threading.Lock()
         self._usage = Usage()
         self._calls = 0
@@ -179,24 +194,19 @@ class LM(BaseLM):
             LMStatusError: Any other HTTP error status.
             LMResponseError: The body is not a usable chat completion.
         """
-        import openai
-
+        from typedspy.lm._openai_bounds import limit_error
         from typedspy.lm._openai_errors import rate_headers
 
-        client = await self._aclient()
-        kwargs = self._create_kwargs(request)
+        raw = await self._create(self._create_kwargs(request))
+        text = raw.text  # read within the size cap by the transport
         try:
-            raw = await client.chat.completions.with_raw_response.create(**kwargs)
-        except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
-        except RuntimeError as exc:
-            raise self._other_loop(exc) from exc
-        try:
-            completion = json.loads(raw.text)
+            completion = loads(text, max_depth=self._max_depth)
+        except JSONLimitError as exc:
+            raise limit_error(self.model, exc, "returned a body") from None
         except ValueError as exc:
             raise LMResponseError(
                 f"{self.model}: the endpoint returned a body that is not JSON: "
-                f"{self._redact(raw.text[:200])!r}"
+                f"{self._redact(text[:200])!r}"
             ) from exc
         try:
             response = LMResponse.from_completion(completion, model=self.model)
@@ -288,37 +298,24 @@ class LM(BaseLM):
         import openai
         from openai import AsyncStream
 
+        from typedspy.lm._openai_bounds import check_streamed, read_chunks
+
         kwargs = self._create_kwargs(request)
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
         stream: AsyncStream[object] | None = None
         usage: Usage | None = None
         try:
+            raw = await self._create(kwargs)
             try:
-                client = await self._aclient()
-                raw = await client.chat.completions.with_raw_response.create(**kwargs)
                 # ADR-008: the chunks as decoded JSON, read leniently like `acomplete` reads its
                 # body (the SDK still decodes the SSE, raises error events, maps transport
                 # errors); building its typed chunk models would cost more than all of ours.
                 stream = raw.parse(to=AsyncStream[object])
             except openai.OpenAIError as exc:
                 raise self._translate(exc) from exc
-            except RuntimeError as exc:
-                raise self._other_loop(exc) from exc
-            while True:
-                try:
-                    data = await stream.__anext__()
-                except StopAsyncIteration:
-                    break
-                except openai.OpenAIError as exc:
-                    raise self._translate(exc) from exc
-                except ValueError as exc:  # a data line that is not JSON
-                    raise LMResponseError(
-                        f"{self.model}: the endpoint streamed a chunk that is not JSON: "
-                        f"{self._redact(str(exc))[:200]}"
-                    ) from exc
-                if not isinstance(data, Mapping):
-                    continue
+            check_streamed(self.model, raw.headers.get("content-type", ""), self._redact)
+            async for data in read_chunks(stream, self.model, self._translate, self._redact):
                 piece = LMChunk.from_dict(data)
                 usage = piece.usage or usage
                 yield piece
@@ -357,6 +354,8 @@ class LM(BaseLM):
             "base_url": str(injected.base_url) if injected is not None else self._base_url,
             "max_retries": injected.max_retries if injected is not None else self._max_retries,
             "timeout": timeout if isinstance(timeout, (int, float)) else None,
+            "max_response_bytes": None if injected is not None else self._max_bytes,
+            "max_json_depth": self._max_depth,
             "defaults": dict(self.defaults),
             "profile": self.profile,
         }
@@ -368,6 +367,8 @@ class LM(BaseLM):
             base_url=state["base_url"],
             max_retries=state["max_retries"],
             timeout=state["timeout"],
+            max_response_bytes=state.get("max_response_bytes"),
+            max_json_depth=state.get("max_json_depth"),
             **state["defaults"],
         )
         self._profile = state["profile"]
@@ -394,9 +395,13 @@ class LM(BaseLM):
             options["api_key"] = _NO_KEY
         if self._timeout is not None:
             options["timeout"] = self._timeout
+        from typedspy.lm._openai_transport import http_client
+
+        options["http_client"] = http_client(self._max_bytes)  # bodies capped while read
         try:
             return openai.AsyncOpenAI(**options)
         except openai.OpenAIError as exc:
+            scrub_chain(exc, self._redact)
             raise ConfigurationError(
                 f"LM({self.model!r}) could not create its OpenAI client: "
                 f"{self._redact(str(exc))} Pass api_key=... (any placeholder for a local server "
@@ -410,14 +415,35 @@ class LM(BaseLM):
             )
         return create_kwargs(self.model, self.defaults, request, self._known_params)
 
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        """Send one ``create``, within the call's request bound; SDK errors translated."""
+        import openai
+
+        from typedspy.lm._openai_bounds import count, within
+
+        bound = active_requests()
+        client, retries = within(bound, await self._aclient())
+        try:
+            raw = await client.chat.completions.with_raw_response.create(**kwargs)
+        except openai.OpenAIError as exc:
+            count(bound, exc, retries)
+            raise self._translate(exc) from exc
+        except RuntimeError as exc:
+            count(bound, exc, retries)
+            raise self._other_loop(exc) from exc
+        count(bound, raw, retries)
+        return raw
+
     def _translate(self, exc: openai.OpenAIError) -> LMError:
         from typedspy.lm._openai_errors import translate
 
+        scrub_chain(exc, self._redact)  # kept as __cause__, without the secrets (ADR-028)
         where = f"{self.model} at {self._shown_base_url() or 'the default OpenAI endpoint'}"
         return translate(exc, where=where, redact=self._redact)
 
     def _other_loop(self, exc: RuntimeError) -> Exception:
         """An injected client used from a second event loop: say what to do (ADR-024)."""
+        scrub_chain(exc, self._redact)
         text = str(exc)
         if self._client is None or not (
             "different event loop" in text or "Event loop is closed" in text
@@ -441,12 +467,18 @@ class LM(BaseLM):
 
     def _redact(self, text: str) -> str:
         built = self._client or self._clients.current()
-        secrets = [self._api_key, getattr(built, "api_key", None)]
-        secrets.append(os.environ.get("OPENAI_API_KEY"))
-        for secret in secrets:
-            if isinstance(secret, str) and len(secret) >= 6:
-                text = text.replace(secret, "[redacted]")
-        return redact_patterns(text)
+        url = self._base_url or os.environ.get("OPENAI_BASE_URL")
+        secrets = [self._api_key, getattr(built, "api_key", None), os.environ.get("OPENAI_API_KEY")]
+        secrets += url_secrets(url) + url_secrets(str(built.base_url) if built else None)
+        return redactor(secrets)(text)
 
 
 _NO_KEY = "no-key"
+
+
+def _positive(value: int | None, default: int, name: str) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"LM({name}=...) must be a positive int, got {value!r}")
+    return value

@@ -10,10 +10,13 @@ from typedspy.errors import (
     LMConnectionError,
     LMError,
     LMRateLimitError,
+    LMResponseError,
+    LMResponseLimitError,
     LMStatusError,
     LMTimeoutError,
     LMUnsupportedFeatureError,
 )
+from typedspy.lm._openai_transport import ResponseBodyError
 from typedspy.lm._wordings import unsupported_feature
 
 __all__ = ["rate_headers", "retry_after", "translate"]
@@ -21,6 +24,10 @@ __all__ = ["rate_headers", "retry_after", "translate"]
 
 def translate(exc: openai.OpenAIError, *, where: str, redact: Callable[[str], str]) -> LMError:
     """The `LMError` for an SDK exception; ``where`` names model and endpoint, ``redact`` scrubs."""
+    if isinstance(exc, ResponseBodyError):
+        if exc.limit is None:
+            return LMResponseError(f"{where}: {redact(str(exc))}")
+        return LMResponseLimitError(f"{where}: {exc}", limit=exc.limit, allowed=exc.allowed)
     if isinstance(exc, openai.APITimeoutError):
         return LMTimeoutError(f"{where}: the request timed out")
     if isinstance(exc, openai.APIConnectionError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,6 +10,8 @@ from typedspy.errors import ConfigurationError
 from typedspy.lm._base import LMRequest
 
 __all__ = ["check_params", "create_kwargs", "plain"]
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 # Request keys LM fills from LMRequest itself; they cannot come from defaults or params.
 _RESERVED_PARAMS = frozenset(
@@ -35,12 +38,30 @@ def check_params(params: Mapping[str, Any], *, where: str) -> None:
 
 
 def plain(value: Any) -> Any:
-    """Copy mappings and sequences into plain dicts and lists, as the SDK serialises them."""
+    """Copy mappings and sequences into plain dicts and lists, as the SDK serialises them.
+
+    Strings UTF-8 cannot encode (lone surrogates) are repaired.
+    """
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
+    if isinstance(value, str) and not value.isascii():
+        return _encodable(value)
     return value
+
+
+def _encodable(text: str) -> str:
+    """``text`` with lone surrogates (which UTF-8 cannot encode) replaced by U+FFFD.
+
+    A model may send an escaped lone surrogate in its JSON; echoed back in a feedback turn it
+    would make the SDK fail to encode the request (an untyped `UnicodeEncodeError`, issue 10).
+    """
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
 
 
 def create_kwargs(

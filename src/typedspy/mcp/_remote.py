@@ -18,6 +18,7 @@ import mcp_types as types
 from pydantic import Field, WithJsonSchema
 from pydantic.fields import FieldInfo
 
+from typedspy._json import loads as bounded_loads
 from typedspy._runtime import run_sync
 from typedspy._types import FieldError
 from typedspy.errors import SchemaError, ToolArgumentsError
@@ -216,7 +217,7 @@ def _decode(tool: str, arguments: object) -> dict[str, Any]:
     value: object = arguments
     if isinstance(arguments, str):
         try:
-            value = json.loads(arguments) if arguments.strip() else {}
+            value = bounded_loads(arguments) if arguments.strip() else {}
         except ValueError as exc:
             raise _bad(tool, f"not valid JSON: {exc}") from None
     if isinstance(value, Mapping):

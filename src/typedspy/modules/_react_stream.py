@@ -10,10 +10,10 @@ outputs, so while they arrive they are parsed like `Predict`'s output: `OutputDe
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from typedspy._json import loads as bounded_loads
 from typedspy.engine import Pick, send
 from typedspy.lm import BaseLM, LMChunk, LMRequest, LMResponse, StreamAccumulator
 from typedspy.modules._react_steps import FINISH
@@ -28,7 +28,7 @@ def started(call: TrajectoryCall) -> ToolCallStarted:
     """The event before ``call`` runs; its arguments decoded when they are a JSON object."""
     arguments: Mapping[str, Any] | str = call.arguments
     try:
-        decoded = json.loads(call.arguments)
+        decoded = bounded_loads(call.arguments)  # nesting bounded: the model wrote it
     except ValueError:
         decoded = None
     if isinstance(decoded, dict):

@@ -65,10 +65,12 @@ class Extraction:
     Attributes:
         candidates: In order of appearance in the text; possibly empty.
         error: When there are no candidates, a short reason; otherwise None.
+        error_path: The field the reason concerns, when it names one.
     """
 
     candidates: tuple[Candidate, ...]
     error: str | None
+    error_path: tuple[str | int, ...] = ()
 
 
 _QUOTES = "\"'“”‘"
@@ -267,6 +269,7 @@ class _Walk:
         self.found: list[Candidate] = []
         self.error: str | None = None
         self.depth_error: str | None = None
+        self.error_path: tuple[str | int, ...] = ()
 
     def run(self) -> None:
         text, forest = self.text, self.forest
@@ -312,7 +315,7 @@ class _Walk:
             if exc.kind == "depth" and self.depth_error is None:
                 self.depth_error = exc.message
             if self.error is None:
-                self.error = exc.message
+                self.error, self.error_path = exc.message, exc.path
             # Truncated or too deep: whatever is nested inside is a fragment, not an answer.
             return exc.offset if exc.kind == "syntax" else -1
         self.found.append(Candidate(value, start, stop, repaired))
@@ -369,15 +372,17 @@ def _extract(text: str) -> Extraction:
     strings = _fenced_strings(text) if "```" in text else []
     spans = _Spans(strings)
     regions = _strict_chain(text, spans)
-    error = None
+    error: str | None = None
+    path: tuple[str | int, ...] = ()
     if regions is None:
         walk = _Walk(text, _Forest(text), spans)
         walk.run()
         regions, error = walk.found, walk.depth_error or walk.error
+        path = () if walk.depth_error else walk.error_path
     merged = sorted(strings + regions, key=lambda c: c.start)[-MAX_CANDIDATES:]
     if merged:
         return Extraction(tuple(merged), None)
-    return Extraction((), error or NO_JSON)
+    return Extraction((), error or NO_JSON, path)
 
 
 def extract_candidates(text: str) -> Extraction:

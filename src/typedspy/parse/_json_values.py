@@ -42,6 +42,8 @@ class LenientDecodeError(Exception):
         offset: Where the decoder gave up.
         kind: ``"truncated"`` (the text ended mid-value), ``"depth"`` (nesting deeper than
             `MAX_DEPTH`) or ``"syntax"``.
+        path: The keys and indices leading to the value at fault, when known (a number with
+            more digits than Python converts names its field).
     """
 
     def __init__(self, message: str, offset: int, kind: ErrorKind = "syntax") -> None:
@@ -49,3 +51,4 @@ class LenientDecodeError(Exception):
         self.message = message
         self.offset = offset
         self.kind: ErrorKind = kind
+        self.path: tuple[str | int, ...] = ()

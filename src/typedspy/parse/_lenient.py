@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from typedspy._json import number_too_long
 from typedspy.parse._json_values import MAX_DEPTH, LenientDecodeError, NonFinite
 from typedspy.parse._strict_json import finite_or_not, scan_strict, strict_truncated
 
@@ -67,11 +68,12 @@ _OPENED = object()  # "a container was opened": its first member is parsed next,
 class _Parser:
     """Iterative lenient parser over ``text[:stop]``; records whether any lenient rule fired."""
 
-    __slots__ = ("number_end", "repaired", "stop", "text")
+    __slots__ = ("number_end", "repaired", "root", "stop", "text")
 
     def __init__(self, text: str, stop: int) -> None:
         self.text = text
         self.stop = stop
+        self.root = 0
         self.repaired = False
         self.number_end = -1
 
@@ -256,7 +258,10 @@ class _Parser:
             try:
                 return int(match.group()), end
             except ValueError:  # more digits than int() accepts from text
-                raise self.error(f"number too long at offset {pos}", pos) from None
+                limit = number_too_long(text, pos, self.root)
+                error = self.error(f"{limit.args[0].split(': ', 1)[1]} (offset {pos})", pos)
+                error.path = limit.path
+                raise error from None
         return finite_or_not(match.group()), end
 
 
@@ -289,7 +294,7 @@ def scan_value(
     if not 0 <= start <= limit:
         raise LenientDecodeError(f"start offset {start} is outside the text", start)
     parser = _Parser(text, limit)
-    pos = parser.skip(start)
+    pos = parser.root = parser.skip(start)
     if strict_first and pos < limit:
         strict = scan_strict(text, pos, limit, sliced=stop is not None)
         if strict is not None:

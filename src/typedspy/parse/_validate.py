@@ -148,7 +148,8 @@ def _parse(sig: type[Signature], text: str) -> ParseResult:
             return from_sections
     extraction = extract_candidates(text)
     if not extraction.candidates:
-        return _failure("decode_failed", [FieldError((), extraction.error or "no JSON found")])
+        reason = extraction.error or "no JSON found"
+        return _failure("decode_failed", [FieldError(extraction.error_path, reason)])
     first_failure: ParseResult | None = None
     for candidate in reversed(extraction.candidates):  # the last one that validates wins
         result = validate_outputs(model, candidate.value)

@@ -16,6 +16,8 @@ from pydantic import BaseModel, Discriminator, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
+from typedspy._json import loads as bounded_loads
+
 __all__ = [
     "NOMATCH_TAG",
     "OTHER_TAG",
@@ -121,7 +123,7 @@ def decode_json_once(value: Any) -> Any:
         text = value.strip()
         if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
             try:
-                decoded = json.loads(text)
+                decoded = bounded_loads(text)  # a JSON string as deep as it likes: bounded
             except ValueError:
                 return value
             if isinstance(decoded, (dict, list)):

@@ -1,0 +1,89 @@
+"""One bound on the HTTP requests of a call, the SDK's transport retries included (ADR-029).
+
+typedspy retries a call's output (``max_retries`` semantic attempts) and the SDK retries each
+request (``LM(max_retries=)`` transport attempts), so by default one call could send 9
+requests. A `RequestBound` counts every request a call sends, retries included, and `LM` asks
+it before each one: the SDK is given at most the retries the bound has left
+(``client.with_options(max_retries=...)``, only when that is fewer than its own), and a request
+the bound has no room for is not sent (`RequestLimitError`).
+
+The bound of the running call lives in a context variable, set only around each step that can
+send (never across a ``yield``), so it is never left behind in a consumer's context.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
+
+from typedspy.errors import RequestLimitError
+from typedspy.streaming import closing
+
+__all__ = ["RequestBound", "active", "counted", "counted_stream"]
+
+T = TypeVar("T")
+
+_active: contextvars.ContextVar[RequestBound | None] = contextvars.ContextVar(
+    "typedspy_request_bound", default=None
+)
+
+
+class RequestBound:
+    """How many requests one call may send, and how many it has sent."""
+
+    def __init__(self, limit: int, owner: str) -> None:
+        self.limit = limit
+        self.owner = owner
+        self.sent = 0
+
+    def retries(self, wanted: int) -> int:
+        """The SDK retries the next request may use (at most ``wanted``).
+
+        Raises:
+            RequestLimitError: The bound has no room for another request.
+        """
+        left = self.limit - self.sent
+        if left <= 0:
+            raise RequestLimitError(
+                f"{self.owner}: max_requests={self.limit} reached ({self.sent} requests sent, "
+                "transport retries included); the next request was not sent. Raise it with "
+                "ts.context(max_requests=...), or None for no bound",
+                allowed=self.limit,
+                requests=self.sent,
+            )
+        return min(wanted, left - 1)
+
+    def add(self, requests: int) -> None:
+        """Count ``requests`` sent."""
+        self.sent += requests
+
+
+def active() -> RequestBound | None:
+    """The bound of the call running in this context, if any."""
+    return _active.get()
+
+
+async def counted(bound: RequestBound | None, send: Callable[[], Awaitable[T]]) -> T:
+    """``await send()`` with ``bound`` active."""
+    if bound is None:
+        return await send()
+    token = _active.set(bound)
+    try:
+        return await send()
+    finally:
+        _active.reset(token)
+
+
+async def counted_stream(bound: RequestBound | None, items: AsyncIterator[T]) -> AsyncIterator[T]:
+    """Yield ``items``, each step with ``bound`` active (the request is sent in the first)."""
+    async with closing(items):
+        while True:
+            token = _active.set(bound)
+            try:
+                item = await items.__anext__()
+            except StopAsyncIteration:
+                return
+            finally:
+                _active.reset(token)
+            yield item

@@ -1,0 +1,133 @@
+"""Credentials out of exceptions: typedspy's own and every exception chained under them.
+
+An endpoint or gateway may echo the API key (a 401 quoting it, a proxy reflecting headers), and
+a base URL may carry ``user:password@``. `LM` keeps the SDK exception as ``__cause__`` (it says
+what happened), so the secrets are removed from it and from everything it chains before it is
+raised: messages, ``args``, notes, the SDK's ``body`` and ``message``, and the HTTP request and
+response it holds (the ``Authorization`` header, an echoing body). Tracebacks, ``repr``, ``str``
+and pickles of the chain then show ``[redacted]`` (ADR-028).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from typedspy.lm._wordings import redact_patterns
+
+__all__ = ["Redactor", "redactor", "scrub_chain", "url_secrets"]
+
+_MIN_SECRET = 6  # shorter strings would redact ordinary words
+_MAX_CHAIN = 32  # exceptions walked per chain (a cycle or a hostile chain stops there)
+_MAX_DEPTH = 16  # nesting of a body walked for strings
+_HTTP_KINDS = ("Request", "Response")
+_CREDENTIAL_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization"})
+
+Redactor = Callable[[str], str]
+
+
+def redactor(secrets: list[str | None]) -> Redactor:
+    """A function replacing each secret (and anything credential-shaped) with ``[redacted]``."""
+    known = sorted(
+        {s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET}, key=len, reverse=True
+    )
+
+    def redact(text: str) -> str:
+        for secret in known:
+            if secret in text:
+                text = text.replace(secret, "[redacted]")
+        return redact_patterns(text)
+
+    return redact
+
+
+def url_secrets(url: str | None) -> list[str | None]:
+    """The password of ``url``'s ``user:password@`` part, raw and percent-decoded."""
+    if not url or "@" not in url:
+        return []
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return []
+    return [password, unquote(password)] if password else []
+
+
+def scrub_chain(exc: BaseException, redact: Redactor) -> None:
+    """Redact ``exc`` and every exception it chains (``__cause__``, ``__context__``) in place."""
+    pending: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while pending and len(seen) < _MAX_CHAIN:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        _scrub_one(current, redact)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+
+
+def _scrub_one(exc: BaseException, redact: Redactor) -> None:
+    with contextlib.suppress(Exception):  # an exception refusing new args keeps its own
+        exc.args = tuple(_scrub_value(a, redact, 0) for a in exc.args)
+    notes = getattr(exc, "__notes__", None)
+    if isinstance(notes, list):
+        exc.__notes__ = [redact(n) if isinstance(n, str) else n for n in notes]
+    state: dict[str, Any] = getattr(exc, "__dict__", {})
+    for name, value in list(state.items()):
+        kind = _http_kind(value)
+        if kind == "Request":
+            state[name] = _scrub_request(value, redact)
+        elif kind == "Response":
+            state[name] = _scrub_response(value, redact)
+        elif name != "__notes__":
+            state[name] = _scrub_value(value, redact, 0)
+
+
+def _scrub_value(value: Any, redact: Redactor, depth: int) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if depth >= _MAX_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {k: _scrub_value(v, redact, depth + 1) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrub_value(v, redact, depth + 1) for v in value)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    return value
+
+
+def _http_kind(value: object) -> str | None:
+    # The SDK's HTTP library: httpx, or httpx2 for openai 3 (duck-typed, never imported here).
+    cls = type(value)
+    if cls.__module__.split(".")[0] in ("httpx", "httpx2") and cls.__name__ in _HTTP_KINDS:
+        return cls.__name__
+    return None
+
+
+def _scrub_headers(headers: Any, redact: Redactor) -> Any:
+    return type(headers)(
+        [
+            (k, "[redacted]" if k.lower() in _CREDENTIAL_HEADERS else redact(v))
+            for k, v in headers.multi_items()
+        ]
+    )
+
+
+def _scrub_request(request: Any, redact: Redactor) -> Any:
+    url = redact(str(request.url))
+    return type(request)(request.method, url, headers=_scrub_headers(request.headers, redact))
+
+
+def _scrub_response(response: Any, redact: Redactor) -> Any:
+    try:
+        content = redact(response.text).encode()
+    except Exception:  # a body not read (a stream), or not text: not kept
+        content = b""
+    headers = _scrub_headers(response.headers, redact)
+    headers.pop("content-encoding", None)  # the kept body is decoded text
+    headers.pop("content-length", None)
+    try:
+        request = _scrub_request(response.request, redact)
+    except RuntimeError:  # a response built without a request
+        request = None
+    return type(response)(response.status_code, headers=headers, content=content, request=request)

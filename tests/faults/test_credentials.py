@@ -1,0 +1,90 @@
+"""Issue 10, case 2: no credential in any traceback, repr, str or pickle of what typedspy raises."""
+
+from __future__ import annotations
+
+import pickle
+import traceback
+
+import pytest
+
+import typedspy as ts
+from faults.server import FaultServer, Reply, Seen
+
+KEY = "sk-fault-0123456789abcdefSECRET"
+PASSWORD = "hunter2-very-secret"
+
+
+class Answer(ts.Signature):
+    """Answer."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+def quoting_401(seen: Seen) -> Reply:
+    # An endpoint quoting the key it was given (the way OpenAI words "Incorrect API key").
+    key = seen.headers["authorization"].removeprefix("Bearer ")
+    message = f"Incorrect API key provided: {key}. You can find your API key elsewhere."
+    error = {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}
+    return Reply.json({"error": error}, status=401)
+
+
+def echoing_proxy(seen: Seen) -> Reply:
+    # A proxy reflecting the request's headers in a 200 that is no completion.
+    return Reply.json({"headers": dict(seen.headers)})
+
+
+def echoing_gateway(seen: Seen) -> Reply:
+    # A gateway failing with the headers in its error message.
+    return Reply.json({"error": {"message": f"upstream failed for {seen.headers}"}}, status=502)
+
+
+def everything_shown(exc: BaseException) -> str:
+    """Every way an error is seen: tracebacks (chain included), str, repr, pickle, causes."""
+    shown = ["".join(traceback.format_exception(exc)), str(exc), repr(exc)]
+    shown.append(pickle.dumps(exc).decode("latin-1"))
+    cause = exc.__cause__
+    while cause is not None:
+        shown += [str(cause), repr(cause), repr(getattr(cause, "body", None))]
+        for name in ("request", "response"):
+            part = getattr(cause, name, None)
+            if part is not None:
+                shown += [str(part.url), str(dict(part.headers))]
+                shown.append(getattr(part, "text", ""))
+        cause = cause.__cause__ or cause.__context__
+    return "\n".join(shown)
+
+
+@pytest.mark.parametrize("reply", [quoting_401, echoing_proxy, echoing_gateway])
+def test_an_echoed_key_is_in_no_traceback(reply: object) -> None:
+    with FaultServer(Reply(echo=reply)) as server:  # type: ignore[arg-type]
+        lm = ts.LM("m", base_url=server.url, api_key=KEY, max_retries=0)
+        with ts.context(lm=lm), pytest.raises(ts.LMError) as caught:
+            ts.Predict(Answer)(question="q")
+        lm.close()
+    assert len(server.requests) == 1  # the endpoint is not blamed on the model: no retry
+    assert KEY in server.requests[0].headers["authorization"]  # the server did see it
+    shown = everything_shown(caught.value)
+    assert KEY not in shown
+    assert reply is echoing_proxy or "[redacted]" in shown  # the proxy's body is not shown
+    assert caught.value.__cause__ is not None  # the SDK error is kept, without the secret
+
+
+def test_a_password_in_the_base_url_is_in_no_traceback() -> None:
+    with FaultServer(Reply(echo=echoing_gateway)) as server:
+        url = server.url.replace("http://", f"http://admin:{PASSWORD}@")
+        lm = ts.LM("m", base_url=url, api_key=KEY, max_retries=0)
+        with ts.context(lm=lm), pytest.raises(ts.LMStatusError) as caught:
+            ts.Predict(Answer)(question="q")
+        lm.close()
+    assert "authorization" in server.requests[0].headers
+    shown = everything_shown(caught.value) + repr(lm) + str(lm.endpoint)
+    assert PASSWORD not in shown and KEY not in shown
+
+
+def test_an_unreachable_endpoint_with_a_password_is_redacted() -> None:
+    lm = ts.LM("m", base_url=f"http://u:{PASSWORD}@127.0.0.1:9/v1", api_key=KEY, max_retries=0)
+    with ts.context(lm=lm), pytest.raises(ts.LMConnectionError) as caught:
+        ts.Predict(Answer)(question="q")
+    lm.close()
+    assert PASSWORD not in everything_shown(caught.value)

@@ -1,0 +1,195 @@
+"""Issue 10, cases 1, 3, 6: replies past a reading limit end in a typed LMResponseLimitError."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import typedspy as ts
+from faults.server import FaultServer, Reply
+
+
+class Answer(ts.Signature):
+    """Answer."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+def call(reply: Reply, **options: object) -> tuple[ts.TypedspyError, int]:
+    """The error one Predict call ends with, and how many requests reached the server."""
+    with FaultServer(reply) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="sk-test-key", max_retries=2, **options)  # type: ignore[arg-type]
+        try:
+            with ts.context(lm=lm), pytest.raises(ts.TypedspyError) as caught:
+                ts.Predict(Answer)(question="q")
+        finally:
+            lm.close()
+        return caught.value, len(server.requests)
+
+
+def test_a_body_past_the_cap_is_stopped_while_read() -> None:
+    error, requests = call(Reply.json({"pad": "x" * 300_000}), max_response_bytes=100_000)
+    assert isinstance(error, ts.LMResponseLimitError)
+    assert (error.limit, error.allowed) == ("max_response_bytes", 100_000)
+    assert "max_response_bytes=100000" in str(error)
+    assert requests == 1  # not retried by the SDK: the same body would come again
+
+
+def test_a_gzip_body_is_capped_on_its_inflated_size() -> None:
+    error, requests = call(Reply.gzip_bomb(8 << 20), max_response_bytes=1 << 20)
+    assert isinstance(error, ts.LMResponseLimitError) and error.limit == "max_response_bytes"
+    assert requests == 1
+
+
+def test_an_error_status_with_a_huge_body_is_capped_too() -> None:
+    bomb = Reply.gzip_bomb(8 << 20)
+    error, _ = call(Reply(500, bomb.headers, bomb.pieces), max_response_bytes=1 << 20)
+    assert isinstance(error, ts.LMResponseLimitError)
+
+
+def test_a_body_in_an_encoding_not_asked_for_is_typed() -> None:
+    error, _ = call(Reply(200, {"content-encoding": "br"}, lambda: [b"\x0b\x02\x80{}\x03"]))
+    assert isinstance(error, ts.LMResponseError)
+    assert "'br'" in str(error)
+
+
+def test_a_gzip_bomb_of_1_gb_ends_typed_with_bounded_peak_memory() -> None:
+    # In a fresh process, so its peak RSS is this call's (the server inside it sends ~1 MB).
+    script = textwrap.dedent(
+        """
+        import resource, sys
+        import typedspy as ts
+        from faults.server import FaultServer, Reply
+
+        class A(ts.Signature):
+            '''A.'''
+            q: str = ts.InputField()
+            a: str = ts.OutputField()
+
+        with FaultServer(Reply.gzip_bomb(1 << 30)) as server:
+            lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+            try:
+                ts.Predict(A, lm=lm)(q="x")
+            except ts.LMResponseLimitError as exc:
+                print(exc.limit, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+            lm.close()
+        """
+    )
+    tests = Path(__file__).parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tests,
+        env={"PYTHONPATH": str(tests), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    limit, peak_mb = done.stdout.split()
+    assert limit == "max_response_bytes"
+    assert int(peak_mb) < 400  # the default cap (64 MiB) plus the interpreter; was ~3 GB
+
+
+@pytest.mark.parametrize("depth", [300, 1_100, 100_000])
+def test_a_body_nested_too_deep_is_typed(depth: int) -> None:
+    body = '{"choices": ' + "[" * depth + "]" * depth + "}"
+    error, requests = call(Reply.raw(body, content_type="application/json"))
+    assert isinstance(error, ts.LMResponseLimitError)
+    assert (error.limit, error.allowed) == ("max_json_depth", 256)
+    assert requests == 1
+
+
+def test_the_depth_limit_is_configurable() -> None:
+    body = json.dumps({"choices": [], "x": [[[[[[1]]]]]]})
+    error, _ = call(Reply.raw(body, content_type="application/json"), max_json_depth=4)
+    assert isinstance(error, ts.LMResponseLimitError) and error.allowed == 4
+
+
+def test_a_huge_number_in_a_body_is_named_not_called_not_json() -> None:
+    body = '{"choices": [], "usage": {"prompt_tokens": ' + "9" * 5_000 + "}}"
+    error, _ = call(Reply.raw(body, content_type="application/json"))
+    assert isinstance(error, ts.LMResponseLimitError) and error.limit == "max_number_digits"
+    assert "usage/prompt_tokens" in str(error) and "4300" in str(error)
+    assert "not JSON" not in str(error)
+
+
+@pytest.mark.parametrize(
+    ("chunk", "limit"),
+    [
+        ("[" * 5_000 + "]" * 5_000, "max_json_depth"),
+        ('{"n": ' + "1" * 5_000 + "}", "max_number_digits"),
+    ],
+)
+def test_a_hostile_stream_chunk_is_typed(chunk: str, limit: str) -> None:
+    with FaultServer(Reply.sse([chunk])) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        with ts.context(lm=lm), pytest.raises(ts.LMResponseLimitError) as caught:
+            list(ts.Predict(Answer).stream(question="q"))
+        lm.close()
+    assert caught.value.limit == limit
+    assert len(server.requests) == 1
+
+
+def test_a_huge_number_in_the_output_names_the_field_and_the_limit() -> None:
+    output = '{"answer": "a", "confidence": ' + "7" * 5_000 + "}"
+
+    class Scored(ts.Signature):
+        """Scored."""
+
+        question: str = ts.InputField()
+        answer: str = ts.OutputField()
+        confidence: float = ts.OutputField()
+
+    with FaultServer(Reply.completion(output)) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        with ts.context(lm=lm, max_retries=1), pytest.raises(ts.OutputDecodeError) as caught:
+            ts.Predict(Scored)(question="q")
+        lm.close()
+    feedback = server.requests[1].json()["messages"][-1]["content"]
+    assert "confidence" in feedback and "4300" in feedback
+    assert "missing" not in feedback and "answer" not in feedback.split("schema")[0]
+    assert caught.value.errors[0].path == ("confidence",)
+
+
+def tool_call_reply(call_id: str, name: str, arguments: str, *, streamed: bool) -> Reply:
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    if not streamed:
+        return Reply.completion(None, tool_calls=[call])
+    delta = {"role": "assistant", "tool_calls": [{"index": 0, **call}]}
+    end = {"index": 0, "delta": {}, "finish_reason": "tool_calls"}
+    return Reply.sse([{"choices": [{"index": 0, "delta": delta}]}, {"choices": [end]}])
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["called", "streamed"])
+def test_deeply_nested_tool_arguments_from_the_model_are_an_observation(streamed: bool) -> None:
+    ran: list[object] = []
+
+    def search(query: str) -> str:
+        """Search."""
+        ran.append(query)
+        return "nothing"
+
+    deep = '{"query": ' + "[" * 5_000 + "]" * 5_000 + "}"
+    replies = [
+        tool_call_reply("c1", "search", deep, streamed=streamed),
+        tool_call_reply("c2", "finish", json.dumps({"answer": "done"}), streamed=streamed),
+    ]
+    with FaultServer(*replies) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        agent = ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3)
+        if streamed:
+            events = list(agent.stream(question="q"))
+            answer = events[-1].answer
+        else:
+            answer = agent(question="q").answer
+        lm.close()
+    assert answer == "done" and ran == []  # the tool never ran on arguments it cannot take
+    observation = server.requests[1].json()["messages"][-1]
+    assert observation["role"] == "tool" and "invalid" in observation["content"]
