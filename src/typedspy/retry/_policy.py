@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import (
-    AsyncRetrying,
-    DoAttempt,
-    DoSleep,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_fixed,
-)
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 __all__ = ["AttemptSlot", "RetryPolicy", "RetryableFailure"]
 
@@ -29,21 +20,25 @@ class RetryableFailure(Exception):
 
 
 class AttemptSlot:
-    """One attempt granted by `RetryPolicy.attempts`; report a retryable failure with `fail`."""
+    """One attempt granted by `RetryPolicy.attempts`; report a retryable failure with `fail`.
 
-    def __init__(self, state: RetryCallState) -> None:
-        self._state = state
-        self.failed = False
+    Attributes:
+        number: 1 for the first attempt, 2 for the first retry, ...
+        failure: The failure reported with `fail`, if any.
+    """
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.failure: RetryableFailure | None = None
 
     @property
-    def number(self) -> int:
-        """1 for the first attempt, 2 for the first retry, ..."""
-        return self._state.attempt_number
+    def failed(self) -> bool:
+        """Whether `fail` was called."""
+        return self.failure is not None
 
     def fail(self, exc: RetryableFailure) -> None:
         """Record that this attempt failed in a way asking again may fix."""
-        self.failed = True
-        self._state.set_exception((type(exc), exc, exc.__traceback__))
+        self.failure = exc
 
 
 @dataclass(frozen=True)
@@ -64,9 +59,11 @@ class RetryPolicy:
     async def attempts(self) -> AsyncIterator[AttemptSlot]:
         """Yield attempt slots until one is not marked failed, or the bound is reached.
 
-        The caller may yield its own events while an attempt runs (streaming), which tenacity's
-        ``with attempt:`` blocks cannot allow, so tenacity is driven step by step here: it
-        decides whether to stop, retry or wait.
+        tenacity decides whether to stop, retry or wait, driven through its public iteration
+        (``async for attempt in AsyncRetrying(...)``). The caller's work for an attempt runs
+        between this generator's yields, outside tenacity's ``with attempt:`` block (which
+        would swallow the generator's own exit); a failure reported with `AttemptSlot.fail`
+        is raised inside that block afterwards, where tenacity records it.
 
         Raises:
             RetryableFailure: The last attempt's failure, when the bound is reached.
@@ -77,18 +74,10 @@ class RetryPolicy:
             retry=retry_if_exception_type(RetryableFailure),
             reraise=True,
         )
-        retrying.begin()
-        state = RetryCallState(retrying, fn=None, args=(), kwargs={})
-        while True:
-            action = await retrying.iter(retry_state=state)
-            if isinstance(action, DoAttempt):
-                slot = AttemptSlot(state)
-                yield slot
-                if not slot.failed:
-                    return
-            elif isinstance(action, DoSleep):
-                state.prepare_for_next_attempt()
-                if action:
-                    await asyncio.sleep(action)
-            else:
+        async for attempt in retrying:
+            slot = AttemptSlot(attempt.retry_state.attempt_number)
+            yield slot
+            if slot.failure is None:
                 return
+            with attempt:
+                raise slot.failure
