@@ -154,7 +154,10 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
     if plan.budget is not None and plan.usage.total_tokens >= plan.budget:
         raise _output_error(TokenBudgetExceededError, plan, result.errors, budget=plan.budget)
     assert result.kind is not None  # the feedback says what the parser saw
-    plan.feedback = feedback_messages(text or "", tool_call, result.kind, result.errors, schema)
+    # The schema goes in the feedback only where the prompt shows it too: response_format or
+    # the tool already carries it, and restating it doubled a large union's retry request.
+    hint = schema if plan.lm.profile.hint_schema(plan.mode) else None
+    plan.feedback = feedback_messages(text or "", tool_call, result.kind, result.errors, hint)
     raise RetryableFailure(result)
 
 
