@@ -438,8 +438,8 @@ def test_retry_sends_the_failed_reply_and_one_labelled_feedback_turn(
     assert lines[1] == "Your previous reply was valid JSON but failed validation:"
     assert lines[2].startswith("- action.priority: ")
     assert "'low' or 'high'" in lines[2]
-    schema = ts.compile_schema(Decide, "openai-strict").schema
-    assert lines[-1] == json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    # response_format carries the schema: the feedback does not restate it (issue #9)
+    assert lines[-1] == "Reply again with the complete output as one JSON object."
     assert "http" not in feedback["content"]
     assert second["response_format"] == first["response_format"]
 
