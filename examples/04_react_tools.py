@@ -15,13 +15,7 @@ from collections import Counter
 from pydantic import BaseModel
 
 import typedspy as ts
-
-# ReAct and the confirmation helpers are imported from their modules until the package root
-# exports them (then: ts.ReAct, ts.confirm_first, ts.ConfirmationRequired, ts.ResumeState).
-from typedspy.modules._confirm import ConfirmationRequired, ResumeState, confirm_first
-from typedspy.modules._react import ReAct
 from typedspy.testing import Reply, StandIn
-from typedspy.tools import tool
 
 ran: Counter[str] = Counter()
 
@@ -39,7 +33,7 @@ class PlanTrip(ts.Signature):
     message: str = ts.OutputField(description="a short note for the traveller")
 
 
-@tool
+@ts.tool
 def search_flights(origin: str, destination: str) -> list[dict[str, object]]:
     """Find direct flights.
 
@@ -54,8 +48,8 @@ def search_flights(origin: str, destination: str) -> list[dict[str, object]]:
     ]
 
 
-@confirm_first(question="Book {flight} for the traveller?")
-@tool
+@ts.confirm_first(question="Book {flight} for the traveller?")
+@ts.tool
 def book_flight(flight: str) -> str:
     """Book a flight (charges the traveller's card)."""
     ran["book_flight"] += 1
@@ -81,22 +75,22 @@ def main() -> None:
     with StandIn() as server:
         script(server)
         lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline")
-        agent = ReAct(PlanTrip, tools=[search_flights, book_flight], max_iters=5, lm=lm)
+        agent = ts.ReAct(PlanTrip, tools=[search_flights, book_flight], max_iters=5, lm=lm)
         request = "Cheapest direct flight Paris to Amsterdam tomorrow, please."
 
         print(f"traveller: {request}")
         try:
             agent(request=request)
-        except ConfirmationRequired as pause:
+        except ts.ConfirmationRequired as pause:
             print(f"agent paused at step {pause.context['react']['step'] + 1}: {pause.question}")
             print(f"  pending call: {pause.tool_call}")
             answer = "yes"  # a person would be asked here
-            saved = ResumeState(pause, answer).to_json()
+            saved = ts.ResumeState(pause, answer).to_json()
             print(f"  person answered {answer!r}; state saved ({len(saved)} characters of JSON)")
 
         # Later, maybe in another process: a fresh agent continues from the saved state.
-        fresh = ReAct(PlanTrip, tools=[search_flights, book_flight], max_iters=5, lm=lm)
-        pred = fresh(resume_state=ResumeState.from_json(saved))
+        fresh = ts.ReAct(PlanTrip, tools=[search_flights, book_flight], max_iters=5, lm=lm)
+        pred = fresh(resume_state=ts.ResumeState.from_json(saved))
 
         print("\ntrajectory:")
         for number, step in enumerate(pred.trajectory, 1):

@@ -58,7 +58,7 @@ def test_retries_example_shows_feedback_failure_and_fallback() -> None:
 
 
 def test_profiles_example_shows_each_typed_outcome() -> None:
-    out = run(EXAMPLES[0].parent / "profiles_and_failure_kinds.py")
+    out = run(EXAMPLES[0].parent / "14_profiles_and_failure_kinds.py")
     assert "openai: strict=True, shape in prompt=False, max_tokens=None" in out
     assert "llama.cpp: strict=False, shape in prompt=True, max_tokens=512" in out
     assert "my-server: strict=False, shape in prompt=True, max_tokens=200" in out

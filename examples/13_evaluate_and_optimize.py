@@ -1,6 +1,6 @@
 """Evaluate a program, optimize its demos, evaluate again, save and reload it; offline.
 
-Run: ``python examples/06_evaluate_and_optimize.py``
+Run: ``python examples/13_evaluate_and_optimize.py``
 
 The dataset is the support-ticket set shipped in `typedspy.testing` (24 tickets, a union
 output: Billing | Bug | Account). The model is the stand-in server answering as `NearestDemo`:

@@ -5,7 +5,7 @@ profile, and the typed outcome of silent server failures: a schema not enforced,
 loop, a repetition loop (each with its bounded remedy) and a genuinely long answer; then each
 profile against a stand-in impersonating its server's quirks.
 
-Run: ``python examples/profiles_and_failure_kinds.py``
+Run: ``python examples/14_profiles_and_failure_kinds.py``
 """
 
 from __future__ import annotations
