@@ -10,26 +10,11 @@ import json
 import warnings
 from typing import Literal
 
-from pydantic import BaseModel
-
 import typedspy as ts
+from agent_models import CompleteTask, Continue, SpawnTask
 from typedspy.testing import StandIn
 
 LEANEST_PEER = 380
-
-
-class SpawnTask(BaseModel):
-    description: str
-    priority: Literal["low", "high"]
-
-
-class CompleteTask(BaseModel):
-    task_id: str
-    result: str
-
-
-class Continue(BaseModel):
-    reason: str
 
 
 class Triage(ts.Signature):
