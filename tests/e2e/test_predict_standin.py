@@ -132,6 +132,9 @@ def test_200_concurrent_calls_each_use_the_lm_of_their_own_context(server: Stand
                     base_url=server.base_url,
                     api_key="sk-standin",
                     max_retries=0,
+                    # 200 tasks share one loop: under CPU load the loop may see a finished connect
+                    # only after the SDK's 5 s connect timeout; this test is about contexts.
+                    timeout=120,
                     http_client=openai.DefaultAsyncHttpxClient(
                         limits=httpx2.Limits(max_connections=3, max_keepalive_connections=3),
                         verify=tls,
