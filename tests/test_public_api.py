@@ -19,6 +19,8 @@ PACKAGES = [
     *(["typedspy.mcp"] if importlib.util.find_spec("mcp") else []),  # the typedspy[mcp] extra
     "typedspy.media",
     "typedspy.modules",
+    "typedspy.program",
+    "typedspy.react",
     "typedspy.schema",
     "typedspy.signature",
     "typedspy.testing",

@@ -77,23 +77,11 @@ from typedspy.lm import LM, BaseLM, FallbackLM, FallbackTrace
 from typedspy.media import Audio, File, Image
 from typedspy.modules import (
     ChainOfThought,
-    ConfirmationRejected,
-    ConfirmationRequired,
     History,
-    MemoryResumeStore,
     Module,
-    ModuleContext,
     Predict,
-    ReAct,
-    ResumeRecord,
-    ResumeState,
-    ResumeStore,
-    Trajectory,
     aread_batch_file,
-    confirm_first,
-    module_callback,
     read_batch_file,
-    resume,
     write_batch_file,
 )
 from typedspy.optimize import (
@@ -106,10 +94,28 @@ from typedspy.optimize import (
 from typedspy.parse import ParseFailure, ParseResult, parse_outputs
 from typedspy.prediction import Prediction
 from typedspy.profiles import LoopRemedy, Profile
+from typedspy.react import (
+    MemoryResumeStore,
+    ModuleContext,
+    ReAct,
+    ResumeRecord,
+    ResumeStore,
+    Trajectory,
+    module_callback,
+)
 from typedspy.schema import CompiledSchema, compile_schema
 from typedspy.settings import configure, context, get_settings
 from typedspy.signature import InputField, OutputField, Signature, make_signature, to_jsonable
-from typedspy.tools import Tool, Toolset, tool
+from typedspy.tools import (
+    ConfirmationRejected,
+    ConfirmationRequired,
+    ResumeState,
+    Tool,
+    Toolset,
+    confirm_first,
+    resume,
+    tool,
+)
 
 if TYPE_CHECKING:
     from typedspy import mcp as mcp  # the typedspy[mcp] extra: not in __all__, loaded on use
@@ -230,16 +236,22 @@ __all__ = [
 ]
 
 
-def _publish_exceptions() -> None:
+_MOVED = ("typedspy.program.", "typedspy.react.", "typedspy.tools.")
+
+
+def _publish() -> None:
     # Exceptions print and pickle under the path users import them from (``typedspy.X``), not
     # the private module that defines them: a pickled ConfirmationRequired survives refactors.
+    # So do the classes of the packages ADR-042 moved (Module, ReAct, Tool, ResumeState, ...).
     for name in __all__:
         obj = globals().get(name)
-        if isinstance(obj, type) and issubclass(obj, BaseException):
+        if isinstance(obj, type) and (
+            issubclass(obj, BaseException) or obj.__module__.startswith(_MOVED)
+        ):
             obj.__module__ = "typedspy"
 
 
-_publish_exceptions()
+_publish()
 
 
 def __getattr__(name: str) -> Any:

@@ -29,6 +29,15 @@ def test_every_contract_is_kept() -> None:
     assert "0 broken" in done.stdout
 
 
+def test_no_import_is_excepted_and_modules_and_tools_are_independent() -> None:
+    # ADR-042: the last exceptions (ReAct's and the confirmations' imports) are gone.
+    text = (ROOT / ".importlinter").read_text()
+
+    assert "ignore_imports" not in text
+    assert "[importlinter:contract:modules-tools]\n" in text
+    assert "type = independence\nmodules =\n    typedspy.modules\n    typedspy.tools\n" in text
+
+
 def test_a_layer_importing_upwards_is_reported(tmp_path: Path) -> None:
     # signature imports errors: with errors placed above it, the contract must break.
     config = tmp_path / "contracts.ini"
@@ -48,7 +57,7 @@ def test_a_package_module_imported_from_outside_is_reported(tmp_path: Path) -> N
     # The private-lm contract, applied to a two-package tree where `b` reaches into `a._base`.
     text = (ROOT / ".importlinter").read_text()
     start = text.index("[importlinter:contract:private-lm]")
-    contract = text[start : text.index("# Left to", start)].replace("typedspy.lm", "pkg.a")
+    contract = text[start : text.index("\n[", start)].replace("typedspy.lm", "pkg.a")
     for name, body in {
         "pkg/__init__.py": "",
         "pkg/a/__init__.py": "from pkg.a._base import Request as Request\n",

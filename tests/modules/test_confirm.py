@@ -11,18 +11,20 @@ from pydantic import BaseModel
 
 import typedspy as ts
 from typedspy.errors import ConfigurationError, ToolArgumentsError, ToolError, TypedspyError
-from typedspy.modules._confirm import (
+from typedspy.tools import (
     ConfirmationRejected,
     ConfirmationRequired,
     ResumeState,
+    Tool,
+    Toolset,
     approvals,
     approve,
     confirm_first,
     confirmation_id,
     reject,
     resume,
+    tool,
 )
-from typedspy.tools import Tool, Toolset, tool
 
 
 class Calls:

@@ -23,7 +23,7 @@ from react_wire import (
 
 import typedspy as ts
 from typedspy.errors import ConfigurationError, InputError, RefusalError
-from typedspy.modules._react import ReAct
+from typedspy.react import ReAct
 from typedspy.schema import compile_schema
 from typedspy.testing import chat_completion, error_body
 from typedspy.tools import Tool, tool

@@ -18,9 +18,8 @@ from react_wire import (
 )
 
 import typedspy as ts
-from typedspy.modules._callbacks import ModuleContext, is_module_callback, module_callback
-from typedspy.modules._react import ReAct
-from typedspy.modules._trajectory import Trajectory
+from typedspy.react import ReAct, Trajectory
+from typedspy.react._callbacks import ModuleContext, is_module_callback, module_callback
 from typedspy.tools import Tool, tool
 
 

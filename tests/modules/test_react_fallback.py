@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 import typedspy as ts
 from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError
-from typedspy.modules._react import ReAct
+from typedspy.react import ReAct
 from typedspy.testing import Reply, StandIn, chat_completion, error_body
 from typedspy.tools import Tool, tool
 

@@ -16,9 +16,8 @@ from react_wire import finish_reply as finish_with
 
 import typedspy as ts
 from typedspy.errors import ConfigurationError
-from typedspy.modules._confirm import ConfirmationRequired, ResumeState, confirm_first
-from typedspy.modules._react import ReAct
-from typedspy.tools import Tool, tool
+from typedspy.react import ReAct
+from typedspy.tools import ConfirmationRequired, ResumeState, Tool, confirm_first, tool
 
 QUESTION = "Tell Bob the launch moved."
 SEARCH = ("call_s", "search", {"query": "launch date"})

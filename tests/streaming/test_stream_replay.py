@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 import typedspy as ts
 from typedspy.errors import LMError, RefusalError, TruncatedOutputError
-from typedspy.modules._react import ReAct
+from typedspy.react import ReAct
 from typedspy.streaming import (
     OutputDelta,
     PartialPrediction,

@@ -16,8 +16,7 @@ import pytest
 
 import typedspy as ts
 from agent_models import Decide, SpawnTask
-from typedspy.modules._confirm import ConfirmationRequired, ResumeState, confirm_first
-from typedspy.modules._react import ReAct
+from typedspy.react import ReAct
 from typedspy.streaming import (
     OutputDelta,
     PartialPrediction,
@@ -26,7 +25,7 @@ from typedspy.streaming import (
     ToolCallStarted,
 )
 from typedspy.testing import Reply, StandIn
-from typedspy.tools import tool
+from typedspy.tools import ConfirmationRequired, ResumeState, confirm_first, tool
 
 
 class Answer(ts.Signature):

@@ -35,7 +35,7 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │   ├── ToolNotFoundError (KeyError)  no tool of that name; lists the available names
     │   └── ToolArgumentsError (ValueError)  arguments failed validation; names the fields
     ├── ConfirmationRejected              the user rejected a confirm_first tool call
-    │                                     (see typedspy.modules._confirm)
+    │                                     (see typedspy.tools._approvals)
     ├── ResumeConflictError               a pause answered before with another answer, or
     │                                     whose resumption is still running (or was cut off)
     ├── ExampleError (ValueError)         an example's values do not fit its signature

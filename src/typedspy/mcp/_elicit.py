@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import is_version_at_least
 
-from typedspy.modules import ConfirmationRequired
+from typedspy.tools import ConfirmationRequired
 
 __all__ = ["Answer", "ask", "supports_elicitation"]
 

@@ -17,7 +17,7 @@ import mcp_types as types
 
 from typedspy._types import FieldError
 from typedspy.errors import OutputError, ToolArgumentsError, ToolError
-from typedspy.modules import ConfirmationRejected
+from typedspy.tools import ConfirmationRejected
 
 __all__ = ["ErrorKind", "error_result", "failure_result", "success_result"]
 

@@ -19,8 +19,8 @@ from typedspy._version import __version__
 from typedspy.errors import ToolError, ToolNotFoundError
 from typedspy.mcp._elicit import ask, supports_elicitation
 from typedspy.mcp._results import error_result, failure_result, success_result
-from typedspy.modules import ConfirmationRequired, Module, ResumeState, resume
-from typedspy.tools import Tool, Toolset
+from typedspy.modules import Module
+from typedspy.tools import ConfirmationRequired, ResumeState, Tool, Toolset, resume
 
 __all__ = ["Servable", "serve"]
 

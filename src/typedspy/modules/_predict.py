@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, TypeVar, cast, get_args, overload
+from typing import Any, ClassVar, Generic, TypeVar, cast, get_args, overload
 
 from typing_extensions import ParamSpec, Unpack
 
@@ -28,9 +28,9 @@ from typedspy.errors import (
 )
 from typedspy.lm import BaseLM, ChatMessage, FallbackLM
 from typedspy.modules._history import History, history_messages
-from typedspy.modules._module import Module
 from typedspy.modules._state import checked_demos, fingerprint, jsonable_demo, typed_demo
 from typedspy.prediction import Prediction
+from typedspy.program import Module
 from typedspy.schema import compile_schema
 from typedspy.settings import ModeSetting, get_settings, resolve_lm
 from typedspy.signature import Signature, make_signature
@@ -72,6 +72,8 @@ class Predict(Module, Generic[SigT, InputsT]):
         token_budget: Stop retrying once this many tokens were spent on the call.
         **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...).
     """
+
+    _learnable: ClassVar[bool] = True  # its instructions and demos: named_predictors
 
     @overload
     def __init__(

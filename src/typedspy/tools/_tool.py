@@ -19,10 +19,10 @@ from pydantic import BaseModel
 
 from typedspy._runtime import run_sync
 from typedspy.errors import ToolError
-from typedspy.modules._confirm import Question, confirmation_mark, require_confirmation
-from typedspy.modules._module import Module
+from typedspy.program import Module
 from typedspy.schema import compile_schema
 from typedspy.signature import Signature, to_jsonable
+from typedspy.tools._approvals import Question, confirmation_mark, require_confirmation
 from typedspy.tools._introspect import signature_from_function
 from typedspy.tools._names import check_tool_name, tool_name
 from typedspy.tools._values import check_arguments, check_result

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeAlias
 
 from typedspy.errors import ToolError, ToolNotFoundError
-from typedspy.modules._module import Module
+from typedspy.program import Module
 from typedspy.tools._tool import Tool
 
 __all__ = ["ToolLike", "Toolset", "as_tool"]

@@ -24,29 +24,27 @@ from typedspy.errors import (
     ResumeConflictError,
     SchemaError,
 )
-from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
-from typedspy.modules._confirm import ResumeState, approvals
-from typedspy.modules._history import History, history_messages
-from typedspy.modules._module import Module
-from typedspy.modules._predict import Predict
-from typedspy.modules._react_run import MAX_TOOL_CALLS, Run
-from typedspy.modules._react_state import ResumePoint, resume_point
-from typedspy.modules._react_steps import (
+from typedspy.lm import BaseLM, ChatMessage, LMResponse
+from typedspy.modules import History, Predict, history_messages
+from typedspy.prediction import Prediction
+from typedspy.program import Module
+from typedspy.react._resume_store import ResumeStore, default_resume_store
+from typedspy.react._run import MAX_TOOL_CALLS, Run
+from typedspy.react._state import ResumePoint, resume_point
+from typedspy.react._steps import (
     FINISH,
     TRAJECTORY_FIELD,
     extraction_signature,
     native_request,
     step_signature,
 )
-from typedspy.modules._react_stream import finished, native_response, started
-from typedspy.modules._resume_store import ResumeStore, default_resume_store
-from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
-from typedspy.prediction import Prediction
+from typedspy.react._stream import finished, native_response, started
+from typedspy.react._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 from typedspy.schema import compile_schema
 from typedspy.settings import get_settings, resolve_lm
 from typedspy.signature import Signature, make_signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
-from typedspy.tools import Tool, Toolset
+from typedspy.tools import ResumeState, Tool, Toolset, approvals
 
 __all__ = ["ReAct"]
 

@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from typedspy._types import Usage
 from typedspy.errors import ConfigurationError
-from typedspy.modules._confirm import ResumeState
-from typedspy.modules._trajectory import Trajectory
+from typedspy.react._trajectory import Trajectory
 from typedspy.signature import Signature, to_jsonable
+from typedspy.tools import ResumeState
 
 __all__ = ["CONTEXT_KEY", "ResumePoint", "pause_state", "resume_point"]
 

@@ -16,8 +16,8 @@ from typing import Any
 from typedspy._json import loads as bounded_loads
 from typedspy.engine import Pick, send
 from typedspy.lm import BaseLM, LMChunk, LMRequest, LMResponse, StreamAccumulator
-from typedspy.modules._react_steps import FINISH
-from typedspy.modules._trajectory import TrajectoryCall
+from typedspy.react._steps import FINISH
+from typedspy.react._trajectory import TrajectoryCall
 from typedspy.signature import Signature
 from typedspy.streaming import StreamEvent, ToolCallFinished, ToolCallStarted
 

@@ -17,15 +17,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
-from typedspy.adapter import format_inputs, with_history
-from typedspy.adapter._parts import user_content
+from typedspy.adapter import format_inputs, user_content, with_history
 from typedspy.errors import ConfigurationError
-from typedspy.lm._base import ChatMessage, LMRequest
-from typedspy.modules._trajectory import Trajectory
+from typedspy.lm import ChatMessage, LMRequest
 from typedspy.profiles import Profile
+from typedspy.react._trajectory import Trajectory
 from typedspy.schema import compile_schema
-from typedspy.signature import InputField, OutputField, Signature, build_signature
-from typedspy.signature._fields import without_role
+from typedspy.signature import InputField, OutputField, Signature, build_signature, without_role
 
 if TYPE_CHECKING:
     from typedspy.tools import Tool

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from typing_extensions import Unpack
 
@@ -35,6 +35,9 @@ class Module:
     every entry point (``__call__``, `forward`, `acall`, `astream`, `abatch`, tools) runs the
     override.
     """
+
+    _learnable: ClassVar[bool] = False
+    """Whether instances hold learnable state of their own (`Predict` sets it)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -196,9 +199,7 @@ class Module:
 
     def named_predictors(self) -> list[tuple[str, Module]]:
         """Every `Predict` inside this module (itself included), with its attribute path."""
-        from typedspy.modules._predict import Predict
-
-        return [(n, m) for n, m in self.named_modules() if isinstance(m, Predict)]
+        return [(n, m) for n, m in self.named_modules() if m._learnable]
 
     def dump_state(self) -> dict[str, Any]:
         """The learnable state (instructions and demos) of every predictor, by attribute path."""
@@ -300,10 +301,15 @@ def _refuse_sync_override(cls: type[Module]) -> None:
         ConfigurationError: When the class is defined, naming the method to override.
     """
     definer = next(k for k in cls.__mro__ if "aexecute" in vars(k))
-    if definer is Module or not definer.__module__.startswith("typedspy."):
+    if definer is Module or not _builtin(definer):
         return
     raise ConfigurationError(
         f"{cls.__qualname__} overrides forward(), which only module(...) would run: override "
         f"`async def aforward(self, **inputs)` instead (call `await super().aforward(**inputs)` "
         f"for {definer.__name__}'s own behaviour)"
     )
+
+
+def _builtin(cls: type) -> bool:
+    """Whether ``cls`` is typedspy's own (public classes say ``typedspy`` as their module)."""
+    return cls.__module__ == "typedspy" or cls.__module__.startswith("typedspy.")

@@ -7,8 +7,8 @@ a `ResumeState`, and calls again inside ``with ts.resume(state):``; the same cal
 decision in the current context and runs (approve, or approve with edited arguments) or raises
 `ConfirmationRejected` (reject, or free-text feedback for the model).
 
-This module is the public home of every confirmation name; the signal and the per-context
-record of decisions are implemented in `typedspy.modules._approvals`.
+This module holds the mark and the answer; the signal, the mark's reading and the per-context
+record of decisions are in `typedspy.tools._approvals`, which `Tool` uses.
 """
 
 from __future__ import annotations
@@ -21,51 +21,26 @@ from typing import Any, TypeVar, overload
 from pydantic_core import PydanticSerializationError
 
 from typedspy.errors import ConfigurationError, ToolError
-from typedspy.modules._approvals import (
-    ConfirmationRejected,
+from typedspy.program import Module
+from typedspy.signature import to_jsonable
+from typedspy.tools._approvals import (
+    MARK,
     ConfirmationRequired,
+    ConfirmMark,
     Question,
     ResumeAction,
-    approvals,
     approve,
-    confirmation_id,
     reject,
-    require_confirmation,
-    resume,
 )
-from typedspy.modules._module import Module
-from typedspy.signature import to_jsonable
+from typedspy.tools._tool import Tool
 
-__all__ = [
-    "ConfirmMark",
-    "ConfirmationRejected",
-    "ConfirmationRequired",
-    "Question",
-    "ResumeAction",
-    "ResumeState",
-    "approvals",
-    "approve",
-    "confirm_first",
-    "confirmation_id",
-    "confirmation_mark",
-    "reject",
-    "require_confirmation",
-    "resume",
-]
+__all__ = ["ResumeState", "confirm_first"]
 
 T = TypeVar("T")
 
-_MARK = "__typedspy_confirm__"
 _APPROVE = frozenset({"yes", "y", "approve"})
 _REJECT = frozenset({"no", "n", "reject", ""})
 _FORMAT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class ConfirmMark:
-    """The mark `confirm_first` leaves on a function or module; tools built from it keep it."""
-
-    question: Question | None = None
 
 
 @overload
@@ -103,25 +78,17 @@ def confirm_first(target: Any = None, /, *, question: Question | None = None) ->
 
 
 def _mark(obj: T, question: Question | None) -> T:
-    from typedspy.tools._tool import Tool  # tools import this module: import on use
-
     if isinstance(obj, Tool):
         return obj.with_confirmation(question)  # type: ignore[return-value]
     if not (isinstance(obj, Module) or callable(obj)):
         raise ToolError(f"confirm_first needs a Tool, Module or function, not {obj!r}")
     try:
-        setattr(obj, _MARK, ConfirmMark(question))
+        setattr(obj, MARK, ConfirmMark(question))
     except (AttributeError, TypeError) as exc:
         raise ToolError(
             f"confirm_first cannot mark {obj!r}; wrap it first: confirm_first(ts.tool(fn))"
         ) from exc
     return obj
-
-
-def confirmation_mark(obj: object) -> ConfirmMark | None:
-    """The `confirm_first` mark of a function, module or module class, if it has one."""
-    mark = getattr(obj, _MARK, None)
-    return mark if isinstance(mark, ConfirmMark) else None
 
 
 # -- the person's answer -------------------------------------------------------------------

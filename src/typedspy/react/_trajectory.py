@@ -15,7 +15,7 @@ from typing import Any, TypeVar, overload
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from typedspy.errors import ConfigurationError
-from typedspy.lm._base import ChatMessage
+from typedspy.lm import ChatMessage
 
 __all__ = ["FEEDBACK_LABEL", "Trajectory", "TrajectoryCall", "TrajectoryStep"]
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from typedspy.modules._module import Module
-    from typedspy.modules._trajectory import Trajectory
+    from typedspy.program import Module
+    from typedspy.react._trajectory import Trajectory
     from typedspy.tools import Toolset
 
 __all__ = ["ModuleContext", "is_module_callback", "module_callback"]

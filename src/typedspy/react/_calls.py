@@ -26,15 +26,14 @@ from typedspy.errors import (
     ToolArgumentsError,
     ToolNotFoundError,
 )
-from typedspy.modules._callbacks import ModuleContext, is_module_callback
-from typedspy.modules._confirm import ConfirmationRejected, ConfirmationRequired
-from typedspy.modules._trajectory import Trajectory, TrajectoryCall
+from typedspy.react._callbacks import ModuleContext, is_module_callback
+from typedspy.react._trajectory import Trajectory, TrajectoryCall
 from typedspy.settings import context
-from typedspy.tools import Tool, Toolset
+from typedspy.tools import ConfirmationRejected, ConfirmationRequired, Tool, Toolset
 
 if TYPE_CHECKING:
-    from typedspy.lm._base import BaseLM
-    from typedspy.modules._module import Module
+    from typedspy.lm import BaseLM
+    from typedspy.program import Module
 
 __all__ = ["MAX_ERROR_CHARS", "CallRunner", "bounded"]
 

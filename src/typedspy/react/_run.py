@@ -19,20 +19,19 @@ from typedspy.errors import (
     OutputValidationError,
     TokenBudgetExceededError,
 )
-from typedspy.lm._base import BaseLM, ChatMessage, LMResponse
-from typedspy.modules._confirm import ConfirmationRequired
-from typedspy.modules._module import Module
-from typedspy.modules._predict import Predict
-from typedspy.modules._react_calls import CallRunner, bounded
-from typedspy.modules._react_state import CONTEXT_KEY, pause_state
-from typedspy.modules._react_steps import FINISH, TRAJECTORY_FIELD, step_signature
-from typedspy.modules._react_stream import finished, started
-from typedspy.modules._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
+from typedspy.lm import BaseLM, ChatMessage, LMResponse
+from typedspy.modules import Predict
 from typedspy.parse import parse_outputs
 from typedspy.prediction import Prediction
+from typedspy.program import Module
+from typedspy.react._calls import CallRunner, bounded
+from typedspy.react._state import CONTEXT_KEY, pause_state
+from typedspy.react._steps import FINISH, TRAJECTORY_FIELD, step_signature
+from typedspy.react._stream import finished, started
+from typedspy.react._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 from typedspy.signature import Signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
-from typedspy.tools import Tool, Toolset
+from typedspy.tools import ConfirmationRequired, Tool, Toolset
 
 __all__ = ["MAX_TOOL_CALLS", "Run"]
 

@@ -23,9 +23,11 @@ from typedspy.errors import TypedspyError
 from typedspy.signature import to_jsonable
 
 if TYPE_CHECKING:
-    from typedspy.modules._confirm import ResumeState
+    from typedspy.tools._confirm import ResumeState
 
 __all__ = [
+    "MARK",
+    "ConfirmMark",
     "ConfirmationRejected",
     "ConfirmationRequired",
     "Question",
@@ -33,6 +35,7 @@ __all__ = [
     "approvals",
     "approve",
     "confirmation_id",
+    "confirmation_mark",
     "reject",
     "require_confirmation",
     "resume",
@@ -41,6 +44,22 @@ __all__ = [
 Question: TypeAlias = "str | Callable[[Mapping[str, Any]], str]"
 """A custom question: a ``str.format`` template over the arguments, or a function of them."""
 ResumeAction: TypeAlias = Literal["approve", "reject", "edit", "feedback"]
+
+MARK = "__typedspy_confirm__"
+"""The attribute `confirm_first` sets on a function, module or module class."""
+
+
+@dataclass(frozen=True)
+class ConfirmMark:
+    """The mark `confirm_first` leaves on a function or module; tools built from it keep it."""
+
+    question: Question | None = None
+
+
+def confirmation_mark(obj: object) -> ConfirmMark | None:
+    """The `confirm_first` mark of a function, module or module class, if it has one."""
+    mark = getattr(obj, MARK, None)
+    return mark if isinstance(mark, ConfirmMark) else None
 
 
 class ConfirmationRequired(Exception):
