@@ -104,3 +104,14 @@ def test_public_exceptions_live_at_the_public_path_and_pickle_there() -> None:
     data = pickle.dumps(ts.ConfigurationError("x"))
     assert b"typedspy.modules" not in data and b"typedspy.errors" not in data
     assert type(pickle.loads(data)) is ts.ConfigurationError
+
+
+def test_moved_classes_live_at_the_public_path_and_pickle_there() -> None:
+    # ADR-042: Module, ReAct, Tool, ResumeState... moved packages; pickles name `typedspy`.
+    import pickle
+
+    moved = [ts.Module, ts.ReAct, ts.Tool, ts.Toolset, ts.ResumeState, ts.Trajectory]
+    assert {c.__name__: c.__module__ for c in moved} == {c.__name__: "typedspy" for c in moved}
+    data = pickle.dumps(ts.Trajectory())
+    assert b"typedspy.react" not in data
+    assert type(pickle.loads(data)) is ts.Trajectory
