@@ -3,6 +3,7 @@
 Run: ``python examples/02_retries_and_modes.py``. The stand-in server is scripted: its first
 answer breaks the contract, so you can see the feedback turn typedspy sends back, then a fixed
 answer; a second server refuses ``json_schema`` to show ``mode="auto"`` stepping down once.
+Last, a misspelt request parameter is refused and an endpoint's own one sent via ``extra_body``.
 """
 
 from __future__ import annotations
@@ -80,8 +81,23 @@ def auto_fallback() -> None:
     print(f"response_format per request: {formats}; remembered mode: {lm.profile.auto_mode()}")
 
 
+def request_parameters() -> None:
+    print("\n== request parameters: checked by name; an endpoint's own ones through extra_body")
+    try:
+        ts.Predict(Triage, temprature=0)
+    except ts.ConfigurationError as exc:
+        print(f"refused: {str(exc).split(' A parameter')[0]}")
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline")
+        ts.Predict(Triage, lm=lm, temperature=0, extra_body={"top_k": 40})(message=MESSAGE)
+        sent = server.requests[0]
+        lm.close()
+    print(f"sent: temperature={sent['temperature']}, top_k={sent['top_k']}")
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING, format="log: %(message)s")
     retry_with_feedback()
     typed_failure()
     auto_fallback()
+    request_parameters()

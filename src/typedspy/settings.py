@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import difflib
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from typing_extensions import Unpack
 from typedspy.cache import Cache, CacheMode
 from typedspy.errors import ConfigurationError
 from typedspy.limits import Budget, RateLimit
-from typedspy.lm import BaseLM
+from typedspy.lm import CHAT_COMPLETIONS_PARAMS, BaseLM
 
 __all__ = [
     "ModeSetting",
@@ -213,9 +214,7 @@ def get_settings() -> Settings:
 def _checked(values: Mapping[str, object]) -> dict[str, Any]:
     unknown = sorted(set(values) - set(_FIELDS))
     if unknown:
-        raise ConfigurationError(
-            f"unknown setting(s) {', '.join(map(repr, unknown))}; valid keys: {', '.join(_FIELDS)}"
-        )
+        raise ConfigurationError(_unknown_setting(unknown[0]))
     checked: dict[str, Any] = dict(values)  # Any: each value is checked against its field below
     if "callbacks" in checked:
         callbacks = checked["callbacks"]
@@ -227,6 +226,17 @@ def _checked(values: Mapping[str, object]) -> dict[str, Any]:
         if problem:
             raise ConfigurationError(f"setting {key}={value!r}: {problem}")
     return checked
+
+
+def _unknown_setting(name: str) -> str:
+    close = difflib.get_close_matches(name, _FIELDS, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    if name in CHAT_COMPLETIONS_PARAMS:
+        hint = (
+            f"{name!r} is a request parameter: give it to ts.LM(...) (every request) or to a "
+            "module, ts.Predict(..., temperature=0) for instance. "
+        )
+    return f"unknown setting {name!r}; {hint}Valid settings: {', '.join(_FIELDS)}"
 
 
 def _problem(key: str, value: object) -> str | None:

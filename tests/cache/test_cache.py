@@ -82,7 +82,7 @@ def test_keys_differ_by_tools_sampling_parameters_model_and_salt() -> None:
 
 
 def test_the_key_hashes_the_body_as_sent_with_extra_body_merged() -> None:
-    lm = ts.LM("m", base_url="http://127.0.0.1:8001/v1", api_key="k", top_k=5)
+    lm = ts.LM("m", base_url="http://127.0.0.1:8001/v1", api_key="k", extra_body={"top_k": 5})
     material = key_material(lm, REQUEST)
     assert material["body"] == {
         "model": "m",

@@ -102,7 +102,7 @@ def test_body_has_model_messages_and_defaults_overridden_by_params(router: Any) 
     route = router.post("/chat/completions").mock(
         return_value=httpx.Response(200, json=completion())
     )
-    lm = make_lm(temperature=0.2, max_tokens=100, top_k=5)
+    lm = make_lm(temperature=0.2, max_tokens=100, extra_body={"top_k": 5})
     messages = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"})
 
     complete(lm, LMRequest(messages=messages, params={"temperature": 0.7, "seed": 7}))
@@ -113,7 +113,7 @@ def test_body_has_model_messages_and_defaults_overridden_by_params(router: Any) 
         "temperature": 0.7,
         "max_tokens": 100,
         "seed": 7,
-        "top_k": 5,  # unknown to the SDK: sent through extra_body, still top level on the wire
+        "top_k": 5,  # sent through extra_body: top level on the wire
     }
 
 

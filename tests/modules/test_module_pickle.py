@@ -73,7 +73,7 @@ def test_lm_pickles_its_configuration_but_never_the_key(monkeypatch: pytest.Monk
         max_retries=5,
         timeout=7.5,
         temperature=0,
-        top_k=3,
+        extra_body={"top_k": 3},
     )
     lm.profile.reject("json_schema")
     assert lm.client.api_key == "sk-very-secret-key"  # a built client holds the key too
@@ -85,7 +85,7 @@ def test_lm_pickles_its_configuration_but_never_the_key(monkeypatch: pytest.Monk
     back = pickle.loads(data)
     assert (back.model, back.defaults, back.profile.auto_mode()) == (
         "gpt-test",
-        {"temperature": 0, "top_k": 3},
+        {"temperature": 0, "extra_body": {"top_k": 3}},
         "json_object",
     )
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

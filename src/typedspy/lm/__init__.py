@@ -15,6 +15,12 @@ from typedspy.lm._openai import LM
 
 # The package's interface to typedspy's other packages (not public API): they import from the
 # package, never from its modules (ADR-034, checked by import-linter).
+from typedspy.lm._params import (
+    CHAT_COMPLETIONS_PARAMS as CHAT_COMPLETIONS_PARAMS,
+)
+from typedspy.lm._params import (
+    check_params as check_params,
+)
 from typedspy.lm._requests import (
     RequestBound as RequestBound,
 )

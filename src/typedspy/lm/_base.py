@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.errors import ConfigurationError, LMResponseError, RefusalError
+from typedspy.lm._params import check_params
 from typedspy.profiles import Profile, resolve_profile
 
 if TYPE_CHECKING:
@@ -328,9 +329,11 @@ class BaseLM(abc.ABC):
             The message content; ``""`` when the model sent only tool calls.
 
         Raises:
+            ConfigurationError: An unknown or reserved request parameter.
             RefusalError: The model refused.
             LMError: The endpoint could not be used.
         """
+        check_params(params, where=f"{type(self).__name__}.acall")
         messages = (
             ({"role": "user", "content": prompt},) if isinstance(prompt, str) else tuple(prompt)
         )

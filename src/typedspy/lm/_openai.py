@@ -25,7 +25,8 @@ from typedspy.errors import (
 )
 from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._clients import LoopClients
-from typedspy.lm._request import check_params, create_kwargs
+from typedspy.lm._params import check_params
+from typedspy.lm._request import create_kwargs
 from typedspy.lm._requests import active as active_requests
 from typedspy.lm._scrub import redactor, scrub_chain, url_secrets
 from typedspy.lm._stream import LMChunk
@@ -48,8 +49,10 @@ class LM(BaseLM):
     Wraps ``openai.AsyncOpenAI``: pass one in (``client=``), or let `LM` build it on first use
     from ``base_url`` / ``api_key`` (the SDK falls back to ``OPENAI_BASE_URL`` /
     ``OPENAI_API_KEY``). Keyword arguments beyond those are request defaults, sent with every
-    request and overridden per request by `LMRequest.params`; names the SDK does not know
-    (e.g. ``top_k`` for vLLM) go into the request body through ``extra_body``.
+    request and overridden per request by `LMRequest.params`. Their names are checked against
+    the Chat Completions API (``temprature=0`` is refused, naming ``temperature``); an
+    endpoint's own parameters go through ``extra_body`` (``extra_body={"top_k": 40}`` for
+    vLLM), sent as is.
 
     A pickled `LM` keeps its model, ``base_url``, defaults, ``max_retries``, ``timeout`` and
     profile (with its run-time memory), never the API key nor the client: once unpickled it
@@ -91,11 +94,12 @@ class LM(BaseLM):
             ``"generic"``. Defaults to the one the base URL names reliably (Azure), else
             ``"openai"``.
         **defaults: Request parameters sent with every request (``temperature``,
-            ``max_tokens``, ``seed``, ...).
+            ``max_tokens``, ``seed``, ..., and ``extra_body`` for any other).
 
     Raises:
-        ConfigurationError: ``client`` together with client options, an unknown profile, or
-            a default that `LM` sets itself (``model``, ``messages``, ``stream``,
+        ConfigurationError: ``client`` together with client options, an unknown profile, an
+            unknown request parameter (the message names the closest known one), or a
+            default that `LM` sets itself (``model``, ``messages``, ``stream``,
             ``response_format``, ``tools``...).
 
     Attributes:
@@ -186,7 +190,8 @@ class LM(BaseLM):
             The response, read leniently from the raw JSON body.
 
         Raises:
-            ConfigurationError: No client could be built, or ``params`` hold a reserved key.
+            ConfigurationError: No client could be built, or ``params`` hold a reserved or
+                unknown key.
             LMTimeoutError: The request timed out (after the SDK's retries).
             LMConnectionError: The endpoint could not be reached (after the SDK's retries).
             LMRateLimitError: The endpoint kept answering 429.
@@ -233,7 +238,7 @@ class LM(BaseLM):
         """The JSON body `acomplete` sends for ``request`` (``extra_body`` merged in).
 
         Raises:
-            ConfigurationError: ``params`` hold a reserved key.
+            ConfigurationError: ``params`` hold a reserved or unknown key.
         """
         kwargs = self._create_kwargs(request)
         for transport_only in ("extra_headers", "extra_query", "timeout"):

@@ -6,36 +6,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from typedspy.errors import ConfigurationError
 from typedspy.lm._base import LMRequest
+from typedspy.lm._params import check_params
 
-__all__ = ["check_params", "create_kwargs", "plain"]
+__all__ = ["create_kwargs", "plain"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
-
-# Request keys LM fills from LMRequest itself; they cannot come from defaults or params.
-_RESERVED_PARAMS = frozenset(
-    {
-        "messages",
-        "model",
-        "parallel_tool_calls",
-        "response_format",
-        "stream",
-        "stream_options",
-        "tool_choice",
-        "tools",
-    }
-)
-
-
-def check_params(params: Mapping[str, Any], *, where: str) -> None:
-    """Refuse request keys `LM` sets itself (``model``, ``messages``, ``stream``, ...)."""
-    reserved = sorted(set(params) & _RESERVED_PARAMS)
-    if reserved:
-        raise ConfigurationError(
-            f"{where} cannot set {', '.join(reserved)}: LM sends these from the LMRequest itself"
-        )
-
 
 def plain(value: Any) -> Any:
     """Copy mappings and sequences into plain dicts and lists, as the SDK serialises them.
@@ -67,7 +43,14 @@ def _encodable(text: str) -> str:
 def create_kwargs(
     model: str, defaults: Mapping[str, Any], request: LMRequest, known: frozenset[str]
 ) -> dict[str, Any]:
-    """The SDK's arguments for ``request``; parameters not in ``known`` go into ``extra_body``."""
+    """The SDK's arguments for ``request``.
+
+    Parameters the installed SDK's ``create()`` does not take (``known``: an older SDK than
+    the API, ADR-045) and everything in ``extra_body`` go into ``extra_body``.
+
+    Raises:
+        ConfigurationError: ``request.params`` hold a reserved or unknown parameter.
+    """
     check_params(request.params, where="LMRequest.params")
     kwargs: dict[str, Any] = {"model": model, "messages": plain(request.messages)}
     if request.response_format is not None:
@@ -79,12 +62,13 @@ def create_kwargs(
     if request.tool_choice is not None:
         kwargs["tool_choice"] = plain(request.tool_choice)
     extra_body: dict[str, Any] = {}
-    for name, value in {**defaults, **request.params}.items():
+    # Params override defaults name by name; the two ``extra_body`` mappings merge likewise.
+    for name, value in [*defaults.items(), *request.params.items()]:
         if name == "extra_body" and isinstance(value, Mapping):
             extra_body.update(plain(value))
         elif name in known:
             kwargs[name] = plain(value)
-        else:  # an endpoint-specific parameter the SDK has no argument for
+        else:  # an API parameter newer than the installed SDK: sent in the body all the same
             extra_body[name] = plain(value)
     if extra_body:
         kwargs["extra_body"] = extra_body

@@ -26,7 +26,7 @@ from typedspy.errors import (
     LMUnsupportedFeatureError,
     OutputError,
 )
-from typedspy.lm import BaseLM, ChatMessage, FallbackLM
+from typedspy.lm import BaseLM, ChatMessage, FallbackLM, check_params
 from typedspy.modules._history import History, history_messages
 from typedspy.modules._state import checked_demos, fingerprint, jsonable_demo, typed_demo
 from typedspy.prediction import Prediction
@@ -70,7 +70,13 @@ class Predict(Module, Generic[SigT, InputsT]):
         max_retries: Retries after a decode or validation failure (default from settings: 2).
         demos: Few-shot examples: mappings with values for input and output fields.
         token_budget: Stop retrying once this many tokens were spent on the call.
-        **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...).
+        **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...; an
+            endpoint's own ones inside ``extra_body={...}``).
+
+    Raises:
+        ConfigurationError: An unknown mode or request parameter (the message names the
+            closest known one), or a negative ``max_retries``.
+        SchemaError: The signature cannot be compiled to a response schema.
     """
 
     _learnable: ClassVar[bool] = True  # its instructions and demos: named_predictors
@@ -120,6 +126,7 @@ class Predict(Module, Generic[SigT, InputsT]):
             make_signature(signature) if isinstance(signature, str) else signature_class(signature)
         )
         self.signature: type[SigT] = cast("type[SigT]", sig)
+        check_params(lm_kwargs, where=f"{type(self).__name__}({sig.__name__})")
         self.lm = lm
         self.mode: ModeSetting | None = mode
         self.max_retries = max_retries

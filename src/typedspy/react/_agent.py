@@ -24,7 +24,7 @@ from typedspy.errors import (
     ResumeConflictError,
     SchemaError,
 )
-from typedspy.lm import BaseLM, ChatMessage, LMResponse
+from typedspy.lm import BaseLM, ChatMessage, LMResponse, check_params
 from typedspy.modules import History, Predict, history_messages
 from typedspy.prediction import Prediction
 from typedspy.program import Module
@@ -85,11 +85,13 @@ class ReAct(Module, Generic[SigT]):
         token_budget: The tokens the run's own requests may spend (steps and extraction);
             defaults to the ``token_budget`` setting. Reached without an answer, the run
             raises `TokenBudgetExceededError`.
-        **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...).
+        **lm_kwargs: Request parameters for every call (temperature, max_tokens, ...; an
+            endpoint's own ones inside ``extra_body={...}``).
 
     Raises:
-        ConfigurationError: A bad mode or ``max_iters``, a tool named ``finish``, an input
-            named ``trajectory`` (or, with ``mode="union"``, ``reasoning`` or ``next``).
+        ConfigurationError: A bad mode or ``max_iters``, an unknown request parameter, a tool
+            named ``finish``, an input named ``trajectory`` (or, with ``mode="union"``,
+            ``reasoning`` or ``next``).
         ToolError: A tool that cannot be built, or two tools with the same name.
     """
 
@@ -116,6 +118,7 @@ class ReAct(Module, Generic[SigT]):
         ):
             raise ConfigurationError(f"token_budget must be an int >= 1, not {token_budget!r}")
         sig = make_signature(signature) if isinstance(signature, str) else signature
+        check_params(lm_kwargs, where=f"ReAct({sig.__name__})")
         shadowed = sorted({TRAJECTORY_FIELD, "finished", "steps"} & sig.output_fields.keys())
         if shadowed:
             raise SchemaError(

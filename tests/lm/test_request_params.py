@@ -1,0 +1,139 @@
+"""Request parameters are checked by name where they are given (issue 9, ADR-045).
+
+A misspelt ``temprature=0`` used to go into the request body unchecked; an endpoint's own
+parameters now go through ``extra_body={...}``, sent as is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from typing import Any, cast
+
+import httpx
+import openai
+import pytest
+import respx
+from openai.types.chat import completion_create_params
+from wire import BASE_URL, make_lm
+
+import typedspy as ts
+from typedspy.errors import ConfigurationError
+from typedspy.lm._params import CHAT_COMPLETIONS_PARAMS
+from typedspy.testing import chat_completion
+
+
+class Ask(ts.Signature):
+    """Answer the question."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+@pytest.fixture
+def router() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE_URL, assert_all_called=False) as mock:
+        yield mock
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:3] if part.isdigit())
+
+
+def test_the_list_is_the_sdks_completion_create_params() -> None:
+    base = completion_create_params.CompletionCreateParamsBase
+    sdk = set(base.__required_keys__ | base.__optional_keys__) | {"stream"}
+    assert sdk - CHAT_COMPLETIONS_PARAMS == set()  # a newer SDK: add its parameters to the list
+    if _version(openai.__version__) >= (3, 57):  # the version the list was taken from
+        assert CHAT_COMPLETIONS_PARAMS - sdk == set()
+
+
+BUILDERS: dict[str, Callable[..., object]] = {
+    "LM": lambda **kw: ts.LM("gpt-test", base_url=BASE_URL, api_key="k", **kw),
+    "Predict": lambda **kw: ts.Predict(Ask, **kw),
+    "ChainOfThought": lambda **kw: ts.ChainOfThought(Ask, **kw),
+    "ReAct": lambda **kw: ts.ReAct(Ask, tools=[], **kw),
+}
+
+
+@pytest.mark.parametrize("builder", BUILDERS.values(), ids=BUILDERS.keys())
+def test_a_misspelt_parameter_is_refused_at_construction_naming_the_close_match(
+    builder: Callable[..., object],
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        builder(temperature=0, temprature=0)
+    message = str(caught.value)
+    assert "'temprature'" in message
+    assert "did you mean 'temperature'?" in message
+    assert "extra_body" in message
+    assert isinstance(caught.value, ts.TypedspyError)
+
+
+@pytest.mark.parametrize("builder", BUILDERS.values(), ids=BUILDERS.keys())
+def test_an_unknown_name_without_a_close_match_is_refused_too(
+    builder: Callable[..., object],
+) -> None:
+    with pytest.raises(ConfigurationError, match="unknown request parameter 'top_k'"):
+        builder(top_k=40)
+
+
+def test_a_per_call_parameter_is_checked_before_anything_is_sent(
+    router: respx.MockRouter,
+) -> None:
+    route = router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json=chat_completion("hi"))
+    )
+    lm = make_lm()
+    with pytest.raises(ConfigurationError, match="did you mean 'max_tokens'"):
+        lm("hello", max_token=5)
+    assert not route.called
+    assert lm("hello", max_tokens=5) == "hi"
+    assert json.loads(route.calls[0].request.content)["max_tokens"] == 5
+
+
+def test_extra_body_passes_anything_through_to_the_request_body(
+    router: respx.MockRouter,
+) -> None:
+    route = router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json=chat_completion(json.dumps({"answer": "4"})))
+    )
+    extra = {"top_k": 40, "chat_template_kwargs": {"enable_thinking": False}}
+    predict = ts.Predict(Ask, lm=make_lm(), temperature=0, extra_body=extra)
+
+    assert predict(question="2 + 2?").answer == "4"
+
+    body = json.loads(route.calls[0].request.content)
+    assert body["temperature"] == 0
+    assert body["top_k"] == 40  # sent as is, at the top level of the body
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_lm_defaults_may_carry_extra_body_and_params_merge_over_them(
+    router: respx.MockRouter,
+) -> None:
+    route = router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json=chat_completion("ok"))
+    )
+    client = openai.AsyncOpenAI(
+        base_url=BASE_URL, api_key="k", max_retries=0, http_client=cast(Any, httpx.AsyncClient())
+    )
+    lm = ts.LM("gpt-test", client=client, extra_body={"top_k": 5}, seed=1)
+    asyncio.run(lm.acall("hello", extra_body={"min_p": 0.1}))
+    body = json.loads(route.calls[0].request.content)
+    assert (body["seed"], body["top_k"], body["min_p"]) == (1, 5, 0.1)  # extra_bodies merge
+
+
+@pytest.mark.parametrize("value", ["top_k=40", ["top_k"], 40])
+def test_extra_body_must_be_a_mapping(value: Any) -> None:
+    with pytest.raises(ConfigurationError, match="extra_body must be a mapping"):
+        ts.Predict(Ask, extra_body=value)
+
+
+def test_configure_names_the_close_setting_and_where_request_parameters_go() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        ts.configure(temperature=0)  # type: ignore[call-arg]
+    assert "request parameter" in str(caught.value)
+    assert "ts.LM(" in str(caught.value)
+    with pytest.raises(ConfigurationError, match="did you mean 'max_retries'"):
+        ts.configure(max_retrys=3)  # type: ignore[call-arg]
