@@ -16,12 +16,12 @@ import openai
 import pytest
 import respx
 from openai.types.chat import completion_create_params
-from wire import BASE_URL, make_lm
 
 import typedspy as ts
 from typedspy.errors import ConfigurationError
-from typedspy.lm._params import CHAT_COMPLETIONS_PARAMS
+from typedspy.lm import CHAT_COMPLETIONS_PARAMS
 from typedspy.testing import chat_completion
+from wire import BASE_URL, make_lm
 
 
 class Ask(ts.Signature):

@@ -13,6 +13,7 @@ __all__ = ["create_kwargs", "plain"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
+
 def plain(value: Any) -> Any:
     """Copy mappings and sequences into plain dicts and lists, as the SDK serialises them.
 
