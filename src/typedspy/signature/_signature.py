@@ -261,7 +261,16 @@ def build_signature(
         outputs: Output field name to ``(annotation, FieldInfo)``.
         instructions: The docstring; a default is derived from the fields when None.
         base: The class to derive from.
+
+    Raises:
+        SchemaError: A name among both the inputs and the outputs.
     """
+    both = sorted(inputs.keys() & outputs.keys())
+    if both:
+        raise SchemaError(
+            f"{name}.{both[0]}: a field cannot be both an input and an output; rename one",
+            path=(both[0],),
+        )
     definitions: dict[str, Any] = {}
     groups: tuple[tuple[Literal["input", "output"], dict[str, tuple[Any, FieldInfo]]], ...] = (
         ("input", inputs),

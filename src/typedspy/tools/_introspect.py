@@ -11,7 +11,7 @@ import functools
 import inspect
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,7 +175,7 @@ def _inputs(
 
 
 def _outputs(
-    hints: dict[str, Any], docs: Docstring
+    hints: dict[str, Any], docs: Docstring, inputs: Collection[str]
 ) -> tuple[dict[str, tuple[Any, FieldInfo]], type[BaseModel] | None]:
     returned = hints.get("return", Any)
     if returned is None:
@@ -186,7 +186,10 @@ def _outputs(
             name: (info.annotation, without_role(info))
             for name, info in returned.model_fields.items()
         }
-        if fields:
+        # A parameter named like a field of the returned model (`get_weather(city) -> Weather`
+        # with `Weather.city`): one class cannot hold both, so the model is the one output
+        # `result` instead of its fields (issue 9).
+        if fields and not any(field in inputs for field in fields):
             return fields, returned
     kwargs: dict[str, Any] = {"description": docs.returns} if docs.returns else {}
     result: FieldInfo = OutputField(**kwargs)
@@ -200,10 +203,14 @@ def signature_from_function(fn: Callable[..., Any], *, name: str) -> FunctionSig
         fn: The function; its parameters must be passable by keyword.
         name: The tool name; the signature class is named after it in CamelCase.
 
+    A parameter named like a field of the returned model makes the model the single output
+    ``result``: the parameter and the field then live apart.
+
     Raises:
         ToolError: ``*args``/``**kwargs``/positional-only parameters, a parameter starting with
             ``_``, unreadable hints, or types a signature cannot hold (the `SchemaError` is the
             ``__cause__``).
+        SchemaError: A parameter named ``result`` when the return value is that output.
     """
     hints = _hints(fn)
     documented: Any = fn
@@ -211,7 +218,14 @@ def signature_from_function(fn: Callable[..., Any], *, name: str) -> FunctionSig
         documented = documented.func
     docs = parse_docstring(inspect.getdoc(documented))
     inputs = _inputs(fn, hints, docs)
-    outputs, result_model = _outputs(hints, docs)
+    outputs, result_model = _outputs(hints, docs, inputs.keys())
+    if RESULT_FIELD in inputs and RESULT_FIELD in outputs:
+        raise SchemaError(
+            f"{name}: parameter {RESULT_FIELD!r} has the name of the tool's output (the return "
+            f"value, when it is not a Pydantic model with fields of its own); rename the "
+            "parameter or return a model",
+            path=(RESULT_FIELD,),
+        )
     try:
         signature = build_signature(_class_name(name), inputs, outputs, docs.description or None)
     except (SchemaError, TypeError, ValueError) as exc:
