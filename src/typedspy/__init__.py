@@ -105,7 +105,14 @@ from typedspy.react import (
 )
 from typedspy.schema import CompiledSchema, compile_schema
 from typedspy.settings import configure, context, get_settings
-from typedspy.signature import InputField, OutputField, Signature, make_signature, to_jsonable
+from typedspy.signature import (
+    InputField,
+    OutputField,
+    Returns,
+    Signature,
+    make_signature,
+    to_jsonable,
+)
 from typedspy.tools import (
     ConfirmationRejected,
     ConfirmationRequired,
@@ -198,6 +205,7 @@ __all__ = [
     "ResumeRecord",
     "ResumeState",
     "ResumeStore",
+    "Returns",
     "RowError",
     "SQLiteCache",
     "SavedStateError",

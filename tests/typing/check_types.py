@@ -91,3 +91,29 @@ def settings_keywords_are_typed() -> None:
         assert_type(settings.max_retries, int)
     with ts.context(lm="gpt-4o"):  # type: ignore[arg-type]
         pass
+
+
+class Item(BaseModel):
+    name: str
+
+
+class Route(ts.Returns[SpawnTask | CompleteTask | Continue]):
+    """Decide the next action."""
+
+    task: str = ts.InputField()
+
+
+def root_level_outputs_are_typed() -> None:
+    items = ts.Predict("text", output=list[Item])(text="two apples")
+    assert_type(items, ts.Prediction[ts.Returns[list[Item]]])
+    assert_type(items.outputs.output, list[Item])
+    wrong: str = items.outputs.output  # type: ignore[assignment]
+    del wrong
+    route = ts.Predict(Route)(task="Ship it")
+    assert_type(route.outputs.output, SpawnTask | CompleteTask | Continue)
+    ts.Predict(Route)(tsak="Ship it")  # type: ignore[call-overload]
+    steps = ts.ChainOfThought("question", output=int)(question="17 * 3?")
+    assert_type(steps.outputs.output, int)
+    # A union is no `type[T]` to either checker: accepted (loosely typed); `Returns` types it.
+    ts.Predict("task", output=SpawnTask | Continue)(task="Ship it")
+    ts.Predict("task", output="SpawnTask")  # type: ignore[call-overload]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typedspy.engine._attempts import CallPlan, Event, run_call
 from typedspy.engine._fallback import over_chain
 from typedspy.engine._finish import ends_call, raise_for_finish, truncation_error
-from typedspy.engine._inputs import check_inputs, signature_class
+from typedspy.engine._inputs import check_inputs, signature_class, signature_of
 from typedspy.engine._plan import plan_call
 from typedspy.engine._send import Pick, content, first_call_arguments, parsed_events, send
 
@@ -31,5 +31,6 @@ __all__ = [
     "run_call",
     "send",
     "signature_class",
+    "signature_of",
     "truncation_error",
 ]

@@ -9,9 +9,9 @@ from pydantic import BaseModel, ValidationError
 
 from typedspy.errors import InputError, SchemaError
 from typedspy.parse import field_errors
-from typedspy.signature import Signature
+from typedspy.signature import Signature, make_signature, returns_signature
 
-__all__ = ["check_inputs", "signature_class"]
+__all__ = ["check_inputs", "signature_class", "signature_of"]
 
 
 def check_inputs(signature: type[Signature], inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -44,6 +44,24 @@ def check_inputs(signature: type[Signature], inputs: Mapping[str, Any]) -> dict[
     return {n: getattr(model, n) for n in fields if n in inputs or n in model.model_fields_set}
 
 
+def signature_of(signature: object, output: Any = None) -> type[Signature]:
+    """The signature a module runs: a class as is, a string parsed, or a `Returns` of ``output``.
+
+    Raises:
+        SchemaError: As `signature_class` and `make_signature`; ``output`` with a signature
+            class (declare ``class X(ts.Returns[T])`` instead) or with ``->`` in the string.
+    """
+    if output is not None:
+        if not isinstance(signature, str):
+            raise SchemaError(
+                "output= goes with a string of inputs, ts.Predict('text', output=list[Item]); "
+                "with a signature class, declare its output as a field or subclass "
+                "ts.Returns[...]"
+            )
+        return returns_signature(signature, output)
+    return make_signature(signature) if isinstance(signature, str) else signature_class(signature)
+
+
 def signature_class(signature: object) -> type[Signature]:
     """``signature`` itself when it is a `Signature` subclass.
 
@@ -54,12 +72,18 @@ def signature_class(signature: object) -> type[Signature]:
     if isinstance(signature, type) and issubclass(signature, Signature):
         if signature is Signature:
             raise SchemaError("ts.Signature itself declares no fields: pass a subclass")
+        if signature.__pydantic_generic_metadata__["parameters"]:
+            raise SchemaError(
+                f"{signature.__name__} is generic: give its output type, "
+                f"{signature.__name__}[list[Item]] for instance"
+            )
         return signature
     if isinstance(signature, type) and issubclass(signature, BaseModel):
         raise SchemaError(
             f"{signature.__name__} is a pydantic BaseModel, not a ts.Signature: declare "
             f"`class {signature.__name__}(ts.Signature)` with ts.InputField()/ts.OutputField() "
-            "fields, or use it as the type of an output field"
+            f"fields, or ask for it as the output: ts.Predict('question', "
+            f"output={signature.__name__})"
         )
     raise SchemaError(
         f"expected a ts.Signature subclass or a string such as 'question -> answer', "

@@ -7,15 +7,16 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic.fields import FieldInfo
 
-from typedspy.engine import signature_class
+from typedspy.engine import signature_of
 from typedspy.errors import SchemaError
 from typedspy.modules._predict import InputsT, Predict
 from typedspy.settings import ModeSetting
-from typedspy.signature import OutputField, Signature, build_signature, make_signature
+from typedspy.signature import OutputField, Returns, Signature, build_signature
 
 __all__ = ["ChainOfThought"]
 
 SigT = TypeVar("SigT", bound=Signature)
+OutT = TypeVar("OutT")
 _DEFAULT_REASONING = "Think step by step before answering: your reasoning, briefly."
 
 
@@ -54,15 +55,28 @@ class ChainOfThought(Predict[SigT, InputsT]):
 
     Args:
         signature: A signature class or string, as for `Predict`.
+        output: A root-level output type, as for `Predict` (the reasoning comes first).
         reasoning_description: The description of the ``reasoning`` field shown to the model.
         **kwargs: Everything `Predict` takes (``lm``, ``mode``, ``max_retries``, ...).
     """
 
     @overload
     def __init__(
+        self: ChainOfThought[Returns[OutT], ...],
+        signature: str,
+        *,
+        output: type[OutT],
+        reasoning_description: str = _DEFAULT_REASONING,
+        mode: ModeSetting | None = None,
+        **kwargs: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
         self: ChainOfThought[SigT, InputsT],
         signature: Callable[InputsT, SigT],
         *,
+        output: None = None,
         reasoning_description: str = _DEFAULT_REASONING,
         mode: ModeSetting | None = None,
         **kwargs: Any,
@@ -73,6 +87,7 @@ class ChainOfThought(Predict[SigT, InputsT]):
         self: ChainOfThought[Signature, ...],
         signature: str,
         *,
+        output: None = None,
         reasoning_description: str = _DEFAULT_REASONING,
         mode: ModeSetting | None = None,
         **kwargs: Any,
@@ -82,13 +97,12 @@ class ChainOfThought(Predict[SigT, InputsT]):
         self,
         signature: Callable[..., SigT] | str,
         *,
+        output: Any = None,
         reasoning_description: str = _DEFAULT_REASONING,
         mode: ModeSetting | None = None,
         **kwargs: Any,
     ) -> None:
-        base: type[Signature] = (
-            make_signature(signature) if isinstance(signature, str) else signature_class(signature)
-        )
+        base: type[Signature] = signature_of(signature, output)
         self.original_signature = base
         # The prediction's signature is the derived one (``reasoning`` first); `outputs` reads
         # as the caller's signature statically, and its fields are there at run time.

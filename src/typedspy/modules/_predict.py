@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from types import UnionType
 from typing import Any, ClassVar, Generic, TypeVar, cast, get_args, overload
 
 from typing_extensions import ParamSpec, Unpack
@@ -18,7 +19,7 @@ from typedspy.engine import (
     over_chain,
     plan_call,
     run_call,
-    signature_class,
+    signature_of,
 )
 from typedspy.errors import (
     ConfigurationError,
@@ -33,13 +34,14 @@ from typedspy.prediction import Prediction
 from typedspy.program import Module
 from typedspy.schema import compile_schema
 from typedspy.settings import ModeSetting, get_settings, resolve_lm
-from typedspy.signature import Signature, make_signature
+from typedspy.signature import Returns, Signature
 from typedspy.streaming import closing
 
 __all__ = ["Predict"]
 
 logger = logging.getLogger("typedspy")
 SigT = TypeVar("SigT", bound=Signature)
+OutT = TypeVar("OutT")
 # ADR-015: the signature's inputs as a parameter list (its dataclass_transform __init__);
 # ``Predict[Decide]`` alone means any keywords.
 InputsT = ParamSpec("InputsT", default=...)
@@ -61,7 +63,10 @@ class Predict(Module, Generic[SigT, InputsT]):
     keywords are checked against the signature's inputs (ADR-015).
 
     Args:
-        signature: A `Signature` subclass, or a string such as ``"question -> answer: int"``.
+        signature: A `Signature` subclass, or a string such as ``"question -> answer: int"``
+            (with ``output=``, the inputs only: ``"text, lang"``).
+        output: A root-level output type (``list[Item]``, ``A | B``, a model): the signature
+            is then a `Returns` of it, read as ``pred.outputs.output`` (typed, ADR-045).
         lm: The model to call; defaults to the one set with `ts.configure` / `ts.context`.
         mode: ``"auto"`` (the first mode of the LM's profile, stepping down its list when the
             endpoint rejects ``response_format``), ``"json_schema"``,
@@ -83,9 +88,38 @@ class Predict(Module, Generic[SigT, InputsT]):
 
     @overload
     def __init__(
+        self: Predict[Returns[OutT], ...],
+        signature: str,
+        *,
+        output: type[OutT],
+        lm: BaseLM | None = None,
+        mode: ModeSetting | None = None,
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Predict[Returns[Any], ...],
+        signature: str,
+        *,
+        output: UnionType,
+        lm: BaseLM | None = None,
+        mode: ModeSetting | None = None,
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
         self: Predict[SigT, InputsT],
         signature: Callable[InputsT, SigT],
         *,
+        output: None = None,
         lm: BaseLM | None = None,
         mode: ModeSetting | None = None,
         max_retries: int | None = None,
@@ -99,6 +133,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         self: Predict[Signature, ...],
         signature: str,
         *,
+        output: None = None,
         lm: BaseLM | None = None,
         mode: ModeSetting | None = None,
         max_retries: int | None = None,
@@ -111,6 +146,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         self,
         signature: type[SigT] | Callable[..., SigT] | str,
         *,
+        output: Any = None,
         lm: BaseLM | None = None,
         mode: ModeSetting | None = None,
         max_retries: int | None = None,
@@ -122,9 +158,7 @@ class Predict(Module, Generic[SigT, InputsT]):
             raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(_MODES)}")
         if max_retries is not None and max_retries < 0:
             raise ConfigurationError("max_retries must be 0 or more")
-        sig = (
-            make_signature(signature) if isinstance(signature, str) else signature_class(signature)
-        )
+        sig = signature_of(signature, output)
         self.signature: type[SigT] = cast("type[SigT]", sig)
         check_params(lm_kwargs, where=f"{type(self).__name__}({sig.__name__})")
         self.lm = lm

@@ -21,6 +21,10 @@ from typedspy.signature._fields import (
 )
 from typedspy.signature._jsonable import to_jsonable
 from typedspy.signature._parse import make_signature
+from typedspy.signature._returns import Returns
+from typedspy.signature._returns import (
+    returns_signature as returns_signature,
+)
 from typedspy.signature._signature import Signature, build_signature
 from typedspy.signature._unions import (
     NOMATCH_TAG as NOMATCH_TAG,
@@ -41,6 +45,7 @@ from typedspy.signature._unions import (
 __all__ = [
     "InputField",
     "OutputField",
+    "Returns",
     "Signature",
     "build_signature",
     "make_signature",

@@ -107,7 +107,7 @@ def _parse_fields(part: str, ns: dict[str, Any]) -> dict[str, Any]:
         name, _, type_text = item.partition(":")
         name = name.strip()
         if not name.isidentifier():
-            raise SchemaError(f"{name!r} is not a valid field name", path=(name,))
+            raise SchemaError(f"{name!r} is not a valid field name{_hint(name)}", path=(name,))
         if name in fields:
             raise SchemaError(f"field {name!r} is declared twice", path=(name,))
         if not type_text.strip():
@@ -124,6 +124,16 @@ def _parse_fields(part: str, ns: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:
             raise SchemaError(f"invalid type for field {name!r}: {exc}", path=(name,)) from exc
     return fields
+
+
+def _hint(name: str) -> str:
+    """For a type written where a name goes (``"text -> A | B"``): how to say it."""
+    if not any(mark in name for mark in "|[]."):
+        return ""
+    return (
+        f"; name the output and give its type ('... -> answer: {name}'), or ask for a "
+        f"root-level output: ts.Predict('text', output={name})"
+    )
 
 
 def make_signature(

@@ -194,8 +194,11 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
     input_model.__typedspy_owner__ = (cls, "input_model")
     output_model.__typedspy_owner__ = (cls, "output_model")
     doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else ""
-    if not doc or cls.__doc__ == Signature.__doc__:
-        parent = next((b for b in cls.__mro__[1:] if b.__dict__.get("__typedspy_spec__")), None)
+    if not doc or cls.__doc__ == Signature.__doc__ or _template(cls):
+        parent = next(
+            (b for b in cls.__mro__[1:] if b.__dict__.get("__typedspy_spec__") and not _template(b)),
+            None,
+        )
         doc = _spec(parent).instructions if parent else _default_instructions(inputs, outputs)
     return SignatureSpec(
         instructions=doc,
@@ -204,6 +207,12 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
         input_model=input_model,
         output_model=output_model,
     )
+
+
+def _template(cls: type) -> bool:
+    """A generic signature (`Returns`) or one of its parametrizations: no instruction of its own."""
+    generic: dict[str, Any] = getattr(cls, "__pydantic_generic_metadata__", None) or {}
+    return bool(cls.__dict__.get("__typedspy_template__") or generic.get("origin"))
 
 
 def _default_instructions(inputs: dict[str, FieldInfo], outputs: dict[str, FieldInfo]) -> str:
