@@ -196,7 +196,11 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
     doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else ""
     if not doc or cls.__doc__ == Signature.__doc__ or _template(cls):
         parent = next(
-            (b for b in cls.__mro__[1:] if b.__dict__.get("__typedspy_spec__") and not _template(b)),
+            (
+                b
+                for b in cls.__mro__[1:]
+                if b.__dict__.get("__typedspy_spec__") and not _template(b)
+            ),
             None,
         )
         doc = _spec(parent).instructions if parent else _default_instructions(inputs, outputs)
