@@ -5,9 +5,9 @@ remembered in a `ResumeStore` so an approval applies once (ADR-036, ADR-043).
 """
 
 from typedspy.react._agent import ReAct
-from typedspy.react._callbacks import ModuleContext, module_callback
-from typedspy.react._resume_store import MemoryResumeStore, ResumeRecord, ResumeStore
-from typedspy.react._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
+from typedspy.react._calls import ModuleContext, module_callback
+from typedspy.react._resume import MemoryResumeStore, ResumeRecord, ResumeStore
+from typedspy.react._state import Trajectory, TrajectoryCall, TrajectoryStep
 
 __all__ = [
     "MemoryResumeStore",

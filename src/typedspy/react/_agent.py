@@ -10,41 +10,41 @@ answer back as ``resume_state`` continues at the same call without repeating ear
 
 from __future__ import annotations
 
-import copy
-import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast
 
-from typedspy import callbacks
-from typedspy.engine import check_inputs, raise_for_finish
+from typedspy.engine import check_inputs
 from typedspy.errors import (
     ConfigurationError,
     LMUnsupportedFeatureError,
-    ResumeConflictError,
     SchemaError,
 )
 from typedspy.lm import BaseLM, ChatMessage, LMResponse, check_params
 from typedspy.modules import History, Predict, history_messages
 from typedspy.prediction import Prediction
 from typedspy.program import Module
-from typedspy.react._resume_store import ResumeStore, default_resume_store
+from typedspy.react._calls import finished, started
+from typedspy.react._resume import ResumeStore, answer_once, default_resume_store
 from typedspy.react._run import MAX_TOOL_CALLS, Run
-from typedspy.react._state import ResumePoint, resume_point
+from typedspy.react._state import (
+    PausedRun,
+    Trajectory,
+    read_paused,
+)
 from typedspy.react._steps import (
     FINISH,
     TRAJECTORY_FIELD,
     extraction_signature,
     native_request,
+    native_response,
     step_signature,
 )
-from typedspy.react._stream import finished, native_response, started
-from typedspy.react._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 from typedspy.schema import compile_schema
 from typedspy.settings import get_settings, resolve_lm
-from typedspy.signature import Signature, make_signature, to_jsonable
+from typedspy.signature import Signature, make_signature
 from typedspy.streaming import StreamEvent, closing
-from typedspy.tools import ResumeState, Tool, Toolset, approvals
+from typedspy.tools import ResumeState, Tool, Toolset
 
 __all__ = ["ReAct"]
 
@@ -52,10 +52,6 @@ logger = logging.getLogger("typedspy")
 SigT = TypeVar("SigT", bound=Signature)
 ReActMode = Literal["auto", "tools", "union"]
 _MODES = ("auto", "tools", "union")
-_NO_CALL = (
-    "You replied without calling a tool. Call one of the tools, or call `finish` with the "
-    "final outputs."
-)
 
 
 class ReAct(Module, Generic[SigT]):
@@ -225,7 +221,10 @@ class ReAct(Module, Generic[SigT]):
             step = run.trajectory[run.step]
             call = step.calls[point.call]
             yield started(call)
-            call.observation, failed = await self._answer_once(run, call, resume_state, point)
+            store = self.resume_store if self.resume_store is not None else default_resume_store()
+            call.observation, failed = await answer_once(
+                run, call, resume_state, point.pause_id, store
+            )
             yield finished(call, failed)
             async with closing(run.run_calls(step, point.call + 1)) as calls:
                 async for event in calls:
@@ -240,7 +239,7 @@ class ReAct(Module, Generic[SigT]):
                     yield event
             run.check_budget()
         if run.answer is None:
-            async with closing(self._extracted(run, stream)) as events:
+            async with closing(run.extracted(self.extract, stream)) as events:
                 async for extracted in events:
                     yield extracted
             return
@@ -302,11 +301,11 @@ class ReAct(Module, Generic[SigT]):
         state: ResumeState,
         inputs: Mapping[str, Any],
         history: History | Sequence[ChatMessage] | None,
-    ) -> tuple[Run[SigT], ResumePoint]:
+    ) -> tuple[Run[SigT], PausedRun]:
         """The paused run, set up again at its step, and where it paused."""
-        point = resume_point(state, self.signature)
+        point = read_paused(state, self.signature)
         given = inputs or point.inputs
-        run = self._new_run(lm, given, history, point.trajectory, point.mode)
+        run = self._new_run(lm, given, history, point.to_trajectory(), point.mode)
         run.usage = point.usage
         run.step = point.step
         for tool in list(run.calls.tools):
@@ -320,70 +319,6 @@ class ReAct(Module, Generic[SigT]):
                 ", ".join(missing),
             )
         return run, point
-
-    async def _answer_once(
-        self, run: Run[SigT], call: TrajectoryCall, state: ResumeState, point: ResumePoint
-    ) -> tuple[str, bool]:
-        """`_answer`, once per pause: a second resumption replays the recorded observation.
-
-        Raises:
-            ResumeConflictError: The pause was answered differently before, or the earlier
-                resumption has not recorded its outcome.
-        """
-        key = point.pause_id
-        store = self.resume_store if self.resume_store is not None else default_resume_store()
-        known = await store.claim(key, state.action)
-        if known is None:
-            observation, failed = await self._answer(run, call, state)
-            await store.record(key, observation, failed)
-            return observation, failed
-        if known.action != state.action:
-            raise ResumeConflictError(
-                f"this pause of {call.name} was already answered with {known.action!r}; "
-                f"it cannot now be answered with {state.action!r}",
-                pause_id=key,
-                action=known.action,
-            )
-        if known.observation is None:
-            raise ResumeConflictError(
-                f"this pause of {call.name} is being resumed elsewhere, or its resumption "
-                "stopped while the tool ran; the tool is not run again",
-                pause_id=key,
-                action=known.action,
-            )
-        logger.info("pause %s was resumed before: %s is not run again", key, call.name)
-        self._edit(call, state)
-        return known.observation, known.failed
-
-    async def _answer(
-        self, run: Run[SigT], call: TrajectoryCall, state: ResumeState
-    ) -> tuple[str, bool]:
-        """The paused call's observation, from the person's answer (and whether it failed)."""
-        if state.action == "reject":
-            return f"The user rejected this call to {call.name}; it was not run.", True
-        if state.action == "feedback":
-            return (
-                f"The user did not run this call to {call.name} and said: {state.feedback}",
-                True,
-            )
-        with approvals(state):  # the decision is consumed by this call, or dropped on exit
-            observation, failed = await run.calls.run_checked(call)
-        if not self._edit(call, state):
-            return observation, failed
-        return f"(The user edited the arguments before approving the call.) {observation}", failed
-
-    @staticmethod
-    def _edit(call: TrajectoryCall, state: ResumeState) -> bool:
-        """Show the call with the person's edits, if any (and say whether there were any)."""
-        edited = state.edited_arguments
-        if edited is None:
-            return False
-        # What ran: the edits over the paused call's validated arguments, as the tools layer
-        # merges them; the model then reads the call as it was really made.
-        original = state.tool_call.get("arguments")
-        merged = {**(original if isinstance(original, Mapping) else {}), **edited}
-        call.arguments = json.dumps(to_jsonable(merged), ensure_ascii=False, separators=(",", ":"))
-        return True
 
     # -- one step --
 
@@ -415,7 +350,7 @@ class ReAct(Module, Generic[SigT]):
                 run.mode = "union"
         if run.mode == "tools":
             assert response is not None
-            step = self._native_step(run, response)
+            step = run.native_step(response)
         else:
             step = await run.union_step(stream=stream)
         if step is not None:
@@ -436,55 +371,3 @@ class ReAct(Module, Generic[SigT]):
             profile=run.lm.profile,
         )
         return native_response(run.lm, request, self.signature, stream=stream)
-
-    def _native_step(self, run: Run[SigT], response: LMResponse) -> TrajectoryStep | None:
-        """Record a native step's response; the step whose calls are to run, if any."""
-        run.record(response.usage, response)
-        raise_for_finish(self.signature.__name__, response, what="a ReAct step", usage=run.usage)
-        if not response.tool_calls:
-            run.trajectory.append(TrajectoryStep(reasoning=response.text, note=_NO_CALL))
-            return None
-        calls = [
-            TrajectoryCall(
-                id=c.id or f"call_{run.step + 1}_{n}", name=c.name, arguments=c.arguments
-            )
-            for n, c in enumerate(response.tool_calls, 1)
-        ]
-        step = TrajectoryStep(reasoning=response.text or None, calls=calls)
-        run.trajectory.append(step)
-        return step
-
-    # -- out of steps --
-
-    async def _extracted(
-        self, run: Run[SigT], stream: bool
-    ) -> AsyncIterator[StreamEvent | Prediction[SigT]]:
-        """The answer extracted from the trajectory; its partial outputs when streaming."""
-        predict = copy.copy(self.extract)  # this run's LM, without touching the template
-        if predict.lm is None:
-            predict.lm = run.lm
-        remaining = run.remaining_budget()
-        if remaining is not None:
-            predict.token_budget = remaining
-        inputs = {**run.inputs, TRAJECTORY_FIELD: run.trajectory.to_text()}
-        # Callbacks see the call as the agent's `extract` predictor's (optimizers trace it).
-        call_id = callbacks.module_start(self.extract, inputs)
-        pred: Any = None
-        try:
-            async with closing(
-                predict.aexecute(stream=stream, history=run.history, **inputs)
-            ) as events:
-                async for event in events:
-                    if isinstance(event, Prediction):
-                        pred = event
-                    else:
-                        yield event
-        except GeneratorExit:
-            callbacks.module_end(call_id, None, None)
-            raise
-        except BaseException as exc:
-            callbacks.module_end(call_id, None, exc)
-            raise
-        callbacks.module_end(call_id, pred, None)
-        run.record(pred.usage, pred.completion)
-        yield run.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)

@@ -1,4 +1,4 @@
-"""Running one tool call of a ReAct step and turning what happened into an observation.
+"""Running the tool calls of a ReAct step and turning what happened into observations.
 
 Everything a tool can do wrong at run time becomes text the model reads on its next step: an
 unknown name, arguments that fail validation (the tool is not called), an exception, a callback
@@ -8,6 +8,13 @@ inside a tool (a program that is set up wrong, which no step of the model can fi
 
 Tools run inside ``ts.context(lm=<the agent's LM>)``: a tool that calls a module (or is one)
 uses the agent's model unless it was given its own.
+
+Module callbacks: a tool that wants to change what the agent can do (load a tool on demand,
+drop one that is no longer useful) returns a callable marked with `module_callback` instead of
+a value. The agent calls it with a `ModuleContext` and uses its string result as the tool's
+observation. Changes made through ``context.tools`` last for the rest of the run only: the
+agent object keeps its own tools, so it stays reusable and concurrent runs never see each
+other's changes. Each call runs between a `ToolCallStarted` and a `ToolCallFinished` event.
 """
 
 from __future__ import annotations
@@ -15,9 +22,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from typedspy import callbacks
+from typedspy._json import loads as bounded_loads
 from typedspy.adapter import render_value
 from typedspy.errors import (
     ConfigurationError,
@@ -26,16 +34,25 @@ from typedspy.errors import (
     ToolArgumentsError,
     ToolNotFoundError,
 )
-from typedspy.react._callbacks import ModuleContext, is_module_callback
-from typedspy.react._trajectory import Trajectory, TrajectoryCall
+from typedspy.react._state import Trajectory, TrajectoryCall
 from typedspy.settings import context
+from typedspy.streaming import ToolCallFinished, ToolCallStarted
 from typedspy.tools import ConfirmationRejected, ConfirmationRequired, Tool, Toolset
 
 if TYPE_CHECKING:
     from typedspy.lm import BaseLM
     from typedspy.program import Module
 
-__all__ = ["MAX_ERROR_CHARS", "CallRunner", "bounded"]
+__all__ = [
+    "MAX_ERROR_CHARS",
+    "CallRunner",
+    "ModuleContext",
+    "bounded",
+    "finished",
+    "is_module_callback",
+    "module_callback",
+    "started",
+]
 
 MAX_ERROR_CHARS = 1000
 """Errors shown to the model are cut to this many characters: a stack of validation messages
@@ -47,6 +64,79 @@ def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_MARK = "__typedspy_module_callback__"
+
+
+def module_callback(fn: F) -> F:
+    """Mark a callable as a module callback, for a tool to return.
+
+    The agent calls it with a `ModuleContext` (sync or async callables both work) and shows
+    its result, as text, to the model as the tool's observation.
+
+    Example:
+        ```python
+        @ts.tool
+        def load_calculator() -> str:
+            \"\"\"Make the calculator tool available.\"\"\"
+
+            @ts.module_callback
+            def add(context: ts.ModuleContext) -> str:
+                context.tools.add(calculator)
+                return "The calculator tool is now available."
+
+            return add
+        ```
+
+    Args:
+        fn: The callable; it takes one argument, the context.
+
+    Returns:
+        The same callable, marked.
+    """
+    setattr(fn, _MARK, True)
+    return fn
+
+
+def is_module_callback(value: object) -> bool:
+    """Whether ``value`` is a callable marked with `module_callback`."""
+    return callable(value) and getattr(value, _MARK, False) is True
+
+
+@dataclass(frozen=True)
+class ModuleContext:
+    """What a module callback receives.
+
+    Attributes:
+        module: The agent running the callback (read it; change ``tools`` rather than it).
+        tools: The tools of this run, a `Toolset`: ``add`` and ``remove`` take effect from the
+            next step and last until the run ends.
+        trajectory: The run's steps so far (read-only by convention).
+    """
+
+    module: Module
+    tools: Toolset
+    trajectory: Trajectory
+
+
+def started(call: TrajectoryCall) -> ToolCallStarted:
+    """The event before ``call`` runs; its arguments decoded when they are a JSON object."""
+    arguments: Mapping[str, Any] | str = call.arguments
+    try:
+        decoded = bounded_loads(call.arguments)  # nesting bounded: the model wrote it
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        arguments = decoded
+    return ToolCallStarted(call.id, call.name, arguments)
+
+
+def finished(call: TrajectoryCall, failed: bool) -> ToolCallFinished:
+    """The event after ``call`` ran (or was refused): what the model will read."""
+    return ToolCallFinished(call.id, call.name, call.observation or "", error=failed)
 
 
 @dataclass

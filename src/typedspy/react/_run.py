@@ -6,6 +6,7 @@ agent, so concurrent runs of one agent never see each other's tools or steps.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import InitVar, dataclass, field
@@ -13,7 +14,9 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from typedspy import callbacks
 from typedspy._types import Attempt, Usage
+from typedspy.engine import raise_for_finish
 from typedspy.errors import (
     OutputDecodeError,
     OutputValidationError,
@@ -24,11 +27,15 @@ from typedspy.modules import Predict
 from typedspy.parse import parse_outputs
 from typedspy.prediction import Prediction
 from typedspy.program import Module
-from typedspy.react._calls import CallRunner, bounded
-from typedspy.react._state import CONTEXT_KEY, pause_state
+from typedspy.react._calls import CallRunner, bounded, finished, started
+from typedspy.react._state import (
+    CONTEXT_KEY,
+    Trajectory,
+    TrajectoryCall,
+    TrajectoryStep,
+    paused_run,
+)
 from typedspy.react._steps import FINISH, TRAJECTORY_FIELD, step_signature
-from typedspy.react._stream import finished, started
-from typedspy.react._trajectory import Trajectory, TrajectoryCall, TrajectoryStep
 from typedspy.signature import Signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import ConfirmationRequired, Tool, Toolset
@@ -42,6 +49,10 @@ _SKIPPED = "Not run: `finish` was called before it."
 MAX_TOOL_CALLS = 8
 """The default bound on the tool calls one step runs (ReAct's ``max_tool_calls``)."""
 _MAX_FINISH_ERRORS = 10
+_NO_CALL = (
+    "You replied without calling a tool. Call one of the tools, or call `finish` with the "
+    "final outputs."
+)
 
 
 @dataclass
@@ -194,7 +205,7 @@ class Run(Generic[SigT]):
 
     def _pause(self, exc: ConfirmationRequired, call: TrajectoryCall) -> None:
         step = self.trajectory[self.step]
-        exc.context[CONTEXT_KEY] = pause_state(
+        exc.context[CONTEXT_KEY] = paused_run(
             signature=self.signature,
             inputs=self.inputs,
             trajectory=self.trajectory,
@@ -203,8 +214,63 @@ class Run(Generic[SigT]):
             mode=self.mode,
             tools=[t.name for t in self.calls.tools],
             usage=self.usage,
-        )
+        ).model_dump(mode="json")
         exc.tool_call["id"] = call.id
+
+    # -- a native step, and a run out of steps --
+
+    def native_step(self, response: LMResponse) -> TrajectoryStep | None:
+        """Record a native step's response; the step whose calls are to run, if any."""
+        self.record(response.usage, response)
+        raise_for_finish(self.signature.__name__, response, what="a ReAct step", usage=self.usage)
+        if not response.tool_calls:
+            self.trajectory.append(TrajectoryStep(reasoning=response.text, note=_NO_CALL))
+            return None
+        calls = [
+            TrajectoryCall(
+                id=c.id or f"call_{self.step + 1}_{n}", name=c.name, arguments=c.arguments
+            )
+            for n, c in enumerate(response.tool_calls, 1)
+        ]
+        step = TrajectoryStep(reasoning=response.text or None, calls=calls)
+        self.trajectory.append(step)
+        return step
+
+    async def extracted(
+        self, template: Predict[Signature], stream: bool
+    ) -> AsyncIterator[StreamEvent | Prediction[SigT]]:
+        """The answer extracted from the trajectory (its partial outputs when streaming).
+
+        A copy of ``template``, the agent's ``extract`` predictor, makes the request.
+        """
+        predict = copy.copy(template)  # this run's LM, without touching the template
+        if predict.lm is None:
+            predict.lm = self.lm
+        remaining = self.remaining_budget()
+        if remaining is not None:
+            predict.token_budget = remaining
+        inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text()}
+        # Callbacks see the call as the agent's `extract` predictor's (optimizers trace it).
+        call_id = callbacks.module_start(template, inputs)
+        pred: Any = None
+        try:
+            async with closing(
+                predict.aexecute(stream=stream, history=self.history, **inputs)
+            ) as events:
+                async for event in events:
+                    if isinstance(event, Prediction):
+                        pred = event
+                    else:
+                        yield event
+        except GeneratorExit:
+            callbacks.module_end(call_id, None, None)
+            raise
+        except BaseException as exc:
+            callbacks.module_end(call_id, None, exc)
+            raise
+        callbacks.module_end(call_id, pred, None)
+        self.record(pred.usage, pred.completion)
+        yield self.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
 
     # -- the union fallback --
 

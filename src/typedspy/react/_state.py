@@ -1,10 +1,17 @@
-"""A paused ReAct run as JSON-ready data, and where a `ResumeState` says to continue.
+"""A ReAct run's state as Pydantic models: the trajectory, and a paused run saved for resuming.
+
+One `TrajectoryStep` is one model turn: its reasoning (the assistant's text, if any) and the
+tool calls it made, each with the observation the agent sent back. The same record renders as
+OpenAI tool messages for endpoints with tool calling and as plain text for the fallback and
+for answer extraction (ADR-037).
 
 When a tool asks for a confirmation, the run's state goes into
-``ConfirmationRequired.context["react"]``: the inputs, the trajectory (the paused step
-included, its pending calls without observations), the step and call that paused, the mode,
-the names of the tools in use and the tokens spent so far. All of it is plain JSON, so a web
-app can store the `ResumeState` and resume in another process with a fresh agent object.
+``ConfirmationRequired.context["react"]`` as a `PausedRun` dumped to JSON-ready data: the
+inputs, the trajectory (the paused step included, its pending call without an observation),
+the step and call that paused, the mode, the tools in use and the tokens spent so far. A web
+app can store the `ResumeState` and resume in another process with a fresh agent; reading it
+back is Pydantic validation, and a malformed state is a `ConfigurationError` naming the path
+of what is wrong (ADR-043).
 """
 
 from __future__ import annotations
@@ -12,76 +19,308 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal, TypeVar, overload
 
-from typedspy._types import Usage
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+
+from typedspy._types import Usage, format_path
 from typedspy.errors import ConfigurationError
-from typedspy.react._trajectory import Trajectory
+from typedspy.lm import ChatMessage
 from typedspy.signature import Signature, to_jsonable
 from typedspy.tools import ResumeState
 
-__all__ = ["CONTEXT_KEY", "ResumePoint", "pause_state", "resume_point"]
+__all__ = [
+    "CONTEXT_KEY",
+    "FEEDBACK_LABEL",
+    "PausedRun",
+    "Trajectory",
+    "TrajectoryCall",
+    "TrajectoryStep",
+    "paused_run",
+    "read_paused",
+]
+
+# Same spirit as the retry feedback turn: the model must not take it for something a person said.
+FEEDBACK_LABEL = "[Automated feedback from typedspy's agent loop, not a message from the user.]"
+
+
+class TrajectoryCall(BaseModel):
+    """One tool call and what came of it (a Pydantic model: it saves and loads as JSON).
+
+    Attributes:
+        id: The call id (the model's, or one typedspy made up when it sent none).
+        name: The tool's name (``finish`` for the final answer).
+        arguments: The arguments as JSON text, as the model wrote them (or as a user edited
+            them before approving the call).
+        observation: What the tool returned, or the error, as the model reads it; ``None``
+            while the call waits for a confirmation.
+    """
+
+    id: str
+    name: str
+    arguments: str
+    observation: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """This call as JSON-ready data."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TrajectoryCall:
+        """Rebuild a call from `to_json` data.
+
+        Raises:
+            ConfigurationError: The data is not a call (the message names the field).
+        """
+        return _validated(cls, data)
+
+
+class TrajectoryStep(BaseModel):
+    """One model turn of an agent run.
+
+    Attributes:
+        reasoning: The model's text for this turn, if it wrote any.
+        calls: The tool calls of the turn, in order.
+        note: Set when the turn produced no usable call (plain text instead of a tool call, or
+            a reply that could not be read): the feedback the model is shown for it.
+    """
+
+    reasoning: str | None = None
+    calls: list[TrajectoryCall] = Field(default_factory=list)
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """This step as JSON-ready data."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TrajectoryStep:
+        """Rebuild a step from `to_json` data.
+
+        Raises:
+            ConfigurationError: The data is not a step (the message names the field).
+        """
+        return _validated(cls, data)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validated(model: type[M], data: object, what: str = "") -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigurationError(
+            f"{what or f'malformed {model.__name__} data'} at {_where(exc)}"
+        ) from exc
+
+
+def _where(exc: ValidationError) -> str:
+    """The first error's path and message: ``trajectory[0].calls[1].id: Field required``."""
+    first = exc.errors()[0]
+    return f"{format_path(tuple(first['loc']))}: {first['msg']}"
+
+
+_STEPS: TypeAdapter[list[TrajectoryStep]] = TypeAdapter(list[TrajectoryStep])
+
+
+class Trajectory(Sequence[TrajectoryStep]):
+    """The steps of one agent run, in order (``pred.trajectory``).
+
+    Example:
+        ```python
+        pred = agent(question="...")
+        for step in pred.trajectory:
+            for call in step.calls:
+                print(call.name, call.arguments, "->", call.observation)
+        ```
+    """
+
+    def __init__(self, steps: Sequence[TrajectoryStep] = ()) -> None:
+        self.steps: list[TrajectoryStep] = list(steps)
+
+    @overload
+    def __getitem__(self, index: int) -> TrajectoryStep: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[TrajectoryStep]: ...
+
+    def __getitem__(self, index: int | slice) -> TrajectoryStep | Sequence[TrajectoryStep]:
+        return self.steps[index]
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __iter__(self) -> Iterator[TrajectoryStep]:
+        return iter(self.steps)
+
+    def __repr__(self) -> str:
+        calls = [c.name for s in self.steps for c in s.calls]
+        return f"Trajectory({len(self.steps)} steps, calls={calls})"
+
+    def append(self, step: TrajectoryStep) -> None:
+        """Add a step at the end."""
+        self.steps.append(step)
+
+    @property
+    def calls(self) -> list[TrajectoryCall]:
+        """Every tool call of the run, in order."""
+        return [c for s in self.steps for c in s.calls]
+
+    def to_messages(self) -> list[ChatMessage]:
+        """The steps as OpenAI chat messages.
+
+        Each step with calls is an assistant message with ``tool_calls`` followed by one
+        ``role: tool`` message per call, answering it by ``tool_call_id``. A step without calls
+        is the assistant's text followed by a user turn holding the note.
+        """
+        messages: list[ChatMessage] = []
+        for step in self.steps:
+            if not step.calls:
+                messages.append({"role": "assistant", "content": step.reasoning or ""})
+                messages.append({"role": "user", "content": f"{FEEDBACK_LABEL}\n{step.note}"})
+                continue
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": step.reasoning,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in step.calls
+                    ],
+                }
+            )
+            messages.extend(
+                {"role": "tool", "tool_call_id": c.id, "content": c.observation or ""}
+                for c in step.calls
+            )
+        return messages
+
+    def to_text(self) -> str:
+        """The steps as plain text, for prompts that cannot carry tool messages."""
+        if not self.steps:
+            return "(no steps yet)"
+        blocks = []
+        for number, step in enumerate(self.steps, 1):
+            lines = [f"## Step {number}"]
+            if step.reasoning:
+                lines.append(f"Reasoning: {step.reasoning}")
+            for call in step.calls:
+                lines.append(f"Call: {call.name} {call.arguments}")
+                lines.append(f"Observation: {call.observation or ''}")
+            if step.note:
+                lines.append(f"Observation: {step.note}")
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The steps as JSON-ready data (`from_json` rebuilds them), dumped by Pydantic."""
+        dumped: list[dict[str, Any]] = _STEPS.dump_python(self.steps, mode="json")
+        return dumped
+
+    @classmethod
+    def from_json(cls, data: object) -> Trajectory:
+        """Rebuild a trajectory from `to_json` data, validated by Pydantic.
+
+        Raises:
+            ConfigurationError: The data is not a list of steps (the message names the path).
+        """
+        if not isinstance(data, list):
+            raise ConfigurationError(f"a trajectory is a list of steps, not {type(data).__name__}")
+        try:
+            return cls(_STEPS.validate_python(data))
+        except ValidationError as exc:
+            raise ConfigurationError(f"malformed trajectory data at {_where(exc)}") from exc
+
+
+# -- a paused run ----------------------------------------------------------------------------
 
 CONTEXT_KEY = "react"
 """The key of ReAct's state in ``ConfirmationRequired.context`` (other keys are left alone)."""
 
-_VERSION = 1
+
+class PausedRun(BaseModel):
+    """A ReAct run paused at ``trajectory[step].calls[call]``, as saved in a `ResumeState`.
+
+    The JSON it dumps to is the format ReAct has saved since pauses could be resumed (version
+    1); states saved before pauses had ids (no ``pause_id``) still load.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    version: Literal[1] = 1
+    pause_id: str = ""
+    signature: str
+    inputs: dict[str, Any]
+    trajectory: list[TrajectoryStep]
+    step: NonNegativeInt
+    call: NonNegativeInt
+    pending_call: TrajectoryCall | None = None
+    mode: Literal["tools", "union"]
+    tools: list[str]
+    usage: Usage = Field(default_factory=Usage)
+
+    @model_validator(mode="after")
+    def _pending(self) -> PausedRun:
+        calls = self.trajectory[self.step].calls if self.step < len(self.trajectory) else []
+        if self.call >= len(calls) or calls[self.call].observation is not None:
+            raise ValueError(
+                f"no pending call at trajectory[{self.step}].calls[{self.call}] "
+                "(the call that paused has no observation yet)"
+            )
+        return self
+
+    def to_trajectory(self) -> Trajectory:
+        """The steps, as the run continues them."""
+        return Trajectory(self.trajectory)
 
 
-def pause_state(
+def paused_run(
     *,
     signature: type[Signature],
     inputs: Mapping[str, Any],
     trajectory: Trajectory,
     step: int,
     call: int,
-    mode: str,
+    mode: Literal["tools", "union"],
     tools: list[str],
     usage: Usage,
-) -> dict[str, Any]:
-    """The JSON-ready state of a run paused at ``trajectory[step].calls[call]``."""
+) -> PausedRun:
+    """The state of a run paused at ``trajectory[step].calls[call]``, with a new pause id."""
     fields = signature.input_fields
-    return {
-        "version": _VERSION,
-        "pause_id": uuid.uuid4().hex,
-        "signature": signature.__name__,
-        "inputs": {n: to_jsonable(v, fields[n].annotation) for n, v in inputs.items()},
-        "trajectory": trajectory.to_json(),
-        "step": step,
-        "call": call,
-        "pending_call": trajectory[step].calls[call].to_json(),
-        "mode": mode,
-        "tools": tools,
-        "usage": {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens,
-        },
-    }
+    return PausedRun(
+        pause_id=uuid.uuid4().hex,
+        signature=signature.__name__,
+        inputs={n: to_jsonable(v, fields[n].annotation) for n, v in inputs.items()},
+        trajectory=list(trajectory),
+        step=step,
+        call=call,
+        pending_call=trajectory[step].calls[call].model_copy(),
+        mode=mode,
+        tools=tools,
+        usage=usage,
+    )
 
 
-@dataclass(frozen=True)
-class ResumePoint:
-    """Where to continue a paused run, read back from a `ResumeState`."""
-
-    inputs: dict[str, Any]
-    trajectory: Trajectory
-    step: int
-    call: int
-    mode: Literal["tools", "union"]
-    tools: frozenset[str]
-    usage: Usage
-    pause_id: str
-
-
-def resume_point(state: ResumeState, signature: type[Signature]) -> ResumePoint:
-    """Read ReAct's saved state from ``state`` (as raised, or rebuilt from JSON).
+def read_paused(state: ResumeState, signature: type[Signature]) -> PausedRun:
+    """ReAct's saved state in ``state`` (as raised, or rebuilt from JSON), validated.
 
     Raises:
         ConfigurationError: The state was not raised by a ReAct run with this signature, or
-            it is malformed.
+            it is malformed (the message names the path).
     """
     saved = state.context.get(CONTEXT_KEY)
     if not isinstance(saved, Mapping):
@@ -93,21 +332,9 @@ def resume_point(state: ResumeState, signature: type[Signature]) -> ResumePoint:
         raise ConfigurationError(
             f"resume_state belongs to a ReAct run over {name!r}, not {signature.__name__!r}"
         )
-    try:
-        trajectory = Trajectory.from_json(saved["trajectory"])
-        step, call = int(saved["step"]), int(saved["call"])
-        pending = trajectory[step].calls[call]
-        mode = saved["mode"]
-        usage = Usage(**{k: int(v) for k, v in dict(saved.get("usage") or {}).items()})
-        inputs = dict(saved["inputs"])
-        tools = frozenset(str(t) for t in saved["tools"])
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise ConfigurationError(f"resume_state holds a malformed ReAct state: {exc!r}") from exc
-    if mode not in ("tools", "union") or pending.observation is not None:
-        raise ConfigurationError("resume_state holds a malformed ReAct state: no pending call")
-    pause_id = saved.get("pause_id")
-    if not isinstance(pause_id, str) or not pause_id:
+    paused = _validated(PausedRun, saved, "resume_state holds a malformed ReAct state")
+    if not paused.pause_id:
         # Saved before pauses had ids: the state's own content stands for it.
         canonical = json.dumps(to_jsonable(dict(saved)), sort_keys=True, separators=(",", ":"))
-        pause_id = "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
-    return ResumePoint(inputs, trajectory, step, call, mode, tools, usage, pause_id)
+        paused.pause_id = "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    return paused

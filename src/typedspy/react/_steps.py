@@ -1,5 +1,10 @@
 """What ReAct sends for one step: the native tool-calling request and the fallback signature.
 
+A native step streams its completion when the run streams; the arguments of a ``finish`` call
+are the task's outputs, so while they arrive they are parsed like `Predict`'s output
+(`OutputDelta` and `PartialPrediction` events). Should that ``finish`` fail validation, the run
+goes on and a later ``finish`` streams its partial outputs afresh.
+
 Native tool calling: the conversation (system, inputs, then the trajectory as assistant
 ``tool_calls`` and ``role: tool`` messages) with every tool plus a strict ``finish`` function
 whose parameters are the signature's output schema. Fallback for endpoints without tool
@@ -11,19 +16,21 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
 from typedspy.adapter import format_inputs, user_content, with_history
+from typedspy.engine import Pick, send
 from typedspy.errors import ConfigurationError
-from typedspy.lm import ChatMessage, LMRequest
+from typedspy.lm import BaseLM, ChatMessage, LMChunk, LMRequest, LMResponse, StreamAccumulator
 from typedspy.profiles import Profile
-from typedspy.react._trajectory import Trajectory
+from typedspy.react._state import Trajectory
 from typedspy.schema import compile_schema
 from typedspy.signature import InputField, OutputField, Signature, build_signature, without_role
+from typedspy.streaming import StreamEvent
 
 if TYPE_CHECKING:
     from typedspy.tools import Tool
@@ -34,6 +41,7 @@ __all__ = [
     "extraction_signature",
     "finish_tool",
     "native_request",
+    "native_response",
     "step_signature",
 ]
 
@@ -194,3 +202,27 @@ def extraction_signature(sig: type[Signature]) -> type[Signature]:
     return build_signature(
         f"{sig.__name__}Extract", inputs, outputs, f"{sig.instructions}\n\n{_EXTRACT_RULES}"
     )
+
+
+def native_response(
+    lm: BaseLM, request: LMRequest, signature: type[Signature], *, stream: bool
+) -> AsyncIterator[StreamEvent | LMResponse]:
+    """A native step's completion: its ``finish`` partials when streaming, then the response."""
+    return send(lm, request, signature, stream=stream, pick=_finish_arguments())
+
+
+def _finish_arguments() -> Pick:
+    """Picks the arguments of the step's first ``finish`` call: the task's outputs."""
+    finish: int | None = None
+
+    def pick(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
+        nonlocal finish
+        pieces: list[str] = []
+        for piece in chunk.tool_calls:
+            if finish is None and accumulator.call_name(piece.index) == FINISH:
+                finish = piece.index
+            if piece.index == finish:
+                pieces.append(piece.arguments)
+        return "".join(pieces)
+
+    return pick

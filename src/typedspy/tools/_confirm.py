@@ -16,10 +16,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_core import PydanticSerializationError
 
+from typedspy._types import format_path
 from typedspy.errors import ConfigurationError, ToolError
 from typedspy.program import Module
 from typedspy.signature import to_jsonable
@@ -40,7 +50,6 @@ T = TypeVar("T")
 
 _APPROVE = frozenset({"yes", "y", "approve"})
 _REJECT = frozenset({"no", "n", "reject", ""})
-_FORMAT_VERSION = 1
 
 
 @overload
@@ -176,14 +185,14 @@ class ResumeState:
             ConfigurationError: Something in the context or tool call is not JSON-ready.
         """
         try:
-            return {
-                "version": _FORMAT_VERSION,
-                "question": self.question,
-                "confirmation_id": self.confirmation_id,
-                "tool_call": to_jsonable(self.tool_call),
-                "context": to_jsonable(self.context),
-                "response": to_jsonable(self.response),
-            }
+            saved = SavedResume(
+                question=self.question,
+                confirmation_id=self.confirmation_id,
+                tool_call=to_jsonable(self.tool_call),
+                context=to_jsonable(self.context),
+                response=to_jsonable(self.response),
+            )
+            return saved.model_dump(mode="json")
         except (PydanticSerializationError, TypeError, ValueError) as exc:
             raise ConfigurationError(
                 f"ResumeState cannot be saved as JSON: {exc} (keep ConfirmationRequired.context "
@@ -200,27 +209,48 @@ class ResumeState:
 
     @classmethod
     def from_json(cls, data: str | bytes | Mapping[str, Any]) -> ResumeState:
-        """Rebuild a state saved with `to_json` (or `to_dict`).
+        """Rebuild a state saved with `to_json` (or `to_dict`), validated by Pydantic.
 
         Models in the context come back as plain dicts (JSON has no classes).
 
         Raises:
-            ConfigurationError: ``data`` is not a saved ResumeState.
+            ConfigurationError: ``data`` is not a saved ResumeState (the message names the
+                field that is wrong).
         """
         try:
-            raw = json.loads(data) if isinstance(data, (str, bytes)) else dict(data)
-            paused = ConfirmationRequired(
-                str(raw["question"]),
-                confirmation_id=str(raw["confirmation_id"]),
-                tool_call=raw.get("tool_call") or {},
-                context=raw.get("context") or {},
-            )
-            response = raw["response"]
-        except (ValueError, TypeError, KeyError) as exc:
-            raise ConfigurationError(f"not a saved ResumeState: {exc!r}") from exc
-        if not isinstance(response, (str, bool, dict)):
-            raise ConfigurationError(f"not a saved ResumeState: bad response {response!r}")
-        return cls(paused, response)
+            if isinstance(data, (str, bytes)):
+                saved = SavedResume.model_validate_json(data)
+            else:
+                saved = SavedResume.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = format_path(tuple(first["loc"]))
+            raise ConfigurationError(f"not a saved ResumeState: {where}: {first['msg']}") from exc
+        paused = ConfirmationRequired(
+            saved.question,
+            confirmation_id=saved.confirmation_id,
+            tool_call=saved.tool_call,
+            context=saved.context,
+        )
+        return cls(paused, saved.response)
+
+
+class SavedResume(BaseModel):
+    """A `ResumeState` as saved JSON (version 1, the format it has always had)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    version: Literal[1] = 1
+    question: StrictStr
+    confirmation_id: StrictStr
+    tool_call: dict[str, Any] = Field(default_factory=dict)
+    context: dict[str, Any] = Field(default_factory=dict)
+    response: StrictStr | StrictBool | dict[str, Any]
+
+    @field_validator("tool_call", "context", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: object) -> object:
+        return {} if value is None else value
 
 
 def _classify(response: object) -> ResumeAction:

@@ -1,4 +1,4 @@
-"""Resuming a paused run once: the store that remembers which pauses were answered.
+"""Resuming a paused run once: the store of answered pauses, and the answer applied.
 
 Each pause of a ReAct run carries a ``pause_id`` (a random id made when the run paused). The
 first resumption claims that id in a `ResumeStore` before the approved tool runs and records what
@@ -9,14 +9,30 @@ process; a web app that resumes in several processes passes a shared one (docs/c
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, ResumeConflictError
+from typedspy.react._run import Run
+from typedspy.react._state import TrajectoryCall
+from typedspy.signature import to_jsonable
+from typedspy.tools import ResumeState, approvals
 
-__all__ = ["MemoryResumeStore", "ResumeRecord", "ResumeStore", "default_resume_store"]
+__all__ = [
+    "MemoryResumeStore",
+    "ResumeRecord",
+    "ResumeStore",
+    "answer_once",
+    "default_resume_store",
+    "show_edits",
+]
+
+logger = logging.getLogger("typedspy")
 
 
 @dataclass(frozen=True)
@@ -102,3 +118,68 @@ _DEFAULT = MemoryResumeStore()
 def default_resume_store() -> MemoryResumeStore:
     """The process-wide store agents use when given none."""
     return _DEFAULT
+
+
+async def answer_once(
+    run: Run[Any], call: TrajectoryCall, state: ResumeState, pause_id: str, store: ResumeStore
+) -> tuple[str, bool]:
+    """The paused call's observation (and whether it failed), once per pause.
+
+    The first resumption claims ``pause_id`` and applies the person's answer; a second one
+    with the same answer replays the recorded observation without running the tool.
+
+    Raises:
+        ResumeConflictError: The pause was answered differently before, or the earlier
+            resumption has not recorded its outcome.
+    """
+    known = await store.claim(pause_id, state.action)
+    if known is None:
+        observation, failed = await _answer(run, call, state)
+        await store.record(pause_id, observation, failed)
+        return observation, failed
+    if known.action != state.action:
+        raise ResumeConflictError(
+            f"this pause of {call.name} was already answered with {known.action!r}; "
+            f"it cannot now be answered with {state.action!r}",
+            pause_id=pause_id,
+            action=known.action,
+        )
+    if known.observation is None:
+        raise ResumeConflictError(
+            f"this pause of {call.name} is being resumed elsewhere, or its resumption "
+            "stopped while the tool ran; the tool is not run again",
+            pause_id=pause_id,
+            action=known.action,
+        )
+    logger.info("pause %s was resumed before: %s is not run again", pause_id, call.name)
+    show_edits(call, state)
+    return known.observation, known.failed
+
+
+async def _answer(run: Run[Any], call: TrajectoryCall, state: ResumeState) -> tuple[str, bool]:
+    """The paused call's observation, from the person's answer (and whether it failed)."""
+    if state.action == "reject":
+        return f"The user rejected this call to {call.name}; it was not run.", True
+    if state.action == "feedback":
+        return (
+            f"The user did not run this call to {call.name} and said: {state.feedback}",
+            True,
+        )
+    with approvals(state):  # the decision is consumed by this call, or dropped on exit
+        observation, failed = await run.calls.run_checked(call)
+    if not show_edits(call, state):
+        return observation, failed
+    return f"(The user edited the arguments before approving the call.) {observation}", failed
+
+
+def show_edits(call: TrajectoryCall, state: ResumeState) -> bool:
+    """Show the call with the person's edits, if any (and say whether there were any)."""
+    edited = state.edited_arguments
+    if edited is None:
+        return False
+    # What ran: the edits over the paused call's validated arguments, as the tools layer
+    # merges them; the model then reads the call as it was really made.
+    original = state.tool_call.get("arguments")
+    merged = {**(original if isinstance(original, Mapping) else {}), **edited}
+    call.arguments = json.dumps(to_jsonable(merged), ensure_ascii=False, separators=(",", ":"))
+    return True
