@@ -5,7 +5,8 @@ A ReAct run makes one tool call (an async tool, so no worker thread) and then ca
 then again under ``sys.setprofile``, which records the module (``__name__`` of the frame's
 globals) of every Python function called. The count is the distinct ``typedspy.*`` modules
 seen during ``await agent.acall(...)``; package ``__init__`` modules count when a function of
-theirs runs. Also printed: the source files ReAct is defined in (its package's modules).
+theirs runs. Also printed: the modules ReAct is defined in (``typedspy.react``, or where its
+pieces lived before it).
 Run: ``python benchmarks/react_step_modules.py``.
 """
 
@@ -25,6 +26,12 @@ import typedspy as ts
 from typedspy.testing import chat_completion
 
 BASE_URL = "https://llm.test/v1"
+# Where ReAct's pieces lived before typedspy.react (ADR-042), so the script compares both.
+_OLD_HOMES = (
+    "typedspy.modules._trajectory",
+    "typedspy.modules._resume_store",
+    "typedspy.modules._callbacks",
+)
 
 
 class Lookup(ts.Signature):
@@ -79,17 +86,15 @@ async def main() -> None:
     agent = ts.ReAct(Lookup, tools=[population], lm=ts.LM("gpt-test", client=client))
     await _run(agent)  # warm: schema caches, lazy imports
     seen = await _run(agent)
-    home = type(agent).__module__.rsplit(".", 1)[0] if "." in ts.ReAct.__module__ else ""
     defined = sorted(
         name
         for name in sys.modules
-        if name.startswith(("typedspy.modules._react", "typedspy.react"))
-        or name in ("typedspy.modules._trajectory", "typedspy.modules._resume_store")
+        if name.startswith(("typedspy.modules._react", "typedspy.react.")) or name in _OLD_HOMES
     )
     print(f"typedspy modules run by one tool step and finish: {len(seen)}")
     for name in sorted(seen):
         print(f"  {name}")
-    print(f"ReAct's own modules ({home or 'see list'}): {len(defined)}")
+    print(f"ReAct's own modules: {len(defined)}")
     for name in defined:
         print(f"  {name}")
 
