@@ -8,7 +8,9 @@ it before each one: the SDK is given at most the retries the bound has left
 the bound has no room for is not sent (`RequestLimitError`).
 
 The bound of the running call lives in a context variable, set only around each step that can
-send (never across a ``yield``), so it is never left behind in a consumer's context.
+send (never across a ``yield``), so it is never left behind in a consumer's context. Bounds
+nest: a call made inside a step of a bounded run (a ReAct run's union step or extraction)
+counts on its own bound and on the run's, and stops at whichever has less room (ADR-043).
 """
 
 from __future__ import annotations
@@ -30,11 +32,28 @@ _active: contextvars.ContextVar[RequestBound | None] = contextvars.ContextVar(
 
 
 class RequestBound:
-    """How many requests one call may send, and how many it has sent."""
+    """How many requests one call may send, and how many it has sent.
 
-    def __init__(self, limit: int, owner: str) -> None:
+    Args:
+        limit: The most requests, transport retries included.
+        owner: What the error names (the signature, the agent).
+        parent: An enclosing bound every request also counts on (by default the bound active
+            where this one is made: a call made inside a step of a bounded run).
+        setting: How the user raises the limit, for the error message.
+    """
+
+    def __init__(
+        self,
+        limit: int,
+        owner: str,
+        *,
+        parent: RequestBound | None = None,
+        setting: str = "ts.context(max_requests=...)",
+    ) -> None:
         self.limit = limit
         self.owner = owner
+        self.parent = parent if parent is not None else _active.get()
+        self.setting = setting
         self.sent = 0
 
     def retries(self, wanted: int) -> int:
@@ -47,16 +66,19 @@ class RequestBound:
         if left <= 0:
             raise RequestLimitError(
                 f"{self.owner}: max_requests={self.limit} reached ({self.sent} requests sent, "
-                "transport retries included); the next request was not sent. Raise it with "
-                "ts.context(max_requests=...), or None for no bound",
+                f"transport retries included); the next request was not sent. Raise it with "
+                f"{self.setting}, or None for no bound",
                 allowed=self.limit,
                 requests=self.sent,
             )
-        return min(wanted, left - 1)
+        allowed = min(wanted, left - 1)
+        return allowed if self.parent is None else self.parent.retries(allowed)
 
     def add(self, requests: int) -> None:
-        """Count ``requests`` sent."""
+        """Count ``requests`` sent (on the enclosing bounds too)."""
         self.sent += requests
+        if self.parent is not None:
+            self.parent.add(requests)
 
 
 def active() -> RequestBound | None:

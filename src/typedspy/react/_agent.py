@@ -20,7 +20,7 @@ from typedspy.errors import (
     LMUnsupportedFeatureError,
     SchemaError,
 )
-from typedspy.lm import BaseLM, ChatMessage, LMResponse, check_params
+from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, check_params
 from typedspy.modules import History, Predict, history_messages
 from typedspy.prediction import Prediction
 from typedspy.program import Module
@@ -78,6 +78,12 @@ class ReAct(Module, Generic[SigT]):
             `ResumeState` runs the approved call once (default: a store in this process).
         max_tool_calls: The most tool calls one step runs (at least 1); further calls of the
             same model message are answered with an error observation and not run.
+        max_requests: The most HTTP requests the run's own requests send in all (steps, union
+            steps, extraction), the SDK's transport retries included; past it the request is
+            not sent and the run raises `RequestLimitError`. ``"auto"``: twice the model calls
+            a run may make, ``2 * (max_iters + 1)``, unless the ``max_requests`` setting is
+            None (then no bound); None: no bound for the run (each union step and the
+            extraction keep the setting's bound per call).
         token_budget: The tokens the run's own requests may spend (steps and extraction);
             defaults to the ``token_budget`` setting. Reached without an answer, the run
             raises `TokenBudgetExceededError`.
@@ -101,6 +107,7 @@ class ReAct(Module, Generic[SigT]):
         mode: ReActMode = "auto",
         resume_store: ResumeStore | None = None,
         max_tool_calls: int = MAX_TOOL_CALLS,
+        max_requests: int | Literal["auto"] | None = "auto",
         token_budget: int | None = None,
         **lm_kwargs: Any,
     ) -> None:
@@ -113,6 +120,12 @@ class ReAct(Module, Generic[SigT]):
             isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1
         ):
             raise ConfigurationError(f"token_budget must be an int >= 1, not {token_budget!r}")
+        if max_requests not in ("auto", None) and (
+            isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1
+        ):
+            raise ConfigurationError(
+                f"max_requests must be an int >= 1, 'auto' or None, not {max_requests!r}"
+            )
         sig = make_signature(signature) if isinstance(signature, str) else signature
         check_params(lm_kwargs, where=f"ReAct({sig.__name__})")
         shadowed = sorted({TRAJECTORY_FIELD, "finished", "steps"} & sig.output_fields.keys())
@@ -135,6 +148,7 @@ class ReAct(Module, Generic[SigT]):
             )
         self.max_iters = max_iters
         self.max_tool_calls = max_tool_calls
+        self.max_requests: int | Literal["auto"] | None = max_requests
         self.token_budget = token_budget
         self.lm = lm
         self.mode: ReActMode = mode
@@ -293,6 +307,21 @@ class ReAct(Module, Generic[SigT]):
             token_budget=(
                 self.token_budget if self.token_budget is not None else get_settings().token_budget
             ),
+            requests=self._request_bound(),
+        )
+
+    def _request_bound(self) -> RequestBound | None:
+        """A new run's bound on its HTTP requests (ADR-043); None: no bound."""
+        limit = self.max_requests
+        if limit == "auto":
+            # ADR-029's "twice the attempts": one attempt per step, one for the extraction.
+            limit = None if get_settings().max_requests is None else 2 * (self.max_iters + 1)
+        if limit is None:
+            return None
+        return RequestBound(
+            limit,
+            f"ReAct({self.signature.__name__})",
+            setting="ReAct(max_requests=...)",
         )
 
     def _resume(
@@ -370,4 +399,6 @@ class ReAct(Module, Generic[SigT]):
             target=run.lm.profile.target,
             profile=run.lm.profile,
         )
-        return native_response(run.lm, request, self.signature, stream=stream)
+        return native_response(
+            run.lm, request, self.signature, stream=stream, requests=run.requests
+        )

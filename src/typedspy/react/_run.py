@@ -22,7 +22,7 @@ from typedspy.errors import (
     OutputValidationError,
     TokenBudgetExceededError,
 )
-from typedspy.lm import BaseLM, ChatMessage, LMResponse
+from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, counted_stream
 from typedspy.modules import Predict
 from typedspy.parse import parse_outputs
 from typedspy.prediction import Prediction
@@ -78,6 +78,8 @@ class Run(Generic[SigT]):
         max_tool_calls: The most tool calls one step runs; the others are answered with an
             error observation and not run.
         token_budget: Tokens the run may spend on its own requests (None: no bound).
+        requests: The bound on the HTTP requests of the run's own requests (None: no bound);
+            active around every step that sends, never across a ``yield``.
     """
 
     agent: Module
@@ -97,6 +99,7 @@ class Run(Generic[SigT]):
     calls: CallRunner = field(init=False)
     max_tool_calls: int = MAX_TOOL_CALLS
     token_budget: int | None = None
+    requests: RequestBound | None = None
     _steppers: list[tuple[tuple[Tool, ...], type[Signature], dict[type[BaseModel], str]]] = field(
         default_factory=list
     )
@@ -255,7 +258,9 @@ class Run(Generic[SigT]):
         pred: Any = None
         try:
             async with closing(
-                predict.aexecute(stream=stream, history=self.history, **inputs)
+                counted_stream(
+                    self.requests, predict.aexecute(stream=stream, history=self.history, **inputs)
+                )
             ) as events:
                 async for event in events:
                     if isinstance(event, Prediction):
@@ -289,11 +294,14 @@ class Run(Generic[SigT]):
         pred: Any = None
         try:
             async with closing(
-                predict.aexecute(
-                    stream=stream,
-                    history=self.history,
-                    **self.inputs,
-                    **{TRAJECTORY_FIELD: self.trajectory.to_text()},
+                counted_stream(
+                    self.requests,
+                    predict.aexecute(
+                        stream=stream,
+                        history=self.history,
+                        **self.inputs,
+                        **{TRAJECTORY_FIELD: self.trajectory.to_text()},
+                    ),
                 )
             ) as events:
                 async for event in events:

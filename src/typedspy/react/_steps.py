@@ -25,7 +25,15 @@ from pydantic.fields import FieldInfo
 from typedspy.adapter import format_inputs, user_content, with_history
 from typedspy.engine import Pick, send
 from typedspy.errors import ConfigurationError
-from typedspy.lm import BaseLM, ChatMessage, LMChunk, LMRequest, LMResponse, StreamAccumulator
+from typedspy.lm import (
+    BaseLM,
+    ChatMessage,
+    LMChunk,
+    LMRequest,
+    LMResponse,
+    RequestBound,
+    StreamAccumulator,
+)
 from typedspy.profiles import Profile
 from typedspy.react._state import Trajectory
 from typedspy.schema import compile_schema
@@ -205,10 +213,15 @@ def extraction_signature(sig: type[Signature]) -> type[Signature]:
 
 
 def native_response(
-    lm: BaseLM, request: LMRequest, signature: type[Signature], *, stream: bool
+    lm: BaseLM,
+    request: LMRequest,
+    signature: type[Signature],
+    *,
+    stream: bool,
+    requests: RequestBound | None = None,
 ) -> AsyncIterator[StreamEvent | LMResponse]:
     """A native step's completion: its ``finish`` partials when streaming, then the response."""
-    return send(lm, request, signature, stream=stream, pick=_finish_arguments())
+    return send(lm, request, signature, stream=stream, pick=_finish_arguments(), requests=requests)
 
 
 def _finish_arguments() -> Pick:
