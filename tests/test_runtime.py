@@ -7,6 +7,7 @@ import asyncio
 import contextvars
 import inspect
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -128,6 +129,21 @@ def test_a_sync_call_from_typedspys_own_loop_is_refused_and_names_the_async_meth
     assert "use `async for ... in predict.astream(...)`" in stream_message
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt here, as in a terminal.
+
+    A shell starts background jobs (`pytest ... &`) with SIGINT ignored; Python then keeps it
+    ignored and `_thread.interrupt_main()` does nothing, so the test below would wait forever.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_keyboard_interrupt_cancels_the_running_coroutine() -> None:
     started, cancelled = threading.Event(), threading.Event()
 
