@@ -1,8 +1,12 @@
 """What the stand-in server answers to a chat-completions request (no sockets here).
 
 Scripted replies are used first, in order. Otherwise the request is checked the way
-api.openai.com checks it (strict schemas, the "json" word for JSON mode, tool choice) and
-answered with data generated from the requested schema.
+api.openai.com checks it (a schema valid under the JSON Schema meta-schema, strict schemas, the
+"json" word for JSON mode, tool choice) and answered with data generated from the requested
+schema. Every reply is checked against the request's schema (ADR-046): generated data that does
+not validate is a bug in the generator, answered with a 500 the SDK does not retry; a scripted
+reply that does not validate is noted in `Responder.mismatches` (tests script such replies on
+purpose, to exercise retries).
 """
 
 from __future__ import annotations
@@ -14,7 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from typedspy.schema import check_name, check_openai_strict, format_violation
+from typedspy.schema import (
+    check_name,
+    check_openai_strict,
+    format_violation,
+    meta_schema_violation,
+    validate_instance,
+)
 from typedspy.testing._datagen import generate_instance
 from typedspy.testing._payloads import (
     chat_completion,
@@ -96,6 +106,7 @@ class Responder:
         self._queue: deque[Reply | str | dict[str, Any]] = deque()
         self._count = 0
         self._spoiled = 0
+        self.mismatches: list[str] = []
 
     def enqueue(self, *replies: Reply | str | dict[str, Any]) -> None:
         with self._lock:
@@ -110,6 +121,7 @@ class Responder:
         if scripted is None and self.answer is not None:
             scripted = self.answer(req)
         if scripted is not None:
+            self._check_scripted(index, scripted, req)
             return self._scripted(scripted, req)
         try:
             if not isinstance(request, dict):
@@ -117,6 +129,26 @@ class Responder:
             return self._generated(req, self.seed + index)
         except Rejected as rejected:
             return rejected.outcome
+        except _GeneratorBug as bug:
+            return bug.outcome
+
+    def _check_scripted(
+        self, index: int, reply: Reply | str | dict[str, Any], req: dict[str, Any]
+    ) -> None:
+        """Note a scripted reply whose content does not validate against the request's schema."""
+        schema = _requested_schema(req)
+        content = reply if isinstance(reply, str) else getattr(reply, "content", None)
+        if schema is None or not isinstance(content, str) or meta_schema_violation(schema):
+            return  # no (valid) schema asked for, or a completion / refusal / tool call scripted
+        try:
+            problems = validate_instance(json.loads(content), schema)
+        except ValueError:
+            problems = ["the content is not JSON"]
+        except Exception as exc:  # a $ref that resolves nowhere, and the like
+            problems = [f"cannot check it against the schema ({exc})"]
+        if problems:
+            with self._lock:
+                self.mismatches.append(f"request {index} (scripted): {problems[0]}")
 
     # --- scripted -----------------------------------------------------------------------
 
@@ -159,7 +191,7 @@ class Responder:
             )
             return _finish(completion, req, {})
         parameters = tools[forced]
-        arguments = json.dumps(generate_instance(parameters, seed=seed), separators=(",", ":"))
+        arguments = json.dumps(self._instance(parameters, seed, forced), separators=(",", ":"))
         completion = chat_completion(
             None,
             tool_calls=[{"name": forced, "arguments": arguments}],
@@ -230,6 +262,10 @@ class Responder:
         if bad_name:
             message = format_violation(bad_name[0], name=str(name))
             raise Rejected(message, param="response_format.json_schema.name", code="invalid_value")
+        invalid = meta_schema_violation(schema) if isinstance(schema, dict) else None
+        if invalid is not None:  # not JSON Schema at all: refused whatever `strict` says
+            message = format_violation(invalid, name=name)
+            raise Rejected(message, param="response_format", code="invalid_json_schema")
         strict = spec.get("strict") is True and not self.quirks.ignores_strict
         violations = check_openai_strict(schema, name=name) if strict else []
         if violations:
@@ -237,7 +273,23 @@ class Responder:
             raise Rejected(message, param="response_format", code="invalid_json_schema")
         if not isinstance(schema, dict):
             return "{}", {}
-        return json.dumps(generate_instance(schema, seed=seed), separators=(",", ":")), schema
+        instance = self._instance(schema, seed, f"response_format {name!r}")
+        return json.dumps(instance, separators=(",", ":")), schema
+
+    def _instance(self, schema: dict[str, Any], seed: int, where: str) -> Any:
+        """Data generated for ``schema``, checked against it (a mismatch is a generator bug)."""
+        instance = generate_instance(schema, seed=seed)
+        try:
+            problems = validate_instance(instance, schema)
+        except Exception as exc:  # a $ref that resolves nowhere, and the like
+            raise Rejected(
+                f"Invalid schema for {where}: {exc}", param=None, code="invalid_json_schema"
+            ) from exc
+        if problems:
+            with self._lock:
+                self.mismatches.append(f"{where} (generated): {problems[0]}")
+            raise _GeneratorBug(where, problems[0])
+        return instance
 
     def _tools(self, req: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """The request's functions by name, after OpenAI's checks on them."""
@@ -265,6 +317,30 @@ class Responder:
     def _model(self, req: dict[str, Any]) -> str:
         model = req.get("model")
         return model if isinstance(model, str) else self.model
+
+
+class _GeneratorBug(Exception):
+    """Generated data that does not validate against its schema: answered with a 500."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(problem)
+        message = (
+            f"typedspy stand-in bug: the data it generated for {where} does not validate "
+            f"against that schema ({problem}). Please report it with the schema."
+        )
+        # The SDK honours x-should-retry: a retry with another seed could hide the bug.
+        self.outcome = Outcome(
+            500, error_body(message, type="server_error"), {"x-should-retry": "false"}
+        )
+
+
+def _requested_schema(req: dict[str, Any]) -> dict[str, Any] | None:
+    fmt = req.get("response_format")
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return None
+    spec = fmt.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    return schema if isinstance(schema, dict) else None
 
 
 def _usage(req: dict[str, Any], produced: str) -> dict[str, int]:

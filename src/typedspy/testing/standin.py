@@ -44,6 +44,11 @@ class StandIn:
         embedding_requests: Every ``/v1/embeddings`` request body received, in order.
         disconnects: How many streams the client cut off before they were complete.
         chunk_delay: Seconds to wait before each streamed chunk.
+
+    Every ``response_format`` JSON schema is checked against the JSON Schema meta-schema (an
+    invalid one is a 400, as OpenAI answers), and every reply against the request's schema:
+    generated data that does not validate is a stand-in bug, answered with a 500 naming it;
+    scripted replies that do not validate are listed in :attr:`schema_mismatches`.
     """
 
     def __init__(
@@ -111,6 +116,16 @@ class StandIn:
     def port(self) -> int:
         """The bound port (the requested one before :meth:`start`)."""
         return self._server.server_address[1] if self._server else self._port
+
+    @property
+    def schema_mismatches(self) -> list[str]:
+        """Replies that did not validate against their request's schema, one line each.
+
+        A scripted reply lands here when its content is not valid for the request's
+        ``response_format`` schema (a strict endpoint never sends one; tests script them to
+        exercise retries); generated data lands here too, answered with a 500, as a bug.
+        """
+        return list(self._responder.mismatches)
 
     def enqueue(self, *replies: Reply | str | dict[str, Any]) -> None:
         """Script the next replies; they are used in order before any generated reply.
