@@ -1,15 +1,14 @@
+# The package's interface to typedspy's other packages (not public API): they import from the
+# package, never from its modules (ADR-034, checked by import-linter).
+from typedspy.schema._check import (
+    meta_schema_violation as meta_schema_violation,
+)
 from typedspy.schema._check import validate_instance
 from typedspy.schema._compile import (
     SCHEMA_COMPILER_VERSION,
     CompiledSchema,
     Target,
     compile_schema,
-)
-
-# The package's interface to typedspy's other packages (not public API): they import from the
-# package, never from its modules (ADR-034, checked by import-linter).
-from typedspy.schema._check import (
-    meta_schema_violation as meta_schema_violation,
 )
 from typedspy.schema.targets._openai_rules import (
     check_name as check_name,

@@ -43,11 +43,19 @@ def _meta_violation(text: str) -> StrictViolation | None:
 
 
 def validate_instance(instance: Any, schema: dict[str, Any]) -> list[str]:
-    """Messages for every way ``instance`` violates ``schema`` (empty when it is valid)."""
-    from jsonschema import Draft202012Validator
+    """Messages for every way ``instance`` violates ``schema`` (empty when it is valid).
 
-    validator = Draft202012Validator(schema)
+    The validator is built once per schema (cached by its JSON text).
+    """
+    validator = _validator(json.dumps(schema, sort_keys=True))
     return [
         f"{'/'.join(str(p) for p in err.absolute_path)}: {err.message}"
         for err in validator.iter_errors(instance)
     ]
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(text: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json.loads(text))
