@@ -73,7 +73,7 @@ from typedspy.evaluation import (
     load_dataset,
 )
 from typedspy.limits import Budget, RateLimit
-from typedspy.lm import LM, BaseLM, FallbackLM, FallbackTrace
+from typedspy.lm import LM, BaseLM, FallbackLM, FallbackTrace, RequestParams
 from typedspy.media import Audio, File, Image
 from typedspy.modules import (
     ChainOfThought,
@@ -201,6 +201,7 @@ __all__ = [
     "ReAct",
     "RefusalError",
     "RequestLimitError",
+    "RequestParams",
     "ResumeConflictError",
     "ResumeRecord",
     "ResumeState",

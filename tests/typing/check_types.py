@@ -117,3 +117,14 @@ def root_level_outputs_are_typed() -> None:
     # A union is no `type[T]` to either checker: accepted (loosely typed); `Returns` types it.
     ts.Predict("task", output=SpawnTask | Continue)(task="Ship it")
     ts.Predict("task", output="SpawnTask")  # type: ignore[call-overload]
+
+
+def request_parameters_are_typed(lm: ts.LM) -> None:
+    ts.Predict(Decide, temperature=0, extra_body={"top_k": 40})
+    ts.Predict(Decide, temprature=0)  # type: ignore[call-overload]
+    ts.Predict("question", output=int, seed="7")  # type: ignore[call-overload]
+    ts.LM("gpt-4o-mini", max_tokens=5, extra_body={"min_p": 0.05})
+    ts.LM("gpt-4o-mini", max_token=5)  # type: ignore[call-arg]
+    lm("hi", stop=["\n"])
+    lm("hi", stops=["\n"])  # type: ignore[call-arg]
+    ts.ReAct(Decide, tools=[], temprature=0)  # type: ignore[call-arg]

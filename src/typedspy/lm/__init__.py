@@ -18,6 +18,7 @@ from typedspy.lm._openai import LM
 from typedspy.lm._params import (
     CHAT_COMPLETIONS_PARAMS as CHAT_COMPLETIONS_PARAMS,
 )
+from typedspy.lm._params import RequestParams
 from typedspy.lm._params import (
     check_params as check_params,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "FallbackTrace",
     "LMRequest",
     "LMResponse",
+    "RequestParams",
     "Skipped",
     "ToolCall",
     "Trigger",

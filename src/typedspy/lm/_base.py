@@ -13,10 +13,12 @@ from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Unpack
+
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.errors import ConfigurationError, LMResponseError, RefusalError
-from typedspy.lm._params import check_params
+from typedspy.lm._params import RequestParams, check_params
 from typedspy.profiles import Profile, resolve_profile
 
 if TYPE_CHECKING:
@@ -318,7 +320,9 @@ class BaseLM(abc.ABC):
         """
         raise ConfigurationError(f"{type(self).__name__} cannot embed texts; use typedspy.LM")
 
-    async def acall(self, prompt: str | Sequence[ChatMessage], **params: Any) -> str:
+    async def acall(
+        self, prompt: str | Sequence[ChatMessage], **params: Unpack[RequestParams]
+    ) -> str:
         """Send a prompt (or a list of messages) and return the reply text.
 
         Args:
@@ -344,7 +348,7 @@ class BaseLM(abc.ABC):
             )
         return response.text or ""
 
-    def __call__(self, prompt: str | Sequence[ChatMessage], **params: Any) -> str:
+    def __call__(self, prompt: str | Sequence[ChatMessage], **params: Unpack[RequestParams]) -> str:
         """Synchronous `acall`: ``lm("Say hi")`` returns the reply text.
 
         Raises:

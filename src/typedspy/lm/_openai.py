@@ -15,6 +15,8 @@ import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Unpack
+
 from typedspy._json import MAX_JSON_DEPTH, JSONLimitError, loads
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
@@ -25,7 +27,7 @@ from typedspy.errors import (
 )
 from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._clients import LoopClients
-from typedspy.lm._params import check_params
+from typedspy.lm._params import LMDefaults, check_params
 from typedspy.lm._request import create_kwargs
 from typedspy.lm._requests import active as active_requests
 from typedspy.lm._scrub import redactor, scrub_chain, url_secrets
@@ -118,7 +120,7 @@ class LM(BaseLM):
         max_response_bytes: int | None = None,
         max_json_depth: int | None = None,
         profile: str | Profile | None = None,
-        **defaults: Any,
+        **defaults: Unpack[LMDefaults],
     ) -> None:
         if profile is None:
             url = base_url if client is None else str(client.base_url)

@@ -10,58 +10,75 @@ own escape hatch, unchecked.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from typedspy.errors import ConfigurationError
 
-__all__ = ["CHAT_COMPLETIONS_PARAMS", "REQUEST_OPTIONS", "check_params"]
+__all__ = [
+    "CHAT_COMPLETIONS_PARAMS",
+    "REQUEST_OPTIONS",
+    "LMDefaults",
+    "RequestParams",
+    "check_params",
+]
+
 
 # Source: openai-python 3.57.0, openai/types/chat/completion_create_params.py: the keys of
-# `CompletionCreateParamsBase` plus ``stream`` (its two subclasses). The SDK is not imported here
-# (ADR-034); tests/lm/test_request_params.py checks this list against the installed SDK's type.
-CHAT_COMPLETIONS_PARAMS = frozenset(
-    {
-        "audio",
-        "frequency_penalty",
-        "function_call",
-        "functions",
-        "logit_bias",
-        "logprobs",
-        "max_completion_tokens",
-        "max_tokens",
-        "messages",
-        "metadata",
-        "modalities",
-        "model",
-        "moderation",
-        "n",
-        "parallel_tool_calls",
-        "prediction",
-        "presence_penalty",
-        "prompt_cache_key",
-        "prompt_cache_options",
-        "prompt_cache_retention",
-        "reasoning_effort",
-        "response_format",
-        "safety_identifier",
-        "seed",
-        "service_tier",
-        "stop",
-        "store",
-        "stream",
-        "stream_options",
-        "temperature",
-        "tool_choice",
-        "tools",
-        "top_logprobs",
-        "top_p",
-        "user",
-        "verbosity",
-        "web_search_options",
-    }
-)
-"""The Chat Completions request parameters (openai-python 3.57.0's ``CompletionCreateParams``)."""
+# `CompletionCreateParamsBase` (plus ``stream`` of its two subclasses), the types loosened to
+# what JSON carries; the SDK is not imported here (ADR-034). The keys LM sets itself are in
+# `_RESERVED_PARAMS` below. tests/lm/test_request_params.py checks both against the SDK's type.
+class LMDefaults(TypedDict, total=False):
+    """The request parameters `LM` takes as defaults: `RequestParams` but ``timeout``.
+
+    ``LM(timeout=...)`` is the client's timeout, set when `LM` builds the client.
+    """
+
+    audio: Mapping[str, Any] | None
+    frequency_penalty: float | None
+    function_call: str | Mapping[str, Any]
+    functions: Sequence[Mapping[str, Any]]
+    logit_bias: Mapping[str, int] | None
+    logprobs: bool | None
+    max_completion_tokens: int | None
+    max_tokens: int | None
+    metadata: Mapping[str, str] | None
+    modalities: Sequence[str] | None
+    moderation: Any
+    n: int | None
+    prediction: Mapping[str, Any] | None
+    presence_penalty: float | None
+    prompt_cache_key: str
+    prompt_cache_options: Any
+    prompt_cache_retention: str | None
+    reasoning_effort: str | None
+    safety_identifier: str
+    seed: int | None
+    service_tier: str | None
+    stop: str | Sequence[str] | None
+    store: bool | None
+    temperature: float | None
+    top_logprobs: int | None
+    top_p: float | None
+    user: str
+    verbosity: str | None
+    web_search_options: Mapping[str, Any]
+    extra_body: Mapping[str, Any]
+    extra_headers: Mapping[str, str]
+    extra_query: Mapping[str, Any]
+
+
+class RequestParams(LMDefaults, total=False):
+    """The request parameters `Predict`, `ChainOfThought`, `ReAct` and ``lm(...)`` take.
+
+    The Chat Completions API's parameters (except those `LM` sets itself: ``model``,
+    ``messages``, ``response_format``, ``tools``, ``stream``...) and the openai SDK's
+    per-request options. An endpoint's own parameters go inside ``extra_body``, sent as is.
+    Type checkers flag a misspelt keyword; `check_params` refuses it at run time.
+    """
+
+    timeout: float | None
+
 
 REQUEST_OPTIONS = frozenset({"extra_body", "extra_headers", "extra_query", "timeout"})
 """The SDK's per-request options ``create()`` takes beside the API's parameters."""
@@ -79,7 +96,9 @@ _RESERVED_PARAMS = frozenset(
         "tools",
     }
 )
-_ACCEPTED = (CHAT_COMPLETIONS_PARAMS | REQUEST_OPTIONS) - _RESERVED_PARAMS
+_ACCEPTED: frozenset[str] = RequestParams.__optional_keys__
+CHAT_COMPLETIONS_PARAMS = (_ACCEPTED - REQUEST_OPTIONS) | _RESERVED_PARAMS
+"""The Chat Completions request parameters (openai-python 3.57.0's ``CompletionCreateParams``)."""
 
 
 def check_params(params: Mapping[str, Any], *, where: str) -> None:

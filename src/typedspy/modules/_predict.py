@@ -27,7 +27,7 @@ from typedspy.errors import (
     LMUnsupportedFeatureError,
     OutputError,
 )
-from typedspy.lm import BaseLM, ChatMessage, FallbackLM, check_params
+from typedspy.lm import BaseLM, ChatMessage, FallbackLM, RequestParams, check_params
 from typedspy.modules._history import History, history_messages
 from typedspy.modules._state import checked_demos, fingerprint, jsonable_demo, typed_demo
 from typedspy.prediction import Prediction
@@ -97,7 +97,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         max_retries: int | None = None,
         demos: Sequence[Mapping[str, Any]] | None = None,
         token_budget: int | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None: ...
 
     @overload
@@ -111,7 +111,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         max_retries: int | None = None,
         demos: Sequence[Mapping[str, Any]] | None = None,
         token_budget: int | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None: ...
 
     @overload
@@ -125,7 +125,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         max_retries: int | None = None,
         demos: Sequence[Mapping[str, Any]] | None = None,
         token_budget: int | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None: ...
 
     @overload
@@ -139,7 +139,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         max_retries: int | None = None,
         demos: Sequence[Mapping[str, Any]] | None = None,
         token_budget: int | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None: ...
 
     def __init__(
@@ -152,7 +152,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         max_retries: int | None = None,
         demos: Sequence[Mapping[str, Any]] | None = None,
         token_budget: int | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None:
         if mode is not None and mode not in _MODES:
             raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(_MODES)}")

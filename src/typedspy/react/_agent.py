@@ -14,13 +14,15 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast
 
+from typing_extensions import Unpack
+
 from typedspy.engine import check_inputs
 from typedspy.errors import (
     ConfigurationError,
     LMUnsupportedFeatureError,
     SchemaError,
 )
-from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, check_params
+from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, RequestParams, check_params
 from typedspy.modules import History, Predict, history_messages
 from typedspy.prediction import Prediction
 from typedspy.program import Module
@@ -109,7 +111,7 @@ class ReAct(Module, Generic[SigT]):
         max_tool_calls: int = MAX_TOOL_CALLS,
         max_requests: int | Literal["auto"] | None = "auto",
         token_budget: int | None = None,
-        **lm_kwargs: Any,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None:
         if mode not in _MODES:
             raise ConfigurationError(f"unknown ReAct mode {mode!r}; use one of {list(_MODES)}")
