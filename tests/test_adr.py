@@ -69,7 +69,8 @@ IGNORED = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
 def _file_exists(name: str) -> bool:
     """A path relative to the repository, or the tail of one (`lm/_openai.py`); or git-ignored."""
     tail = name.lstrip("./") if name.startswith("./") else name
-    return tail in IGNORED or any(f == tail or f.endswith("/" + tail) for f in FILES)
+    ignored = tail in IGNORED or tail.rstrip("/") in IGNORED  # `.real-engine/` or the symlink
+    return ignored or any(f == tail or f.endswith("/" + tail) for f in FILES)
 
 
 def _module_or_attribute(dotted: str) -> bool:
