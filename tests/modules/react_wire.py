@@ -18,14 +18,20 @@ Call = tuple[str, str, dict[str, Any]]
 """(tool_call_id, function name, arguments)."""
 
 
-def make_lm() -> ts.LM:
+def make_lm(profile: str | ts.Profile | None = None) -> ts.LM:
     client = openai.AsyncOpenAI(
         base_url=BASE_URL,
         api_key="sk-test",
         max_retries=0,
         http_client=cast(Any, httpx.AsyncClient()),  # P1: respx patches httpx, not httpx2
     )
-    return ts.LM("gpt-test", client=client)
+    return ts.LM("gpt-test", client=client, profile=profile)
+
+
+TOOLS_ONLY = ts.Profile.named("openai").derive(
+    name="openai-tools-only", response_format_with_tools=False
+)
+"""OpenAI's profile, but no ``response_format`` beside tools: steps must call a tool."""
 
 
 def calls_reply(*calls: Call) -> httpx.Response:

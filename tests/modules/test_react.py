@@ -12,6 +12,7 @@ import respx
 from pydantic import BaseModel
 from react_wire import (
     BASE_URL,
+    TOOLS_ONLY,
     assistant,
     bodies,
     calls_reply,
@@ -132,7 +133,7 @@ def test_two_tools_send_back_exact_tool_messages(
     assert "call `finish`" in system["content"]
     for body in sent:
         assert tool_names(body) == ["search", "calculator", "finish"]
-        assert body["tool_choice"] == "required"
+        assert body["tool_choice"] == "auto"  # the openai profile: response_format too
         assert body["parallel_tool_calls"] is False
         assert all(t["function"]["strict"] is True for t in body["tools"])
     assert [s.calls[0].name for s in pred.trajectory] == ["search", "calculator", "finish"]
@@ -262,7 +263,7 @@ def test_a_text_reply_is_answered_with_a_labelled_nudge(router: respx.MockRouter
             finish_reply(answer="Paris"),
         ]
     )
-    pred = ReAct(AnswerQuestion, lm=make_lm())(question="Capital of France?")
+    pred = ReAct(AnswerQuestion, lm=make_lm(TOOLS_ONLY))(question="Capital of France?")
 
     assert pred.answer == "Paris"
     reply, nudge = bodies(route)[1]["messages"][-2:]
@@ -373,7 +374,7 @@ def test_an_endpoint_rejecting_parallel_tool_calls_gets_requests_without_it(
     first, second = bodies(route)
     assert first["parallel_tool_calls"] is False
     assert "parallel_tool_calls" not in second
-    assert second["tool_choice"] == "required"
+    assert second["tool_choice"] == "auto"
 
 
 def test_missing_inputs_fail_before_any_request() -> None:

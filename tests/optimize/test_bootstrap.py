@@ -184,10 +184,19 @@ def lookup_customer(ticket: str) -> str:
 def test_react_extraction_calls_are_traced_into_demos_for_its_extract_predictor() -> None:
     agent = ts.ReAct(RouteTicket, tools=[lookup_customer], max_iters=1)
     optimizer = quiet(max_bootstrapped_demos=2, max_labeled_demos=0)
+    # Steps must call a tool (no response_format beside tools), so the run reaches extraction.
+    tools_only = ts.Profile.named("openai").derive(response_format_with_tools=False)
     with served(nearest()) as (server, _):
-        compiled = optimizer.compile(agent, TRAIN)
-        before = len(server.requests)
-        compiled(ticket=DEV[0].ticket)
+        lm = ts.LM(
+            "standin-1", base_url=server.base_url, api_key="k", max_retries=0, profile=tools_only
+        )
+        try:
+            with ts.context(lm=lm):
+                compiled = optimizer.compile(agent, TRAIN)
+                before = len(server.requests)
+                compiled(ticket=DEV[0].ticket)
+        finally:
+            lm.close()
     assert isinstance(compiled, ts.ReAct)
     assert optimizer.result.passed == [2, 8]
     assert [d["ticket"] for d in compiled.extract.demos] == [TRAIN[2].ticket, TRAIN[8].ticket]

@@ -35,7 +35,7 @@ from typedspy.react._state import (
     TrajectoryStep,
     paused_run,
 )
-from typedspy.react._steps import FINISH, TRAJECTORY_FIELD, step_signature
+from typedspy.react._steps import FINISH, TRAJECTORY_FIELD, answers_in_content, step_signature
 from typedspy.signature import Signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import ConfirmationRequired, Tool, Toolset
@@ -227,6 +227,14 @@ class Run(Generic[SigT]):
         self.record(response.usage, response)
         raise_for_finish(self.signature.__name__, response, what="a ReAct step", usage=self.usage)
         if not response.tool_calls:
+            if response.text and answers_in_content(self.lm.profile):
+                # An answer in content, shaped by the step's response_format: like `finish`.
+                call = TrajectoryCall(
+                    id=f"call_{self.step + 1}_answer", name=FINISH, arguments=response.text
+                )
+                self.trajectory.append(TrajectoryStep(calls=[call]))
+                self.answer = self._finish(call)
+                return None
             self.trajectory.append(TrajectoryStep(reasoning=response.text, note=_NO_CALL))
             return None
         calls = [

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FINISH",
     "TRAJECTORY_FIELD",
+    "answers_in_content",
     "extraction_signature",
     "finish_tool",
     "native_request",
@@ -119,8 +120,12 @@ def native_request(
 ) -> LMRequest:
     """One native tool-calling step (media inputs as content parts when ``profile`` is given).
 
-    ``tool_choice`` is ``"required"``: every reply is then a tool call or ``finish``, so the
-    loop always moves and a plain-text reply cannot be mistaken for an answer.
+    Where the profile lets ``response_format`` go with tools (`answers_in_content`), the step
+    also carries the outputs' schema as ``response_format`` and ``tool_choice`` is ``"auto"``:
+    the model calls tools, or answers in content that the schema shapes (``finish`` stays
+    offered). Elsewhere (vLLM applies ``response_format`` to tool steps too, so the model could
+    never call a tool) no ``response_format`` is sent and ``tool_choice`` is ``"required"``:
+    every reply is a tool call or ``finish``, and a plain-text reply is never an answer.
     """
     system, turns = with_history(_system_prompt(sig), history)
     messages: list[ChatMessage] = [system, *turns]
@@ -130,13 +135,32 @@ def native_request(
     messages.extend(trajectory.to_messages())
     specs = [tool.to_openai_tool(target) for tool in tools]
     specs.append(finish_tool(sig, target))
+    if not answers_in_content(profile):
+        return LMRequest(
+            messages=tuple(messages),
+            tools=tuple(specs),
+            tool_choice="required",
+            parallel_tool_calls=parallel_tool_calls,
+            params=dict(params),
+        )
     return LMRequest(
         messages=tuple(messages),
+        response_format=compile_schema(sig, target).response_format,
         tools=tuple(specs),
-        tool_choice="required",
+        tool_choice="auto",
         parallel_tool_calls=parallel_tool_calls,
         params=dict(params),
     )
+
+
+def answers_in_content(profile: Profile | None) -> bool:
+    """Whether a native step sends the outputs' ``response_format`` with its tools.
+
+    The profile's ``response_format_with_tools`` decides (ADR-043): True on OpenAI and Azure,
+    False where the server would constrain tool steps with it (vLLM, local-servers.md) or is
+    not known to accept both.
+    """
+    return profile is not None and profile.response_format_with_tools
 
 
 def _plain_fields(fields: Mapping[str, FieldInfo]) -> dict[str, Any]:
@@ -220,17 +244,22 @@ def native_response(
     stream: bool,
     requests: RequestBound | None = None,
 ) -> AsyncIterator[StreamEvent | LMResponse]:
-    """A native step's completion: its ``finish`` partials when streaming, then the response."""
-    return send(lm, request, signature, stream=stream, pick=_finish_arguments(), requests=requests)
+    """A native step's completion: its answer's partials when streaming, then the response.
+
+    The answer is the arguments of the first ``finish`` call, or the content when the step
+    sent the outputs' ``response_format``.
+    """
+    pick = _finish_arguments(content=request.response_format is not None)
+    return send(lm, request, signature, stream=stream, pick=pick, requests=requests)
 
 
-def _finish_arguments() -> Pick:
-    """Picks the arguments of the step's first ``finish`` call: the task's outputs."""
+def _finish_arguments(*, content: bool = False) -> Pick:
+    """Picks the task's outputs: the first ``finish`` call's arguments, or the content."""
     finish: int | None = None
 
     def pick(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
         nonlocal finish
-        pieces: list[str] = []
+        pieces: list[str] = [chunk.text] if content and chunk.text else []
         for piece in chunk.tool_calls:
             if finish is None and accumulator.call_name(piece.index) == FINISH:
                 finish = piece.index
