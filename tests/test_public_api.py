@@ -112,6 +112,10 @@ def test_moved_classes_live_at_the_public_path_and_pickle_there() -> None:
 
     moved = [ts.Module, ts.ReAct, ts.Tool, ts.Toolset, ts.ResumeState, ts.Trajectory]
     assert {c.__name__: c.__module__ for c in moved} == {c.__name__: "typedspy" for c in moved}
+    classes = [c for n in ts.__all__ if inspect.isclass(c := getattr(ts, n))]
+    assert {c.__name__: c.__module__ for c in classes} == {c.__name__: "typedspy" for c in classes}
+    data = pickle.dumps(ts.Predict("question -> answer"))
+    assert b"typedspy.modules" not in data
     data = pickle.dumps(ts.Trajectory())
     assert b"typedspy.react" not in data
     assert type(pickle.loads(data)) is ts.Trajectory

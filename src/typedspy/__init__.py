@@ -245,18 +245,13 @@ __all__ = [
 ]
 
 
-_MOVED = ("typedspy.program.", "typedspy.react.", "typedspy.tools.")
-
-
 def _publish() -> None:
-    # Exceptions print and pickle under the path users import them from (``typedspy.X``), not
-    # the private module that defines them: a pickled ConfirmationRequired survives refactors.
-    # So do the classes of the packages ADR-042 moved (Module, ReAct, Tool, ResumeState, ...).
+    # Public classes print and pickle under the path users import them from (``typedspy.X``),
+    # not the private module that defines them: a pickled ConfirmationRequired or Predict
+    # survives refactors such as ADR-042's move of Module, ReAct and the tools.
     for name in __all__:
         obj = globals().get(name)
-        if isinstance(obj, type) and (
-            issubclass(obj, BaseException) or obj.__module__.startswith(_MOVED)
-        ):
+        if isinstance(obj, type) and obj.__module__.startswith("typedspy."):
             obj.__module__ = "typedspy"
 
 
