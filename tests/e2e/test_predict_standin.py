@@ -7,14 +7,15 @@ a call that succeeds here proves the compiled schema passed that checker.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import re
 import ssl
 from collections import Counter
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any, Literal
 
-import httpx2
 import jsonschema
 import openai
 import pytest
@@ -50,6 +51,12 @@ class Report(ts.Signature):
 def server() -> Iterator[StandIn]:
     with StandIn() as running:
         yield running
+
+
+def sdk_http() -> ModuleType:
+    """The SDK's own HTTP library: ``httpx2`` for openai 3, ``httpx`` before."""
+    client = next(c for c in openai.DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient")
+    return importlib.import_module(client.__module__.split(".")[0])
 
 
 def lm_for(server: StandIn, model: str = "gpt-4o-mini") -> ts.LM:
@@ -125,6 +132,7 @@ def test_200_concurrent_calls_each_use_the_lm_of_their_own_context(server: Stand
         # A few pooled connections per client: the stand-in's listen backlog is small, and
         # the point here is 200 interleaved tasks and contexts, not 200 sockets.
         tls = ssl.create_default_context()  # one CA-bundle load, not one per client (plain http)
+        limits = sdk_http().Limits(max_connections=3, max_keepalive_connections=3)
         lms = [
             ts.LM(
                 model,
@@ -136,7 +144,7 @@ def test_200_concurrent_calls_each_use_the_lm_of_their_own_context(server: Stand
                     # only after the SDK's 5 s connect timeout; this test is about contexts.
                     timeout=120,
                     http_client=openai.DefaultAsyncHttpxClient(
-                        limits=httpx2.Limits(max_connections=3, max_keepalive_connections=3),
+                        limits=limits,
                         verify=tls,
                     ),
                 ),

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
-from openai.lib._pydantic import _ensure_strict_json_schema
+import openai
+from pydantic import BaseModel
 
 Path = tuple[str | int, ...]
 Problem = tuple[Path, str]
@@ -180,10 +181,22 @@ def union_tags(
 
 
 def sdk_changes(schema: dict[str, Any]) -> bool:
-    """Whether openai's own strict pass would change anything in ``schema``."""
-    schema_copy = copy.deepcopy(schema)
-    result = _ensure_strict_json_schema(schema_copy, path=(), root=schema_copy)
-    return bool(result != schema)
+    """Whether openai's own strict pass would change anything in ``schema``.
+
+    Reached through the SDK's public ``openai.pydantic_function_tool``, which asks a model for
+    its schema with Pydantic's public ``model_json_schema`` and makes that strict; the model here
+    answers with ``schema`` itself.
+    """
+
+    class Carrier(BaseModel):
+        given: ClassVar[dict[str, Any]] = schema
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return copy.deepcopy(cls.given)
+
+    tool = openai.pydantic_function_tool(Carrier)
+    return bool(tool["function"].get("parameters") != schema)
 
 
 STRICT_RULES = {
