@@ -82,7 +82,10 @@ def _module_or_attribute(dotted: str) -> bool:
                 continue
         except ModuleNotFoundError:  # a dotted name below a plain module
             continue
-        value: object = importlib.import_module(module)
+        try:
+            value: object = importlib.import_module(module)
+        except ImportError:  # it exists; its extra is not installed (typedspy.mcp)
+            return True
         for attribute in parts[cut:]:
             if not hasattr(value, attribute):
                 return False

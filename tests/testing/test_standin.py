@@ -331,8 +331,9 @@ def test_tools_unsupported_server() -> None:
             client.chat.completions.create(model="m", messages=USER, tools=tools)
     assert caught.value.code == "unsupported_parameter"
     assert caught.value.param == "tools"
-    assert caught.value.message.endswith(
-        "Unsupported parameter: 'tools' is not supported with this model."
+    # Older openai releases put the status and the whole body in `message`: it is in there.
+    assert "Unsupported parameter: 'tools' is not supported with this model." in (
+        caught.value.message
     )
 
 

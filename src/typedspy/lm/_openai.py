@@ -275,7 +275,7 @@ class LM(BaseLM):
             )
             reply = raw.parse()
         except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
+            raise self._failure(exc) from exc
         except RuntimeError as exc:
             raise self._other_loop(exc) from exc
         vectors = [list(item.embedding) for item in sorted(reply.data, key=lambda d: d.index)]
@@ -434,12 +434,21 @@ class LM(BaseLM):
             raw = await client.chat.completions.with_raw_response.create(**kwargs)
         except openai.OpenAIError as exc:
             count(bound, exc, retries)
-            raise self._translate(exc) from exc
+            raise self._failure(exc) from exc
         except RuntimeError as exc:
             count(bound, exc, retries)
             raise self._other_loop(exc) from exc
         count(bound, raw, retries)
         return raw
+
+    def _failure(self, exc: openai.OpenAIError) -> Exception:
+        """The error for a failed send: a second loop explained, else the SDK's translated."""
+        from typedspy.lm._openai_errors import sent_error
+
+        sent = sent_error(exc)  # openai < 2.31 wraps a wrong-loop RuntimeError too
+        if isinstance(sent, RuntimeError):
+            return self._other_loop(sent)
+        return self._translate(exc)
 
     def _translate(self, exc: openai.OpenAIError) -> LMError:
         from typedspy.lm._openai_errors import translate

@@ -19,11 +19,25 @@ from typedspy.errors import (
 from typedspy.lm._openai_transport import ResponseBodyError
 from typedspy.lm._wordings import unsupported_feature
 
-__all__ = ["rate_headers", "retry_after", "translate"]
+__all__ = ["rate_headers", "retry_after", "sent_error", "translate"]
+
+
+def sent_error(exc: openai.OpenAIError) -> BaseException:
+    """What the transport raised, where the SDK wrapped it in ``APIConnectionError``.
+
+    openai < 2.31 wraps (and retries) every exception its HTTP client raises; later releases let
+    an ``OpenAIError`` through and wrap only the HTTP library's own (ADR-044).
+    """
+    cause = exc.__cause__
+    if not isinstance(cause, ResponseBodyError | RuntimeError):
+        return exc
+    return cause if type(exc) is openai.APIConnectionError else exc
 
 
 def translate(exc: openai.OpenAIError, *, where: str, redact: Callable[[str], str]) -> LMError:
     """The `LMError` for an SDK exception; ``where`` names model and endpoint, ``redact`` scrubs."""
+    sent = sent_error(exc)
+    exc = sent if isinstance(sent, ResponseBodyError) else exc
     if isinstance(exc, ResponseBodyError):
         if exc.limit is None:
             return LMResponseError(f"{where}: {redact(str(exc))}")
