@@ -54,7 +54,7 @@ def missing_paths(record: str) -> list[str]:
 def _repository_files() -> set[str]:
     found = set()
     for folder, dirs, files in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        dirs[:] = [d for d in dirs if d == ".ci" or (not d.startswith(".") and d != "__pycache__")]
         base = Path(folder).relative_to(ROOT)
         found.update((base / d).as_posix() + "/" for d in dirs)
         found.update((base / f).as_posix() for f in files)
