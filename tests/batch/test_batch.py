@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import openai
 import pytest
 import respx
 
@@ -249,6 +250,17 @@ def test_cancelling_a_batch_cancels_every_request_and_leaves_no_task(
     assert "destroyed" not in caplog.text
 
 
+# Seen at openai 1.40 and 2.30 (httpx 0.27) after the file's earlier tests: the three
+# connections stayed open past 30 s after the cancel, until garbage collection (ADR-044).
+SDK_ON_HTTPX = any(
+    c.__name__ == "AsyncClient" and c.__module__.split(".")[0] == "httpx"
+    for c in openai.DefaultAsyncHttpxClient.__mro__
+)
+
+
+@pytest.mark.xfail(
+    SDK_ON_HTTPX, reason="openai < 3 over httpx may keep cancelled connections", strict=False
+)
 def test_cancelling_closes_the_open_connections_to_a_real_server() -> None:
     async def main() -> tuple[int, int]:
         opened = 0
