@@ -87,7 +87,10 @@ def test_all_lists_every_public_name_of_the_package() -> None:
     public = {
         n
         for n, v in vars(ts).items()
-        if not n.startswith("_") and not isinstance(v, types.ModuleType) and n not in helpers
+        if not n.startswith("_")
+        and not isinstance(v, types.ModuleType)
+        and n not in helpers
+        and n.isidentifier()  # pydantic 2.12.0 files a parametrized `Returns[...]` here too
     }
     assert sorted(public - set(ts.__all__)) == []
 
