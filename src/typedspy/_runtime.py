@@ -13,12 +13,16 @@ A synchronous call made while the calling thread runs its own event loop (a Jupy
 sync function called from async code) works too (ADR-024): the work runs on the background loop
 while the caller's loop is blocked until it is done, so that loop's other tasks wait. Only a
 synchronous call from the background loop itself is refused: it would wait for itself.
+
+At interpreter exit the loop is finished as ``asyncio.run`` finishes its own (tasks cancelled,
+async generators closed), which closes the clients `LM` built for it (ADR-047).
 """
 
 from __future__ import annotations
 
 import _thread
 import asyncio
+import atexit
 import concurrent.futures
 import contextvars
 import os
@@ -34,6 +38,7 @@ __all__ = ["iterate_sync", "run_sync"]
 T = TypeVar("T")
 
 _WAIT_SLICE = 0.2  # seconds; how soon a pending KeyboardInterrupt is noticed while waiting
+_EXIT_WAIT = 5.0  # seconds; how long interpreter exit waits for the loop to close its clients
 
 
 class _LoopThread:
@@ -43,6 +48,7 @@ class _LoopThread:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._exit_registered = False
 
     def get(self) -> asyncio.AbstractEventLoop:
         loop = self._loop
@@ -59,6 +65,11 @@ class _LoopThread:
                 started.wait()
                 self._thread = thread
                 self._loop = loop
+                if not self._exit_registered:
+                    self._exit_registered = True
+                    # Registered once the loop exists, so atexit (last in, first out) runs it
+                    # after the exit handlers registered since, which may still make calls.
+                    atexit.register(self.shutdown)
             return self._loop
 
     def is_current_thread(self) -> bool:
@@ -70,11 +81,46 @@ class _LoopThread:
         self._loop = None
         self._thread = None
 
+    def shutdown(self) -> None:
+        """Finish the loop as ``asyncio.run`` does: cancel its tasks, close its async generators.
+
+        Run at interpreter exit: the clients `LM` built for this loop are closed by its async
+        generators (ADR-024), so no socket is left for the garbage collector to warn about.
+        Every wait is bounded (``_EXIT_WAIT``); a loop that does not finish in time is left to
+        die with its daemon thread. A later call starts a fresh loop.
+        """
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = None
+            self._thread = None
+        if loop is None or thread is None or not thread.is_alive():
+            return
+        finishing = asyncio.run_coroutine_threadsafe(_finish(loop), loop)
+        try:
+            finishing.result(timeout=_EXIT_WAIT)
+        except Exception:  # timed out, or failed: exiting, there is no one left to tell
+            finishing.cancel()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=_EXIT_WAIT)
+        if not thread.is_alive():
+            loop.close()
+
     @staticmethod
     def _run(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
         asyncio.set_event_loop(loop)
         loop.call_soon(started.set)
         loop.run_forever()
+
+
+async def _finish(loop: asyncio.AbstractEventLoop) -> None:
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks(loop) if task is not current]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=_EXIT_WAIT)
+    await loop.shutdown_asyncgens()  # closes each LM client built for this loop
+    await asyncio.sleep(0)  # one more turn: closed transports drop their sockets
 
 
 _LOOP = _LoopThread()
