@@ -7,6 +7,11 @@ body has a handful: its content is one string), so the common case costs microse
 the text before decoding was measured at 2-3 times ``json.loads`` on an 8 KB body whose content
 string holds JSON. A number with more digits than Python converts
 (``sys.get_int_max_str_digits()``, 4,300 by default) is reported as such, not as "not JSON".
+
+The depth limit is the one `LM(max_json_depth=)` sets (ADR-048). The model-output parser reads
+it through `active_depth`, which `depth_limit` sets around one synchronous piece of decoding
+(never across an ``await`` or a ``yield``), so the parser's many internal decoders need no
+extra argument.
 """
 
 from __future__ import annotations
@@ -14,12 +19,49 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "JSONLimitError", "depth_exceeded", "loads", "path_at"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "JSONLimitError",
+    "active_depth",
+    "depth_exceeded",
+    "depth_limit",
+    "loads",
+    "path_at",
+    "too_deep",
+]
 
 MAX_JSON_DEPTH = 256
 """Deepest nesting of objects and arrays accepted by default (the model output parser's too)."""
+
+_DEPTH: ContextVar[int] = ContextVar("typedspy_max_json_depth", default=MAX_JSON_DEPTH)
+
+
+def active_depth() -> int:
+    """The nesting limit for the JSON decoded now: `depth_limit`'s, else `MAX_JSON_DEPTH`."""
+    return _DEPTH.get()
+
+
+@contextmanager
+def depth_limit(max_depth: int | None) -> Iterator[None]:
+    """Make ``max_depth`` the limit `active_depth` returns in this block (None: unchanged).
+
+    Only around synchronous decoding: a ``yield`` inside the block would leak the limit to
+    whoever consumes the generator.
+    """
+    if max_depth is None:
+        yield
+        return
+    token = _DEPTH.set(max_depth)
+    try:
+        yield
+    finally:
+        _DEPTH.reset(token)
+
 
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
 _MAX_PATH = 64  # path parts reported
@@ -48,15 +90,20 @@ class JSONLimitError(ValueError):
 def depth_exceeded(value: Any, max_depth: int) -> bool:
     """Whether decoded ``value`` nests objects and arrays deeper than ``max_depth`` (no recursion).
 
-    Visits containers only, and stops at the first one too deep: a completion body has a handful.
+    Visits containers only, one level at a time, and stops at the first level too deep: a
+    completion body or a stream chunk has a handful of containers.
     """
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        current, depth = pending.pop()
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > max_depth:
             return True
-        items = current.values() if isinstance(current, dict) else current
-        pending.extend((v, depth + 1) for v in items if isinstance(v, (dict, list)))  # pyright: ignore[reportUnknownVariableType]
+        below: list[Any] = []
+        for current in level:
+            items = current.values() if type(current) is dict else current
+            below += [v for v in items if type(v) is dict or type(v) is list]
+        level = below
     return False
 
 
@@ -83,24 +130,29 @@ def path_at(text: str, offset: int, start: int = 0) -> tuple[str | int, ...]:
     return tuple(part for _, part in stack[:_MAX_PATH] if part is not None)
 
 
-def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def loads(text: str, *, max_depth: int | None = None) -> Any:
     """``json.loads`` within the depth and number-length limits.
+
+    Args:
+        text: The JSON text.
+        max_depth: Deepest nesting accepted (default: `active_depth`).
 
     Raises:
         JSONLimitError: Nested deeper than ``max_depth``, or a number with more digits than
             Python converts.
         ValueError: Not JSON.
     """
+    max_depth = active_depth() if max_depth is None else max_depth
     try:
         value = json.loads(text)
     except RecursionError:  # deeper than this interpreter's stack allows
-        raise _too_deep(max_depth) from None
+        raise too_deep(max_depth) from None
     except ValueError as exc:
         if isinstance(exc, json.JSONDecodeError) or "digits" not in str(exc):
             raise
         raise number_too_long(text, _number_offset(text)) from None
     if isinstance(value, (dict, list)) and depth_exceeded(value, max_depth):
-        raise _too_deep(max_depth)
+        raise too_deep(max_depth)
     return value
 
 
@@ -121,7 +173,8 @@ def number_too_long(text: str, offset: int, start: int = 0) -> JSONLimitError:
     )
 
 
-def _too_deep(max_depth: int) -> JSONLimitError:
+def too_deep(max_depth: int) -> JSONLimitError:
+    """The error for JSON nested deeper than ``max_depth``, naming the limit."""
     return JSONLimitError(
         f"JSON nested deeper than {max_depth} levels (max_json_depth)",
         limit="max_json_depth",

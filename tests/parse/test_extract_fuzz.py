@@ -200,6 +200,6 @@ def test_hostile_results() -> None:
     assert extract_candidates(HOSTILE["string"]).candidates[0].value == ["x" * 1_000_000]
     assert extract_candidates(HOSTILE["escapes"]).candidates[0].value == "é" * 100_000
     assert extract_candidates(HOSTILE["nested_balanced"]).error == (
-        "nesting deeper than 256 levels at offset 256"
+        "nesting deeper than 256 levels (max_json_depth) at offset 256"
     )
     assert extract_candidates(HOSTILE["prose"] + '{"a": 1}').candidates[0].value == {"a": 1}

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, field_validator, model_validator
 
 from typedspy._types import FieldError
-from typedspy.parse import ParseFailure, ParseResult, parse_outputs, validate_outputs
+from typedspy.parse import ParseFailure, ParseResult, PartialParser, parse_outputs, validate_outputs
 from typedspy.signature import InputField, OutputField, Signature
 
 
@@ -362,3 +362,27 @@ def test_parse_result_types() -> None:
     result = ParseResult(error=failure)
     assert (result.ok, result.kind, result.errors) == (False, "decode_failed", failure.errors)
     assert ParseResult(value={}).ok
+
+
+# -- the depth limit (ADR-048) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [_decide(), "Here it is:\n```json\n" + _decide() + "\n```", _decide().replace('"}', '",}')],
+    ids=["clean", "fenced", "lenient"],
+)
+def test_output_nested_past_max_json_depth_is_a_decode_failure_naming_it(text: str) -> None:
+    assert _ok(parse_outputs(Decide, text, max_json_depth=2))["confidence"] == 0.5
+
+    errors = _failed(parse_outputs(Decide, text, max_json_depth=1), "decode_failed")
+    assert "nesting deeper than 1 levels (max_json_depth)" in errors[0].message
+
+
+def test_the_partial_parser_shows_no_value_nested_past_its_limit() -> None:
+    text = '{"action": {"_type": "Continue", "reason": "wait"}, "confidence": 0.5}'
+    shallow, deep = PartialParser(Decide, max_json_depth=1), PartialParser(Decide)
+    for parser in (shallow, deep):
+        parser.feed(text)
+    assert "action" not in shallow.values() and shallow.values()["confidence"] == 0.5
+    assert deep.values()["action"] == Continue(reason="wait")

@@ -133,7 +133,7 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
         text, inline = split_reasoning(text, plan.lm.profile.reasoning_tags)
         reasoning = reasoning if inline is None else inline
     _raise_for_finish(plan, number, response, text, reasoning)
-    result = _parse(plan.signature, text, response)
+    result = _parse(plan.signature, text, response, plan.lm.max_json_depth)
     if response.finish_reason == "length":  # a whitespace loop after a complete output
         log_failure(plan.lm, plan.signature.__name__, number, "whitespace_loop", "used the JSON")
         plan.lm.profile.observe("whitespace_loop")
@@ -194,7 +194,11 @@ def _raise_for_finish(
     name = plan.signature.__name__
     if response.refusal is None and response.finish_reason == "length":
         kind = truncation_kind(text)
-        if kind == "whitespace_loop" and text and parse_outputs(plan.signature, text).ok:
+        if (
+            kind == "whitespace_loop"
+            and text
+            and parse_outputs(plan.signature, text, max_json_depth=plan.lm.max_json_depth).ok
+        ):
             return
         failure = FieldError((), f"cut off at the token limit: {kind}")
         cut = Attempt(number, text or "", (failure,), response.usage, kind, reasoning)
@@ -236,9 +240,11 @@ def _reply_text(response: LMResponse, mode: Mode) -> tuple[str | None, ToolCall 
     return response.text, None
 
 
-def _parse(sig: type[Signature], text: str | None, response: LMResponse) -> ParseResult:
+def _parse(
+    sig: type[Signature], text: str | None, response: LMResponse, max_json_depth: int
+) -> ParseResult:
     if text is not None:
-        return parse_outputs(sig, text)
+        return parse_outputs(sig, text, max_json_depth=max_json_depth)
     if response.tool_calls:
         names = ", ".join(c.name for c in response.tool_calls)
         message = f"the model called {names} instead of answering with the output JSON"

@@ -69,7 +69,7 @@ async def send(
         async for chunk in chunks:
             piece = pick(chunk, accumulator)
             if piece:
-                parser = parser or PartialParser(signature)
+                parser = parser or PartialParser(signature, max_json_depth=lm.max_json_depth)
                 for event in parsed_events(parser, piece):
                     yield event
     if parser is not None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
+from typedspy._json import MAX_JSON_DEPTH
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.errors import ConfigurationError, LMResponseError, RefusalError
@@ -231,6 +232,14 @@ class BaseLM(abc.ABC):
     @profile.setter
     def profile(self, profile: str | Profile) -> None:
         self._profile = resolve_profile(profile, None)
+
+    @property
+    def max_json_depth(self) -> int:
+        """Deepest nesting of objects and arrays read from this endpoint's output (256).
+
+        Model output is parsed within it (`Predict`, streaming, ReAct's tool arguments).
+        """
+        return MAX_JSON_DEPTH
 
     @staticmethod
     def fallback(

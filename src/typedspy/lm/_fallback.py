@@ -154,6 +154,11 @@ class FallbackLM(BaseLM):
         self.lms[0].profile = profile
 
     @property
+    def max_json_depth(self) -> int:
+        """The primary's (each endpoint's own applies when a whole call runs on it)."""
+        return self.lms[0].max_json_depth
+
+    @property
     def endpoint(self) -> str | None:
         """Every endpoint of the chain, joined (a cache key never mixes chains and LMs)."""
         return " | ".join(str(lm.endpoint) for lm in self.lms)

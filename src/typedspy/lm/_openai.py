@@ -90,7 +90,9 @@ class LM(BaseLM):
             checked while it is read and inflated; past it the read stops with
             `LMResponseLimitError` (not with ``client``: an injected client reads unbounded).
         max_json_depth: Nesting of objects and arrays a response body or stream chunk may
-            have (256 by default); deeper ones raise `LMResponseLimitError`.
+            have (256 by default); deeper ones raise `LMResponseLimitError`. The model's
+            output (parsed by `Predict`, streamed or not, and ReAct's tool arguments) is read
+            within the same limit: deeper output is a decode failure naming it.
         profile: The endpoint's `Profile` (a copy is kept) or a built-in name: ``"openai"``,
             ``"azure"``, ``"vllm"``, ``"llama.cpp"``, ``"ollama"``, ``"lmstudio"``,
             ``"generic"``. Defaults to the one the base URL names reliably (Azure), else
@@ -162,6 +164,11 @@ class LM(BaseLM):
     def calls(self) -> int:
         """How many completions this LM received."""
         return self._calls
+
+    @property
+    def max_json_depth(self) -> int:
+        """Deepest nesting read from this endpoint: bodies, stream chunks, model output."""
+        return self._max_depth
 
     @property
     def client(self) -> AsyncOpenAI:
@@ -322,7 +329,8 @@ class LM(BaseLM):
             except openai.OpenAIError as exc:
                 raise self._translate(exc) from exc
             check_streamed(self.model, raw.headers.get("content-type", ""), self._redact)
-            async for data in read_chunks(stream, self.model, self._translate, self._redact):
+            chunks = read_chunks(stream, self.model, self._translate, self._redact, self._max_depth)
+            async for data in chunks:
                 piece = LMChunk.from_dict(data)
                 usage = piece.usage or usage
                 yield piece

@@ -4,7 +4,8 @@ Helpers of `LM` (ADR-028, ADR-029): how many transport retries the SDK may take 
 `RequestBound` and how many requests a ``create`` counted; a streamed request answered with
 something else than SSE, or whose chunks never hold a choice, is the endpoint's fault
 (`LMResponseError` after one request, never a feedback turn to the model); a chunk the SDK
-cannot decode for nesting or number length is `LMResponseLimitError`.
+cannot decode for nesting or number length, or one nested past ``max_json_depth``, is
+`LMResponseLimitError`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI, AsyncStream
 
-from typedspy._json import JSONLimitError, number_too_long
+from typedspy._json import JSONLimitError, depth_exceeded, number_too_long, too_deep
 from typedspy.errors import LMError, LMResponseError, LMResponseLimitError
 from typedspy.lm._requests import RequestBound
 
@@ -53,10 +54,13 @@ def _retried(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
-def _chunk_too_deep() -> JSONLimitError:
+def _chunk_too_deep(max_depth: int) -> JSONLimitError:
     limit = sys.getrecursionlimit()
+    if max_depth < limit:  # the decoder gave up past the limit: the limit is what was passed
+        return too_deep(max_depth)
     return JSONLimitError(
-        f"a chunk nested deeper than the JSON decoder can read (about {limit} levels)",
+        f"a chunk nested deeper than the JSON decoder can read (about {limit} levels, "
+        f"below max_json_depth {max_depth})",
         limit="max_json_depth",
         allowed=limit,
         offset=0,
@@ -86,8 +90,13 @@ async def read_chunks(
     model: str,
     translate: Callable[[openai.OpenAIError], LMError],
     redact: Callable[[str], str],
+    max_depth: int,
 ) -> AsyncIterator[Mapping[str, Any]]:
-    """The decoded chunks of ``stream``; raises when none of them held a choice."""
+    """The decoded chunks of ``stream``; raises when none of them held a choice.
+
+    The SDK decodes each chunk; one nested past ``max_depth`` is refused here (a walk over its
+    few containers, ADR-048), one past what the decoder can read when it raises.
+    """
     chose = False
     while True:
         try:
@@ -97,13 +106,15 @@ async def read_chunks(
         except openai.OpenAIError as exc:
             raise translate(exc) from exc
         except RecursionError:  # a chunk nested past what the SDK's json.loads can read
-            raise limit_error(model, _chunk_too_deep(), "streamed a chunk") from None
+            raise limit_error(model, _chunk_too_deep(max_depth), "streamed a chunk") from None
         except ValueError as exc:  # a data line that is not JSON
             if "digits" in str(exc) and not isinstance(exc, json.JSONDecodeError):
                 raise limit_error(model, number_too_long("", 0), "streamed a chunk") from None
             raise LMResponseError(
                 f"{model}: the endpoint streamed a chunk that is not JSON: {redact(str(exc))[:200]}"
             ) from exc
+        if isinstance(data, (dict, list)) and depth_exceeded(data, max_depth):
+            raise limit_error(model, too_deep(max_depth), "streamed a chunk")
         if isinstance(data, Mapping):
             chose = chose or bool(data.get("choices"))
             yield data

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["MAX_DEPTH", "ErrorKind", "LenientDecodeError", "NonFinite"]
+from typedspy._json import MAX_JSON_DEPTH
 
-MAX_DEPTH = 256
-"""Deepest nesting of objects and arrays accepted."""
+__all__ = ["MAX_DEPTH", "ErrorKind", "LenientDecodeError", "NonFinite", "depth_message"]
+
+MAX_DEPTH = MAX_JSON_DEPTH
+"""Deepest nesting of objects and arrays accepted by default (``max_json_depth``, ADR-048)."""
 
 ErrorKind = Literal["syntax", "truncated", "depth"]
 
@@ -41,7 +43,7 @@ class LenientDecodeError(Exception):
         message: What went wrong, and at which offset.
         offset: Where the decoder gave up.
         kind: ``"truncated"`` (the text ended mid-value), ``"depth"`` (nesting deeper than
-            `MAX_DEPTH`) or ``"syntax"``.
+            the active ``max_json_depth``) or ``"syntax"``.
         path: The keys and indices leading to the value at fault, when known (a number with
             more digits than Python converts names its field).
     """
@@ -52,3 +54,8 @@ class LenientDecodeError(Exception):
         self.offset = offset
         self.kind: ErrorKind = kind
         self.path: tuple[str | int, ...] = ()
+
+
+def depth_message(max_depth: int, pos: int) -> str:
+    """The report for nesting past the limit, naming it (the same words wherever it is found)."""
+    return f"nesting deeper than {max_depth} levels (max_json_depth) at offset {pos}"

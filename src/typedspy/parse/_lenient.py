@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from typedspy._json import number_too_long
-from typedspy.parse._json_values import MAX_DEPTH, LenientDecodeError, NonFinite
+from typedspy._json import active_depth, depth_limit, number_too_long
+from typedspy.parse._json_values import MAX_DEPTH, LenientDecodeError, NonFinite, depth_message
 from typedspy.parse._strict_json import finite_or_not, scan_strict, strict_truncated
 
 __all__ = ["MAX_DEPTH", "LenientDecodeError", "NonFinite", "decode_lenient", "scan_value"]
@@ -68,11 +68,12 @@ _OPENED = object()  # "a container was opened": its first member is parsed next,
 class _Parser:
     """Iterative lenient parser over ``text[:stop]``; records whether any lenient rule fired."""
 
-    __slots__ = ("number_end", "repaired", "root", "stop", "text")
+    __slots__ = ("max_depth", "number_end", "repaired", "root", "stop", "text")
 
     def __init__(self, text: str, stop: int) -> None:
         self.text = text
         self.stop = stop
+        self.max_depth = active_depth()
         self.root = 0
         self.repaired = False
         self.number_end = -1
@@ -163,9 +164,8 @@ class _Parser:
             return self.string(pos)
         if ch != "{" and ch != "[":
             return self.scalar(pos)
-        if len(frames) >= MAX_DEPTH:
-            message = f"nesting deeper than {MAX_DEPTH} levels at offset {pos}"
-            raise LenientDecodeError(message, pos, "depth")
+        if len(frames) >= self.max_depth:
+            raise LenientDecodeError(depth_message(self.max_depth, pos), pos, "depth")
         frame = _Frame(pos, ch == "{")
         pos = self.skip(pos + 1)
         if pos < stop and text[pos] == frame.closer:
@@ -307,12 +307,16 @@ def scan_value(
     return value, end, parser.repaired
 
 
-def decode_lenient(text: str, *, allow_truncated_root: bool = False) -> object:
+def decode_lenient(
+    text: str, *, allow_truncated_root: bool = False, max_depth: int | None = None
+) -> object:
     """Decode the one JSON value that makes up ``text`` (surrounding whitespace allowed).
 
     Args:
         text: The whole text of the value.
         allow_truncated_root: See `scan_value`.
+        max_depth: Deepest nesting of objects and arrays (default: the active
+            ``max_json_depth``, 256 unless a caller set it).
 
     Returns:
         The value: dict, list, str, int, float, bool, None or `NonFinite`.
@@ -324,7 +328,8 @@ def decode_lenient(text: str, *, allow_truncated_root: bool = False) -> object:
     start = parser.skip(0)
     if start >= len(text):
         raise LenientDecodeError("no JSON value found (empty input)", start)
-    value, end, _ = scan_value(text, start, allow_truncated_root=allow_truncated_root)
+    with depth_limit(max_depth):
+        value, end, _ = scan_value(text, start, allow_truncated_root=allow_truncated_root)
     end = parser.skip(end)
     if end < len(text):
         raise LenientDecodeError(f"unexpected data after the JSON value at offset {end}", end)

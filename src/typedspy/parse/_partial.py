@@ -22,15 +22,27 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from collections.abc import Callable
+from typing import (
+    Annotated,
+    Any,
+    Concatenate,
+    Literal,
+    ParamSpec,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
 
 from jiter import from_json
 from pydantic import BaseModel
 
+from typedspy._json import MAX_JSON_DEPTH, depth_exceeded, depth_limit
 from typedspy.parse._members import UNSET, ObjectValues
 from typedspy.parse._scan import JsonScan
 from typedspy.parse._sections import _MARKER
-from typedspy.parse._validate import _section_value
+from typedspy.parse._validate import _JITER_DEPTH, _section_value
 from typedspy.signature import TYPE_KEY, Signature, is_model, is_union, resolve_name, wire_names
 
 __all__ = ["PartialParser", "Segment"]
@@ -46,6 +58,22 @@ _MARKER_WINDOW = 100  # how far back a marker that is still arriving can start
 _OPEN_TYPE = re.compile(r'"_type"\s*:\s*"[^"]*$')
 _SEQUENCES = (list, tuple, set, frozenset)
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _within_depth(
+    method: Callable[Concatenate[PartialParser, P], R],
+) -> Callable[Concatenate[PartialParser, P], R]:
+    """Run a public method with the parser's ``max_json_depth`` active (ADR-048)."""
+
+    @functools.wraps(method)
+    def run(self: PartialParser, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with depth_limit(self.max_json_depth):
+            return method(self, *args, **kwargs)
+
+    return run
+
 
 class PartialParser:
     """Feed it a completion piece by piece; it attributes the text and shows the outputs so far.
@@ -59,9 +87,14 @@ class PartialParser:
             parser.values()  # {"action": SpawnTask(description="cut th"), ...}
         parser.flush()  # text held back at the end (a marker that never completed)
         ```
+
+    Attributes:
+        max_json_depth: Deepest nesting read (256 by default; `Predict` passes its LM's):
+            a value nested deeper is not shown, and the final validation reports it.
     """
 
-    def __init__(self, sig: type[Signature]) -> None:
+    def __init__(self, sig: type[Signature], *, max_json_depth: int | None = None) -> None:
+        self.max_json_depth = MAX_JSON_DEPTH if max_json_depth is None else max_json_depth
         self._fields = sig.output_fields
         self._model = sig.output_model
         self._instance = self._model.model_construct()
@@ -97,6 +130,7 @@ class PartialParser:
             name = self._section
         return name if name in self._fields else None
 
+    @_within_depth
     def feed(self, piece: str) -> list[Segment]:
         """Take the next piece of the completion; return it split by the field it belongs to.
 
@@ -123,6 +157,7 @@ class PartialParser:
         self._text, self._base = self._text[self._emitted - self._base :], self._emitted
         return out
 
+    @_within_depth
     def flush(self) -> list[Segment]:
         """The text still held back (the stream ended): attributed as it stands."""
         self._final = True
@@ -130,6 +165,7 @@ class PartialParser:
             return []
         return self._marker_segments(self._size, final=True)
 
+    @_within_depth
     def values(self) -> dict[str, Any]:
         """The outputs as far as the text fed so far shows them (see the module docstring)."""
         if self._mode == "json":
@@ -247,6 +283,8 @@ class PartialParser:
             raw = from_json(text.encode(), allow_inf_nan=False)
         except ValueError:
             return _UNSET
+        if self._too_deep(raw, inside=1):
+            return _UNSET  # the final validation reports it
         return self._validated(name, raw)
 
     def _open_value(self, name: str, text: str, tail: str) -> Any:
@@ -257,7 +295,7 @@ class PartialParser:
             )
         except ValueError:  # not JSON (yet, or at all): nothing to show for it
             return _UNSET
-        if not isinstance(data, list) or not data:
+        if not isinstance(data, list) or not data or self._too_deep(data[0], inside=1):
             return _UNSET
         raw = data[0]
         if _OPEN_TYPE.search(tail):
@@ -272,7 +310,14 @@ class PartialParser:
 
     def _open_section(self, name: str, text: str, tail: str) -> Any:
         """The section being written: its text, or its partial JSON value."""
-        return _partial_section(self._fields[name].annotation, text.strip())
+        value = _partial_section(self._fields[name].annotation, text.strip())
+        return _UNSET if self._too_deep(value, inside=0) else value
+
+    def _too_deep(self, value: Any, *, inside: int) -> bool:
+        """Whether ``value``, ``inside`` levels down the output, nests past the limit."""
+        # jiter refuses nesting past about 200 levels by itself: only a lower limit is checked.
+        limit = self.max_json_depth - inside
+        return self.max_json_depth < _JITER_DEPTH and depth_exceeded(value, limit)
 
     def _validated(self, name: str, raw: Any, *, key: Any = _UNSET) -> Any:
         """A complete field's value, validated by the output model itself (cached)."""

@@ -6,7 +6,8 @@ import json
 import math
 import re
 
-from typedspy.parse._json_values import MAX_DEPTH, LenientDecodeError, NonFinite
+from typedspy._json import active_depth, depth_exceeded
+from typedspy.parse._json_values import LenientDecodeError, NonFinite
 
 __all__ = ["finite_or_not", "scan_strict", "strict_truncated"]
 
@@ -35,18 +36,6 @@ _STRICT = json.JSONDecoder(parse_float=finite_or_not, parse_constant=_reject_con
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _too_deep(value: object) -> bool:
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, (dict, list)):
-            if level > MAX_DEPTH:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, level + 1) for child in children)
-    return False
-
-
 def scan_strict(
     text: str, start: int, stop: int | None = None, *, sliced: bool = False
 ) -> tuple[object, int] | None:
@@ -61,7 +50,7 @@ def scan_strict(
 
     Returns:
         ``(value, end)``, or None when the lenient parser is needed (invalid or non-strict JSON,
-        a lone surrogate escape, nesting deeper than `MAX_DEPTH`).
+        a lone surrogate escape, nesting deeper than the active ``max_json_depth``).
     """
     stop = len(text) if stop is None else stop
     try:
@@ -76,8 +65,11 @@ def scan_strict(
         return None
     if text.find("\\u", start, end) >= 0 and _SURROGATE_ESCAPE.search(text, start, end):
         return None  # json keeps lone surrogates; they become U+FFFD here
-    if text.count("{", start, end) + text.count("[", start, end) > MAX_DEPTH and _too_deep(value):
-        return None
+    max_depth = active_depth()
+    if text.count("{", start, end) + text.count("[", start, end) > max_depth and depth_exceeded(
+        value, max_depth
+    ):
+        return None  # the lenient parser reports it, with the offset
     return value, end
 
 

@@ -9,12 +9,17 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from typedspy._json import active_depth, depth_limit
 from typedspy._types import FailureKind, FieldError
 from typedspy.parse._extract import decode_section, extract_candidates, split_marker_sections
 from typedspy.parse._report import field_errors
 from typedspy.signature import Signature, decode_json_once
 
 __all__ = ["ParseFailure", "ParseResult", "parse_outputs", "validate_outputs"]
+
+# Pydantic's JSON reader (jiter) refuses nesting past about 200 levels by itself; a lower
+# max_json_depth must be checked before its fast path can accept a value.
+_JITER_DEPTH = 200
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,11 @@ def _values(instance: BaseModel) -> dict[str, Any]:
 
 def _fast_path_ok(text: str) -> bool:
     # NaN/Infinity must reach the lenient decoder, which keeps numeric fields from accepting them.
-    return text[:1] == "{" and text[-1:] == "}" and "NaN" not in text and "Infinity" not in text
+    if text[:1] != "{" or text[-1:] != "}" or "NaN" in text or "Infinity" in text:
+        return False
+    max_depth = active_depth()
+    # Nesting cannot pass the bracket count; past it the full path checks the depth itself.
+    return max_depth >= _JITER_DEPTH or text.count("{") + text.count("[") <= max_depth
 
 
 def validate_outputs(model: type[BaseModel], value: object) -> ParseResult:
@@ -84,10 +93,18 @@ def validate_outputs(model: type[BaseModel], value: object) -> ParseResult:
     except ValidationError as exc:
         return _failure("validation_failed", field_errors(exc))
     except RecursionError:
-        return _failure("decode_failed", [FieldError((), "output nested too deeply")])
+        return _too_deep_to_validate()
     except Exception as exc:  # a user validator may raise anything; this does not
         return _crashed(exc)
     return ParseResult(value=_values(instance))
+
+
+def _too_deep_to_validate() -> ParseResult:
+    message = (
+        f"output nested too deeply to validate (within max_json_depth {active_depth()}, "
+        "past Python's recursion limit)"
+    )
+    return _failure("decode_failed", [FieldError((), message)])
 
 
 def _crashed(exc: Exception) -> ParseResult:
@@ -160,7 +177,9 @@ def _parse(sig: type[Signature], text: str) -> ParseResult:
     return first_failure
 
 
-def parse_outputs(sig: type[Signature], text: str) -> ParseResult:
+def parse_outputs(
+    sig: type[Signature], text: str, *, max_json_depth: int | None = None
+) -> ParseResult:
     """Parse a completion into the signature's typed outputs. Never raises.
 
     The text may be bare JSON, fenced (```json or untagged), wrapped in prose or tags, written
@@ -177,12 +196,20 @@ def parse_outputs(sig: type[Signature], text: str) -> ParseResult:
             result.error.kind, [str(e) for e in result.error.errors]
         ```
 
+    Args:
+        sig: The signature whose output fields to fill.
+        text: The completion text.
+        max_json_depth: Deepest nesting of objects and arrays read (default 256; `Predict`
+            passes its LM's ``max_json_depth``). Deeper output is a ``decode_failed`` error
+            naming the limit.
+
     Returns:
         A `ParseResult`: ``value`` (field name to typed value) or ``error`` (kind and errors).
     """
-    try:
-        return _parse(sig, text)
-    except RecursionError:
-        return _failure("decode_failed", [FieldError((), "output nested too deeply")])
-    except Exception as exc:  # a user validator may raise anything; the pipeline does not
-        return _crashed(exc)
+    with depth_limit(max_json_depth):
+        try:
+            return _parse(sig, text)
+        except RecursionError:
+            return _too_deep_to_validate()
+        except Exception as exc:  # a user validator may raise anything; the pipeline does not
+            return _crashed(exc)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from typedspy import callbacks
+from typedspy._json import depth_limit
 from typedspy._json import loads as bounded_loads
 from typedspy.adapter import render_value
 from typedspy.errors import (
@@ -187,7 +188,9 @@ class CallRunner:
             if self.lm is None:
                 result = await tool.acall(call.arguments)
             else:
-                with context(lm=self.lm):  # no yield inside: the override ends with the call
+                # No yield inside: the overrides end with the call. The model's arguments are
+                # decoded within its LM's max_json_depth (ADR-048).
+                with context(lm=self.lm), depth_limit(self.lm.max_json_depth):
                     result = await tool.acall(call.arguments)
         except BaseException as exc:
             callbacks.tool_end(traced, None, exc)

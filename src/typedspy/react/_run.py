@@ -194,7 +194,9 @@ class Run(Generic[SigT]):
         return max(self.token_budget - self.usage.total_tokens, 0)
 
     def _finish(self, call: TrajectoryCall) -> dict[str, Any] | None:
-        result = parse_outputs(self.signature, call.arguments)
+        result = parse_outputs(
+            self.signature, call.arguments, max_json_depth=self.lm.max_json_depth
+        )
         if result.ok and result.value is not None:
             call.observation = ACCEPTED
             return dict(result.value)
