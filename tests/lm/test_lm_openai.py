@@ -160,6 +160,27 @@ def test_response_format_tools_and_choices_are_sent_as_given(router: Any) -> Non
     assert body["parallel_tool_calls"] is False
 
 
+def test_the_body_sent_is_request_body_and_a_callers_extra_body_still_wins(router: Any) -> None:
+    # The prebuilt parts travel in extra_body, past the SDK's transform (ADR-047): the wire body
+    # must stay what request_body() says, and the caller's own extra_body keys must still win.
+    route = router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json=completion())
+    )
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    request = LMRequest(
+        messages=HELLO,
+        tools=(tool,),
+        tool_choice="auto",
+        params={"extra_body": {"tool_choice": "none", "x": 1}, "seed": 3},
+    )
+    lm = make_lm()
+
+    complete(lm, request)
+
+    assert sent(route) == lm.request_body(request)
+    assert sent(route)["tool_choice"] == "none" and sent(route)["messages"] == list(HELLO)
+
+
 def test_optional_fields_are_left_out_when_unset(router: Any) -> None:
     route = router.post("/chat/completions").mock(
         return_value=httpx.Response(200, json=completion())

@@ -28,7 +28,7 @@ from typedspy.errors import (
 from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._params import LMDefaults, check_params
-from typedspy.lm._request import create_kwargs
+from typedspy.lm._request import as_sent, create_kwargs
 from typedspy.lm._requests import active as active_requests
 from typedspy.lm._scrub import redactor, scrub_chain, url_secrets
 from typedspy.lm._stream import LMChunk
@@ -439,7 +439,7 @@ class LM(BaseLM):
         bound = active_requests()
         client, retries = within(bound, await self._aclient())
         try:
-            raw = await client.chat.completions.with_raw_response.create(**kwargs)
+            raw = await client.chat.completions.with_raw_response.create(**as_sent(kwargs))
         except openai.OpenAIError as exc:
             count(bound, exc, retries)
             raise self._failure(exc) from exc

@@ -9,7 +9,7 @@ from typing import Any
 from typedspy.lm._base import LMRequest
 from typedspy.lm._params import check_params
 
-__all__ = ["create_kwargs", "plain"]
+__all__ = ["as_sent", "create_kwargs", "plain"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -39,6 +39,25 @@ def _encodable(text: str) -> str:
     except UnicodeEncodeError:
         return _SURROGATES.sub("\ufffd", text)
     return text
+
+
+# Built by `plain`, so already the JSON the SDK would send. The SDK's transform of its arguments
+# (aliases, date and file formats, none of which occur here) walks every member of every union
+# of every message type: on the reference request it took longer than all of typedspy's own work
+# (ADR-047). ``extra_body`` is merged into the body as it is, after that transform.
+_PREBUILT = ("messages", "response_format", "tools", "tool_choice")
+
+
+def as_sent(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` for ``create`` with the prebuilt parts in ``extra_body`` (the same body sent).
+
+    The caller's own ``extra_body`` keys still take precedence, as they would in the SDK.
+    """
+    sent = {name: value for name, value in kwargs.items() if name not in _PREBUILT}
+    prebuilt = {name: kwargs[name] for name in _PREBUILT if name in kwargs}
+    sent["messages"] = []  # a required argument; the list sent is the one in extra_body
+    sent["extra_body"] = {**prebuilt, **(kwargs.get("extra_body") or {})}
+    return sent
 
 
 def create_kwargs(
