@@ -19,9 +19,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 __all__ = [
@@ -46,21 +44,27 @@ def active_depth() -> int:
     return _DEPTH.get()
 
 
-@contextmanager
-def depth_limit(max_depth: int | None) -> Iterator[None]:
+class depth_limit:
     """Make ``max_depth`` the limit `active_depth` returns in this block (None: unchanged).
 
     Only around synchronous decoding: a ``yield`` inside the block would leak the limit to
-    whoever consumes the generator.
+    whoever consumes the generator. A class, not ``@contextmanager``: it wraps every parse.
     """
-    if max_depth is None:
-        yield
-        return
-    token = _DEPTH.set(max_depth)
-    try:
-        yield
-    finally:
-        _DEPTH.reset(token)
+
+    __slots__ = ("_max_depth", "_token")
+
+    def __init__(self, max_depth: int | None) -> None:
+        self._max_depth = max_depth
+        self._token: Token[int] | None = None
+
+    def __enter__(self) -> None:
+        if self._max_depth is not None:
+            self._token = _DEPTH.set(self._max_depth)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _DEPTH.reset(self._token)
+            self._token = None
 
 
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
