@@ -1,11 +1,11 @@
 """Bounded strict JSON decoding for what endpoints send: nesting depth and number length.
 
 ``json.loads`` recurses once per nesting level: a body nested about 1,000 levels deep raised an
-untyped `RecursionError` (issue 10). `loads` turns that into `JSONLimitError`, and checks the
-decoded value against ``max_depth`` without recursion, visiting containers only (a completion
-body has a handful: its content is one string), so the common case costs microseconds. A scan of
-the text before decoding was measured at 2-3 times ``json.loads`` on an 8 KB body whose content
-string holds JSON. A number with more digits than Python converts
+untyped `RecursionError` (issue 10), and decoding that deep starves whatever GC runs meanwhile
+(finalizers, ``gc.callbacks``) of stack. `loads` refuses text nested past ``max_depth`` before
+decoding it, with `JSONLimitError`: a C-speed bracket count settles almost every text, and only
+texts with more opening brackets than the limit are scanned (strings skipped whole).
+A number with more digits than Python converts
 (``sys.get_int_max_str_digits()``, 4,300 by default) is reported as such, not as "not JSON".
 
 The depth limit is the one `LM(max_json_depth=)` sets (ADR-048). The model-output parser reads
@@ -29,6 +29,7 @@ __all__ = [
     "depth_exceeded",
     "depth_limit",
     "loads",
+    "nesting_exceeds",
     "path_at",
     "too_deep",
 ]
@@ -68,6 +69,7 @@ class depth_limit:
 
 
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
+_BRACKETS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 _MAX_PATH = 64  # path parts reported
 
 
@@ -147,17 +149,41 @@ def loads(text: str, *, max_depth: int | None = None) -> Any:
         ValueError: Not JSON.
     """
     max_depth = active_depth() if max_depth is None else max_depth
+    if nesting_exceeds(text, max_depth):
+        raise too_deep(max_depth)
     try:
         value = json.loads(text)
-    except RecursionError:  # deeper than this interpreter's stack allows
+    except RecursionError:  # a max_depth set past what this interpreter's stack allows
         raise too_deep(max_depth) from None
     except ValueError as exc:
         if isinstance(exc, json.JSONDecodeError) or "digits" not in str(exc):
             raise
         raise number_too_long(text, _number_offset(text)) from None
-    if isinstance(value, (dict, list)) and depth_exceeded(value, max_depth):
-        raise too_deep(max_depth)
     return value
+
+
+def nesting_exceeds(text: str, max_depth: int, start: int = 0, stop: int | None = None) -> bool:
+    """Whether the JSON in ``text[start:stop]`` opens more than ``max_depth`` nested brackets.
+
+    Read before decoding, without recursion: ``json.loads`` recurses once per level, and a
+    decode that runs the stack to the interpreter's limit leaves no room for the finalizers
+    and GC callbacks that run meanwhile (they fail as "Exception ignored"). A text with no more
+    opening brackets than ``max_depth`` cannot exceed it, which a C-speed count settles; only
+    texts with more are scanned, brackets inside strings skipped.
+    """
+    stop = len(text) if stop is None else stop
+    if text.count("[", start, stop) + text.count("{", start, stop) <= max_depth:
+        return False
+    depth = 0
+    for match in _BRACKETS.finditer(text, start, stop):
+        bracket = match.group()
+        if bracket in "[{":
+            depth += 1
+            if depth > max_depth:
+                return True
+        elif bracket in "]}":
+            depth -= 1
+    return False
 
 
 def number_too_long(text: str, offset: int, start: int = 0) -> JSONLimitError:

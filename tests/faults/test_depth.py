@@ -7,6 +7,7 @@ arguments. Past the limit there is a typed error naming it, never a `RecursionEr
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -158,3 +159,60 @@ def test_tool_arguments_past_the_agents_lm_limit_are_an_observation_naming_it() 
     assert answer == "done" and ran == []
     observation = server.requests[1].json()["messages"][-1]
     assert observation["role"] == "tool" and "10 levels (max_json_depth)" in observation["content"]
+
+
+def _recurse(levels: int) -> int:
+    return 0 if levels == 0 else 1 + _recurse(levels - 1)
+
+
+@pytest.mark.parametrize("output", ["model output", "tool arguments"])
+def test_deep_json_is_refused_before_decoding_so_gc_keeps_its_stack(output: str) -> None:
+    # json.loads recurses once per level. Decoding until the interpreter's limit and catching the
+    # RecursionError was typed, but whatever GC ran meanwhile (finalizers closing clients,
+    # gc.callbacks) found no stack left and failed as "Exception ignored" (seen in CI).
+    starved: list[str] = []
+
+    def probe(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            try:
+                _recurse(100)
+            except RecursionError:
+                starved.append(output)
+
+    deep = "[" * 5_000 + "]" * 5_000
+    if output == "model output":
+        replies = [Reply.completion('{"payload": ' + deep + "}")]
+    else:
+        replies = [
+            tool_call("c1", "search", '{"query": ' + deep + "}"),
+            tool_call("c2", "finish", json.dumps({"answer": "done"})),
+        ]
+
+    def search(query: str) -> str:
+        """Search."""
+        return query
+
+    class Answer(ts.Signature):
+        """Answer."""
+
+        question: str = ts.InputField()
+        answer: str = ts.OutputField()
+
+    threshold = gc.get_threshold()
+    with FaultServer(*replies) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        gc.callbacks.append(probe)
+        gc.set_threshold(1)  # a collection at (nearly) every allocation, deep ones included
+        try:
+            if output == "model output":
+                with ts.context(lm=lm, max_retries=0):
+                    result = ts.Predict(Nested).try_call(question="q")
+                assert isinstance(result, ts.OutputDecodeError | ts.OutputValidationError)
+            else:
+                agent = ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3)
+                assert agent(question="q").answer == "done"
+        finally:
+            gc.set_threshold(*threshold)
+            gc.callbacks.remove(probe)
+            lm.close()
+    assert starved == []

@@ -6,7 +6,7 @@ import json
 import math
 import re
 
-from typedspy._json import active_depth, depth_exceeded
+from typedspy._json import active_depth, nesting_exceeds
 from typedspy.parse._json_values import LenientDecodeError, NonFinite
 
 __all__ = ["finite_or_not", "scan_strict", "strict_truncated"]
@@ -53,6 +53,8 @@ def scan_strict(
         a lone surrogate escape, nesting deeper than the active ``max_json_depth``).
     """
     stop = len(text) if stop is None else stop
+    if nesting_exceeds(text, active_depth(), start, stop):
+        return None  # the lenient parser reports it, with the offset; json would recurse
     try:
         if sliced:
             value, end = _STRICT.raw_decode(text[start:stop])
@@ -65,11 +67,6 @@ def scan_strict(
         return None
     if text.find("\\u", start, end) >= 0 and _SURROGATE_ESCAPE.search(text, start, end):
         return None  # json keeps lone surrogates; they become U+FFFD here
-    max_depth = active_depth()
-    if text.count("{", start, end) + text.count("[", start, end) > max_depth and depth_exceeded(
-        value, max_depth
-    ):
-        return None  # the lenient parser reports it, with the offset
     return value, end
 
 
@@ -79,6 +76,8 @@ def strict_truncated(text: str, start: int) -> tuple[object, int] | None:
     Raises:
         LenientDecodeError: The text is strict JSON cut off where no brace can be supplied.
     """
+    if nesting_exceeds(text, active_depth(), start):
+        return None  # the lenient parser reports it; json would recurse that deep
     body = text[start:]
     try:
         _STRICT.raw_decode(body)
