@@ -8,6 +8,10 @@ cancelled calls leave no task or connection behind; the retry bound is exact.
 from __future__ import annotations
 
 import asyncio
+import gc
+import sys
+from collections.abc import AsyncGenerator
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +144,49 @@ def test_cancelled_calls_leave_no_task_or_connection() -> None:
             server.connection_closed.wait(0.01)
             server.connection_closed.clear()
         assert server.closed_connections == 20
+
+
+def test_no_typedspy_generator_is_left_to_the_loops_finalizer() -> None:
+    """Every layer of typedspy closes what it reads: leaving a stream early (after 1, 3 or 10
+    events) or cancelling it leaves none of typedspy's own async generators to the event loop's
+    garbage-collection hook (which closes each in a stray task, whenever the collector runs)."""
+    body = {"choices": [{"index": 0, "delta": {"content": "x"}}]}
+    reply = Reply.sse([body] * 2_000, done=False)
+    reply = Reply(200, reply.headers, reply.pieces, drip=0.001)
+    src = str(Path(ts.__file__).parent)
+    abandoned: list[str] = []
+
+    async def main(server: FaultServer) -> None:
+        finalize = asyncio.get_running_loop()._asyncgen_finalizer_hook  # type: ignore[attr-defined]
+
+        def record(agen: AsyncGenerator[object, None]) -> None:
+            if agen.ag_code.co_filename.startswith(src):
+                abandoned.append(agen.ag_code.co_qualname)
+            finalize(agen)
+
+        sys.set_asyncgen_hooks(finalizer=record)  # restored when asyncio.run's loop stops
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        predict = ts.Predict(Decide, lm=lm)
+        for leave_after in (1, 3, 10):
+            async with ts.streaming.closing(predict.astream(task="t")) as events:
+                seen = 0
+                async for _ in events:
+                    seen += 1
+                    if seen == leave_after:
+                        break
+        started = asyncio.Event()
+
+        async def consume() -> None:
+            async for _ in predict.astream(task="t"):
+                started.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(started.wait(), 10)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await lm.aclose()
+
+    with FaultServer(reply) as server:
+        asyncio.run(main(server))
+    gc.collect()
+    assert abandoned == []

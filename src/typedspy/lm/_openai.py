@@ -34,6 +34,7 @@ from typedspy.lm._scrub import redactor, scrub_chain, url_secrets
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import unsupported_feature
 from typedspy.profiles import Profile, detect_profile
+from typedspy.streaming import closing
 
 if TYPE_CHECKING:  # the SDK is imported on first use (ADR-034): `import typedspy` stays light
     import openai
@@ -330,10 +331,11 @@ class LM(BaseLM):
                 raise self._translate(exc) from exc
             check_streamed(self.model, raw.headers.get("content-type", ""), self._redact)
             chunks = read_chunks(stream, self.model, self._translate, self._redact, self._max_depth)
-            async for data in chunks:
-                piece = LMChunk.from_dict(data)
-                usage = piece.usage or usage
-                yield piece
+            async with closing(chunks):
+                async for data in chunks:
+                    piece = LMChunk.from_dict(data)
+                    usage = piece.usage or usage
+                    yield piece
         finally:
             if stream is not None:
                 await stream.close()

@@ -52,43 +52,80 @@ class ResponseBodyError(openai.OpenAIError):
 
 
 class _CappedStream(_http.AsyncByteStream):  # type: ignore[misc]
+    """A response body, decoded and counted by a `_Reader`; closing it closes the reader too."""
+
     def __init__(self, raw: Any, encoding: str, limit: int) -> None:
         self._raw = raw
         self._encoding = encoding
         self._limit = limit
+        self._reader: _Reader | None = None
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        decoder = _decoder(self._encoding)
-        seen = 0
-        async for data in self._raw:
-            if decoder is None:  # identity: count as it comes, no copy
-                seen += len(data)
-                if seen > self._limit:
-                    raise self._too_large()
-                yield data
-                continue
-            for piece in _inflate(decoder, data, self._encoding):
-                seen += len(piece)
-                if seen > self._limit:
-                    raise self._too_large()
-                yield piece
-        if decoder is not None:
-            tail = decoder.flush()
-            if seen + len(tail) > self._limit:
-                raise self._too_large()
-            if tail:
-                yield tail
-
-    def _too_large(self) -> ResponseBodyError:
-        return ResponseBodyError(
-            f"the response body is larger than max_response_bytes={self._limit} (decoded; the "
-            "read was stopped there): set LM(max_response_bytes=...) to allow more",
-            limit="max_response_bytes",
-            allowed=self._limit,
-        )
+    def __aiter__(self) -> _Reader:
+        self._reader = _Reader(self._raw, self._encoding, self._limit)
+        return self._reader
 
     async def aclose(self) -> None:
+        if self._reader is not None:
+            await self._reader.aclose()
         await self._raw.aclose()
+
+
+class _Reader:
+    """One pass over a body: inflated 64 KiB at a time, stopped past the cap.
+
+    A class, not an async generator: the HTTP library drops the iterator it reads a body from
+    without closing it, and an abandoned generator is left to the event loop's finalizer hook
+    (a task per generator, run whenever garbage collection finds it). This one holds no frame,
+    and `aclose` closes the iterator it reads from.
+    """
+
+    def __init__(self, raw: Any, encoding: str, limit: int) -> None:
+        self._source: AsyncIterator[bytes] = raw.__aiter__()
+        self._encoding = encoding
+        self._limit = limit
+        self._decoder = _decoder(encoding)
+        self._pieces: Iterator[bytes] = iter(())
+        self._seen = 0
+        self._ended = False
+
+    def __aiter__(self) -> _Reader:
+        return self
+
+    async def __anext__(self) -> bytes:
+        while True:
+            piece = next(self._pieces, None)
+            if piece is not None:
+                return self._counted(piece)
+            if self._ended:
+                raise StopAsyncIteration
+            try:
+                data = await self._source.__anext__()
+            except StopAsyncIteration:
+                self._ended = True
+                tail = self._decoder.flush() if self._decoder is not None else b""
+                if tail:
+                    return self._counted(tail)
+                raise
+            if self._decoder is None:  # identity: count as it comes, no copy
+                return self._counted(data)
+            self._pieces = _inflate(self._decoder, data, self._encoding)
+
+    def _counted(self, piece: bytes) -> bytes:
+        self._seen += len(piece)
+        if self._seen > self._limit:
+            raise ResponseBodyError(
+                f"the response body is larger than max_response_bytes={self._limit} (decoded; "
+                "the read was stopped there): set LM(max_response_bytes=...) to allow more",
+                limit="max_response_bytes",
+                allowed=self._limit,
+            )
+        return piece
+
+    async def aclose(self) -> None:
+        self._ended, self._pieces = True, iter(())
+        close = getattr(self._source, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def _decoder(encoding: str) -> Any:
