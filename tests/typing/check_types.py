@@ -7,10 +7,9 @@ reportUnnecessaryTypeIgnoreComment turn an ignore that suppresses nothing into a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_type
 
 from pydantic import BaseModel
-from typing_extensions import assert_type
 
 import typedspy as ts
 from agent_models import CompleteTask, Continue, Decide, SpawnTask

@@ -11,7 +11,6 @@ HTTP request is closed.
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, TypedDict
@@ -208,16 +207,11 @@ async def _within(timeout: float | None, call: Callable[[], Awaitable[Any]]) -> 
     if timeout is None:
         return await call()
     message = f"batch item took longer than timeout={timeout}s and was cancelled"
-    if sys.version_info >= (3, 11):
-        scope = asyncio.timeout(timeout)
-        try:
-            async with scope:
-                return await call()
-        except TimeoutError:
-            if scope.expired():  # ours, not a TimeoutError the module raised itself
-                raise ItemTimeoutError(message, timeout=timeout) from None
-            raise
-    try:  # Python 3.10
-        return await asyncio.wait_for(call(), timeout)
-    except asyncio.TimeoutError:
-        raise ItemTimeoutError(message, timeout=timeout) from None
+    scope = asyncio.timeout(timeout)
+    try:
+        async with scope:
+            return await call()
+    except TimeoutError:
+        if scope.expired():  # ours, not a TimeoutError the module raised itself
+            raise ItemTimeoutError(message, timeout=timeout) from None
+        raise

@@ -245,11 +245,8 @@ class RemoteTools:
 
 def _leaf(exc: BaseException) -> BaseException:
     """The one exception inside (nested) single-member exception groups; else ``exc``."""
-    for _ in range(10):  # duck-typed: BaseExceptionGroup is not a builtin on Python 3.10
-        inner = getattr(exc, "exceptions", None)
-        if not (isinstance(inner, (list, tuple)) and len(inner) == 1):
+    for _ in range(10):  # bounded: groups nest as deep as the task groups that raised them
+        if not (isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1):
             break
-        if not isinstance(inner[0], BaseException):
-            break
-        exc = inner[0]
+        exc = exc.exceptions[0]
     return exc
