@@ -127,3 +127,7 @@ def request_parameters_are_typed(lm: ts.LM) -> None:
     lm("hi", stop=["\n"])
     lm("hi", stops=["\n"])  # type: ignore[call-arg]
     ts.ReAct(Decide, tools=[], temprature=0)  # type: ignore[call-arg]
+    ts.ChainOfThought(Decide, temperature=0, max_retries=1, extra_body={"top_k": 40})
+    ts.ChainOfThought(Decide, temprature=0)  # type: ignore[call-overload]
+    ts.ChainOfThought(Decide, max_retries="2")  # type: ignore[call-overload]
+    ts.ChainOfThought("task", output=SpawnTask | Continue)(task="Ship it")

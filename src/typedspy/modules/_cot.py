@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from types import UnionType
 from typing import Any, TypeVar, cast, overload
 
 from pydantic.fields import FieldInfo
+from typing_extensions import Unpack
 
 from typedspy.engine import signature_of
 from typedspy.errors import SchemaError
+from typedspy.lm import BaseLM, RequestParams
 from typedspy.modules._predict import InputsT, Predict
 from typedspy.settings import ModeSetting
 from typedspy.signature import OutputField, Returns, Signature, build_signature
@@ -57,7 +60,7 @@ class ChainOfThought(Predict[SigT, InputsT]):
         signature: A signature class or string, as for `Predict`.
         output: A root-level output type, as for `Predict` (the reasoning comes first).
         reasoning_description: The description of the ``reasoning`` field shown to the model.
-        **kwargs: Everything `Predict` takes (``lm``, ``mode``, ``max_retries``, ...).
+        lm, mode, max_retries, demos, token_budget, **lm_kwargs: As for `Predict`.
     """
 
     @overload
@@ -67,8 +70,27 @@ class ChainOfThought(Predict[SigT, InputsT]):
         *,
         output: type[OutT],
         reasoning_description: str = _DEFAULT_REASONING,
+        lm: BaseLM | None = None,
         mode: ModeSetting | None = None,
-        **kwargs: Any,
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Unpack[RequestParams],
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: ChainOfThought[Returns[Any], ...],
+        signature: str,
+        *,
+        output: UnionType,
+        reasoning_description: str = _DEFAULT_REASONING,
+        lm: BaseLM | None = None,
+        mode: ModeSetting | None = None,
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None: ...
 
     @overload
@@ -78,8 +100,12 @@ class ChainOfThought(Predict[SigT, InputsT]):
         *,
         output: None = None,
         reasoning_description: str = _DEFAULT_REASONING,
+        lm: BaseLM | None = None,
         mode: ModeSetting | None = None,
-        **kwargs: Any,
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None: ...
 
     @overload
@@ -89,8 +115,12 @@ class ChainOfThought(Predict[SigT, InputsT]):
         *,
         output: None = None,
         reasoning_description: str = _DEFAULT_REASONING,
+        lm: BaseLM | None = None,
         mode: ModeSetting | None = None,
-        **kwargs: Any,
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None: ...
 
     def __init__(
@@ -99,15 +129,27 @@ class ChainOfThought(Predict[SigT, InputsT]):
         *,
         output: Any = None,
         reasoning_description: str = _DEFAULT_REASONING,
+        lm: BaseLM | None = None,
         mode: ModeSetting | None = None,
-        **kwargs: Any,
+        max_retries: int | None = None,
+        demos: Sequence[Mapping[str, Any]] | None = None,
+        token_budget: int | None = None,
+        **lm_kwargs: Unpack[RequestParams],
     ) -> None:
         base: type[Signature] = signature_of(signature, output)
         self.original_signature = base
         # The prediction's signature is the derived one (``reasoning`` first); `outputs` reads
         # as the caller's signature statically, and its fields are there at run time.
         derived: Any = with_reasoning(base, reasoning_description)
-        super().__init__(derived, mode=mode, **kwargs)
+        super().__init__(
+            derived,
+            lm=lm,
+            mode=mode,
+            max_retries=max_retries,
+            demos=demos,
+            token_budget=token_budget,
+            **lm_kwargs,
+        )
 
     @property
     def instructions(self) -> str:
