@@ -68,6 +68,39 @@ def test_a_schema_that_is_not_json_schema_is_a_400_like_openais(
     assert "'strnig'" in error["message"]
 
 
+@pytest.mark.parametrize("strict", [True, False])
+def test_tool_parameters_that_are_not_json_schema_are_a_400_like_openais(
+    client: openai.OpenAI, strict: bool
+) -> None:
+    tool: Any = {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "parameters": answer_schema({"type": "strnig"}),
+            "strict": strict,
+        },
+    }
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="gpt-4o-mini", messages=USER, tools=[tool])
+    error = caught.value.body
+    assert isinstance(error, dict)
+    assert error["code"] == "invalid_function_parameters"
+    assert error["param"] == "tools[0].function.parameters"
+    assert error["message"].startswith(
+        "Invalid schema for function 'lookup': In context=('properties', 'answer', 'type'),"
+    )
+
+
+def test_tool_parameters_that_are_no_object_are_a_400(client: openai.OpenAI) -> None:
+    tool: Any = {"type": "function", "function": {"name": "lookup", "parameters": ["x"]}}
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="gpt-4o-mini", messages=USER, tools=[tool])
+    error = caught.value.body
+    assert isinstance(error, dict)
+    assert error["param"] == "tools[0].function.parameters"
+    assert "expected an object" in error["message"]
+
+
 def test_generated_data_that_misses_the_schema_is_a_500_naming_the_bug(
     client: openai.OpenAI, server: StandIn
 ) -> None:

@@ -11,7 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from typedspy.schema import check_name, check_openai_strict, format_violation
+from typedspy.schema import (
+    check_name,
+    check_openai_strict,
+    format_violation,
+    meta_schema_violation,
+)
 from typedspy.testing._datagen import generate_instance
 from typedspy.testing._payloads import error_body
 
@@ -69,12 +74,22 @@ def function_of(tool: object, index: int, *, checks_strict: bool) -> tuple[str, 
         message = f"Invalid '{where}.name': {bad_name[0].message}"
         raise Rejected(message, param=f"{where}.name", code="invalid_value")
     parameters = spec.get("parameters", _EMPTY_PARAMETERS)
+    if not isinstance(parameters, dict):
+        raise Rejected(
+            f"Invalid type for '{where}.parameters': expected an object.",
+            param=f"{where}.parameters",
+            code="invalid_type",
+        )
+    invalid = meta_schema_violation(parameters)  # not JSON Schema: refused whatever `strict` says
+    if invalid is not None:
+        message = format_violation(invalid, name=name, kind="function")
+        raise Rejected(message, param=f"{where}.parameters", code="invalid_function_parameters")
     strict = spec.get("strict") is True and checks_strict
     violations = check_openai_strict(parameters, name=name) if strict else []
     if violations:
         message = format_violation(violations[0], name=name, kind="function")
         raise Rejected(message, param=f"{where}.parameters", code="invalid_function_parameters")
-    return name, parameters if isinstance(parameters, dict) else {}
+    return name, parameters
 
 
 def forced_tool(req: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str | None:
