@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import UnionType
-from typing import Any, ClassVar, Generic, TypeVar, cast, get_args, overload
+from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec, Unpack
 
@@ -18,35 +17,31 @@ from typedspy.engine import (
     check_inputs,
     over_chain,
     plan_call,
-    run_call,
     signature_of,
 )
 from typedspy.errors import (
     ConfigurationError,
     InputError,
-    LMUnsupportedFeatureError,
     OutputError,
 )
 from typedspy.lm import BaseLM, ChatMessage, FallbackLM, RequestParams, check_params
 from typedspy.modules._history import History, history_messages
-from typedspy.modules._state import checked_demos, fingerprint, jsonable_demo, typed_demo
+from typedspy.modules._modes import MODES, checked_mode, run_stepping_down, start_mode
+from typedspy.modules._state import checked_demos, predictor_state, read_predictor_state
 from typedspy.prediction import Prediction
 from typedspy.program import Module
 from typedspy.schema import compile_schema
-from typedspy.settings import ModeSetting, get_settings, resolve_lm
+from typedspy.settings import ModeSetting, resolve_lm
 from typedspy.signature import Returns, Signature
 from typedspy.streaming import closing
 
 __all__ = ["Predict"]
 
-logger = logging.getLogger("typedspy")
 SigT = TypeVar("SigT", bound=Signature)
 OutT = TypeVar("OutT")
 # ADR-015: the signature's inputs as a parameter list (its dataclass_transform __init__);
 # ``Predict[Decide]`` alone means any keywords.
 InputsT = ParamSpec("InputsT", default=...)
-_MODES = ("auto", *get_args(Mode))
-_STATE_KEYS = ("signature", "fingerprint", "instructions", "demos")
 
 
 class Predict(Module, Generic[SigT, InputsT]):
@@ -154,8 +149,8 @@ class Predict(Module, Generic[SigT, InputsT]):
         token_budget: int | None = None,
         **lm_kwargs: Unpack[RequestParams],
     ) -> None:
-        if mode is not None and mode not in _MODES:
-            raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(_MODES)}")
+        if mode is not None and mode not in MODES:
+            raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(MODES)}")
         if max_retries is not None and max_retries < 0:
             raise ConfigurationError("max_retries must be 0 or more")
         sig = signature_of(signature, output)
@@ -205,12 +200,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         Demo values are written as the prompt shows them (`to_jsonable` with each field's
         type: union members carry ``_type``); `load_state` validates them back into values.
         """
-        return {
-            "signature": self.signature.__name__,
-            "fingerprint": fingerprint(self.signature),
-            "instructions": self.instructions,
-            "demos": [jsonable_demo(self.signature, demo) for demo in self.demos],
-        }
+        return predictor_state(self.signature, self.instructions, self.demos)
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore `dump_state` output.
@@ -222,31 +212,7 @@ class Predict(Module, Generic[SigT, InputsT]):
 
     def _read_state(self, state: object) -> tuple[str | None, list[Mapping[str, Any]]]:
         """Check `dump_state` output and type its demos; nothing is changed yet."""
-        name = self.signature.__name__
-        if not isinstance(state, Mapping) or not set(state) <= set(_STATE_KEYS):
-            keys = sorted(state) if isinstance(state, Mapping) else type(state).__name__
-            raise ConfigurationError(
-                f"state for {self!r} must hold {', '.join(_STATE_KEYS)}, not {keys} "
-                "(was it saved from a module with several predictors?)"
-            )
-        if state.get("signature", name) != name:
-            raise ConfigurationError(
-                f"state saved for signature {state['signature']} cannot load into {self!r}"
-            )
-        saved = state.get("fingerprint")
-        if saved is not None and saved != fingerprint(self.signature):
-            raise ConfigurationError(
-                f"state saved for another {name} (its fields or types differ: fingerprint "
-                f"{saved}, this one's {fingerprint(self.signature)}) cannot load into {self!r}"
-            )
-        demos = state.get("demos", [])
-        if not isinstance(demos, list) or not all(isinstance(d, Mapping) for d in demos):
-            raise ConfigurationError(f"state for {self!r}: demos must be a list of objects")
-        instructions = state.get("instructions")
-        return (
-            None if instructions is None else str(instructions),
-            [typed_demo(self.signature, demo) for demo in demos],
-        )
+        return read_predictor_state(self.signature, state, owner=self)
 
     def _apply_state(self, read: tuple[str | None, list[Mapping[str, Any]]]) -> None:
         instructions, demos = read
@@ -289,35 +255,19 @@ class Predict(Module, Generic[SigT, InputsT]):
             async for event in events:
                 yield event
 
-    async def _execute_on(
+    def _execute_on(
         self,
         lm: BaseLM,
         checked: dict[str, Any],
         turns: Sequence[ChatMessage],
         stream: bool,
     ) -> AsyncIterator[Event]:
-        mode = self._start_mode(lm)
-        while True:
-            try:
-                plan = self._plan(lm, mode, checked, turns)
-                async with closing(run_call(plan, stream=stream)) as events:
-                    async for event in events:
-                        yield event
-                return
-            except LMUnsupportedFeatureError as exc:
-                if self._mode() != "auto" or exc.feature != "response_format":
-                    raise
-                step = lm.profile.next_mode(mode)  # remembered by the LM's profile
-                if step is None:
-                    raise
-                logger.warning(
-                    "%s rejected response_format %s (%s); falling back to %s for this LM",
-                    lm.model,
-                    mode,
-                    exc,
-                    step,
-                )
-                mode = step
+        return run_stepping_down(
+            lm,
+            lambda mode: self._plan(lm, mode, checked, turns),
+            asked=self._mode,
+            stream=stream,
+        )
 
     async def aforward(
         self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
@@ -400,16 +350,10 @@ class Predict(Module, Generic[SigT, InputsT]):
         return resolve_lm(self.lm)
 
     def _mode(self) -> str:
-        mode = self.mode or get_settings().mode
-        if mode not in _MODES:
-            raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(_MODES)}")
-        return mode
+        return checked_mode(self.mode)
 
     def _start_mode(self, lm: BaseLM) -> Mode:
-        mode = self._mode()
-        if mode != "auto":
-            return cast("Mode", mode)
-        return lm.profile.auto_mode()
+        return start_mode(self._mode(), lm)
 
     def _plan(
         self, lm: BaseLM, mode: Mode, inputs: dict[str, Any], history: Sequence[ChatMessage]

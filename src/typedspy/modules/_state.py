@@ -14,7 +14,16 @@ from typedspy.parse import field_errors
 from typedspy.schema import compile_schema
 from typedspy.signature import Signature, to_jsonable
 
-__all__ = ["checked_demos", "fingerprint", "jsonable_demo", "typed_demo"]
+__all__ = [
+    "checked_demos",
+    "fingerprint",
+    "jsonable_demo",
+    "predictor_state",
+    "read_predictor_state",
+    "typed_demo",
+]
+
+_STATE_KEYS = ("signature", "fingerprint", "instructions", "demos")
 
 
 def fingerprint(sig: type[Signature]) -> str:
@@ -117,3 +126,59 @@ def typed_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
                 model.__pydantic_validator__.validate_assignment(holder, name, demo[name])
                 typed[name] = getattr(holder, name)
     return typed
+
+
+def predictor_state(
+    sig: type[Signature], instructions: str, demos: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A predictor's instructions and demos, JSON-ready (see `Predict.dump_state`).
+
+    The signature's name and fingerprint go with them, so state saved for another signature
+    is refused when read back (`read_predictor_state`).
+    """
+    return {
+        "signature": sig.__name__,
+        "fingerprint": fingerprint(sig),
+        "instructions": instructions,
+        "demos": [jsonable_demo(sig, demo) for demo in demos],
+    }
+
+
+def read_predictor_state(
+    sig: type[Signature], state: object, *, owner: object
+) -> tuple[str | None, list[Mapping[str, Any]]]:
+    """Check `predictor_state` output and type its demos: ``(instructions, demos)``.
+
+    Args:
+        sig: The signature of the predictor loading it.
+        state: The saved state.
+        owner: The predictor loading it (named in the messages).
+
+    Raises:
+        ConfigurationError: The state is not a predictor's, or is for another signature.
+    """
+    name = sig.__name__
+    if not isinstance(state, Mapping) or not set(state) <= set(_STATE_KEYS):
+        keys = sorted(state) if isinstance(state, Mapping) else type(state).__name__
+        raise ConfigurationError(
+            f"state for {owner!r} must hold {', '.join(_STATE_KEYS)}, not {keys} "
+            "(was it saved from a module with several predictors?)"
+        )
+    if state.get("signature", name) != name:
+        raise ConfigurationError(
+            f"state saved for signature {state['signature']} cannot load into {owner!r}"
+        )
+    saved = state.get("fingerprint")
+    if saved is not None and saved != fingerprint(sig):
+        raise ConfigurationError(
+            f"state saved for another {name} (its fields or types differ: fingerprint "
+            f"{saved}, this one's {fingerprint(sig)}) cannot load into {owner!r}"
+        )
+    demos = state.get("demos", [])
+    if not isinstance(demos, list) or not all(isinstance(d, Mapping) for d in demos):
+        raise ConfigurationError(f"state for {owner!r}: demos must be a list of objects")
+    instructions = state.get("instructions")
+    return (
+        None if instructions is None else str(instructions),
+        [typed_demo(sig, demo) for demo in demos],
+    )

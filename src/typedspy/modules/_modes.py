@@ -1,0 +1,86 @@
+"""Which output mode a `Predict` call starts in, and stepping down when an endpoint refuses it.
+
+``mode="auto"`` (the default setting) starts with the first mode of the LM's profile. When the
+endpoint rejects ``response_format``, the call steps down the profile's list (the profile
+remembers it, so later calls start lower) and runs again; an explicit mode never steps down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import cast, get_args
+
+from typedspy.adapter import Mode
+from typedspy.engine import CallPlan, Event, run_call
+from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError
+from typedspy.lm import BaseLM
+from typedspy.settings import ModeSetting, get_settings
+from typedspy.streaming import closing
+
+__all__ = ["MODES", "checked_mode", "run_stepping_down", "start_mode"]
+
+logger = logging.getLogger("typedspy")
+MODES = ("auto", *get_args(Mode))
+
+
+def checked_mode(mode: ModeSetting | None) -> str:
+    """``mode``, else the ``mode`` setting.
+
+    Raises:
+        ConfigurationError: It is not one of `MODES`.
+    """
+    mode = mode or get_settings().mode
+    if mode not in MODES:
+        raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(MODES)}")
+    return mode
+
+
+def start_mode(mode: str, lm: BaseLM) -> Mode:
+    """The mode a call starts in: ``mode`` (checked), or for ``"auto"`` the profile's."""
+    if mode != "auto":
+        return cast("Mode", mode)
+    return lm.profile.auto_mode()
+
+
+async def run_stepping_down(
+    lm: BaseLM,
+    plan: Callable[[Mode], CallPlan],
+    *,
+    asked: Callable[[], str],
+    stream: bool,
+) -> AsyncIterator[Event]:
+    """Run the call planned for the start mode; step down the profile's modes while refused.
+
+    Args:
+        lm: The endpoint (one of a chain's, for a `FallbackLM`).
+        plan: The call for a mode.
+        asked: The mode asked for (checked): read when the call starts (`start_mode`), and
+            again when the endpoint refuses (only ``"auto"`` steps down).
+        stream: Stream the call (events before the `Prediction`).
+
+    Raises:
+        LMUnsupportedFeatureError: Refused with an explicit mode, refused for another feature
+            than ``response_format``, or refused in the profile's last mode.
+    """
+    mode = start_mode(asked(), lm)
+    while True:
+        try:
+            async with closing(run_call(plan(mode), stream=stream)) as events:
+                async for event in events:
+                    yield event
+            return
+        except LMUnsupportedFeatureError as exc:
+            if asked() != "auto" or exc.feature != "response_format":
+                raise
+            step = lm.profile.next_mode(mode)  # remembered by the LM's profile
+            if step is None:
+                raise
+            logger.warning(
+                "%s rejected response_format %s (%s); falling back to %s for this LM",
+                lm.model,
+                mode,
+                exc,
+                step,
+            )
+            mode = step
