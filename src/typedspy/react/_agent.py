@@ -26,8 +26,7 @@ from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, RequestPa
 from typedspy.modules import History, Predict, history_messages
 from typedspy.prediction import Prediction
 from typedspy.program import Module
-from typedspy.react._calls import finished, started
-from typedspy.react._resume import ResumeStore, answer_once, default_resume_store
+from typedspy.react._resume import ResumeStore, default_resume_store, restore, resumed_step
 from typedspy.react._run import MAX_TOOL_CALLS, Run
 from typedspy.react._state import (
     PausedRun,
@@ -37,9 +36,8 @@ from typedspy.react._state import (
 from typedspy.react._steps import (
     FINISH,
     TRAJECTORY_FIELD,
+    ask_native,
     extraction_signature,
-    native_request,
-    native_response,
     step_signature,
 )
 from typedspy.schema import compile_schema
@@ -234,15 +232,8 @@ class ReAct(Module, Generic[SigT]):
             start = 0
         else:
             run, point = self._resume(lm, resume_state, inputs, history)
-            step = run.trajectory[run.step]
-            call = step.calls[point.call]
-            yield started(call)
             store = self.resume_store if self.resume_store is not None else default_resume_store()
-            call.observation, failed = await answer_once(
-                run, call, resume_state, point.pause_id, store
-            )
-            yield finished(call, failed)
-            async with closing(run.run_calls(step, point.call + 1)) as calls:
+            async with closing(resumed_step(run, point, resume_state, store)) as calls:
                 async for event in calls:
                     yield event
             start = run.step + 1
@@ -337,18 +328,7 @@ class ReAct(Module, Generic[SigT]):
         point = read_paused(state, self.signature)
         given = inputs or point.inputs
         run = self._new_run(lm, given, history, point.to_trajectory(), point.mode)
-        run.usage = point.usage
-        run.step = point.step
-        for tool in list(run.calls.tools):
-            if tool.name not in point.tools:
-                run.calls.tools.remove(tool.name)
-        missing = sorted(set(point.tools) - {t.name for t in run.calls.tools})
-        if missing:
-            logger.warning(
-                "resuming %s without tools added during the paused run: %s",
-                self.signature.__name__,
-                ", ".join(missing),
-            )
+        restore(run, point)
         return run, point
 
     # -- one step --
@@ -358,7 +338,7 @@ class ReAct(Module, Generic[SigT]):
         response: LMResponse | None = None
         while run.mode == "tools":
             try:
-                async with closing(self._ask(run, stream)) as items:
+                async with closing(ask_native(run, stream=stream)) as items:
                     async for item in items:
                         if isinstance(item, LMResponse):
                             response = item
@@ -388,19 +368,3 @@ class ReAct(Module, Generic[SigT]):
             async with closing(run.run_calls(step, 0)) as events:
                 async for event in events:
                     yield event
-
-    def _ask(self, run: Run[SigT], stream: bool) -> AsyncIterator[StreamEvent | LMResponse]:
-        request = native_request(
-            self.signature,
-            run.inputs,
-            history=run.history,
-            trajectory=run.trajectory,
-            tools=run.active_tools(),
-            parallel_tool_calls=run.parallel_tool_calls,
-            params=self.lm_kwargs,
-            target=run.lm.profile.target,
-            profile=run.lm.profile,
-        )
-        return native_response(
-            run.lm, request, self.signature, stream=stream, requests=run.requests
-        )

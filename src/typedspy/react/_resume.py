@@ -1,5 +1,9 @@
 """Resuming a paused run once: the store of answered pauses, and the answer applied.
 
+A resumed run is a new `Run` set back to where the saved one paused (`restore`); its first
+events are the paused call's, answered once, then the rest of that step's calls
+(`resumed_step`).
+
 Each pause of a ReAct run carries a ``pause_id`` (a random id made when the run paused). The
 first resumption claims that id in a `ResumeStore` before the approved tool runs and records what
 the call returned; a second resumption from the same saved state finds the record and replays
@@ -13,14 +17,16 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from typedspy.errors import ConfigurationError, ResumeConflictError
+from typedspy.react._calls import finished, started
 from typedspy.react._run import Run
-from typedspy.react._state import TrajectoryCall
+from typedspy.react._state import PausedRun, TrajectoryCall
 from typedspy.signature import to_jsonable
+from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import ResumeState, approvals
 
 __all__ = [
@@ -29,6 +35,8 @@ __all__ = [
     "ResumeStore",
     "answer_once",
     "default_resume_store",
+    "restore",
+    "resumed_step",
     "show_edits",
 ]
 
@@ -118,6 +126,40 @@ _DEFAULT = MemoryResumeStore()
 def default_resume_store() -> MemoryResumeStore:
     """The process-wide store agents use when given none."""
     return _DEFAULT
+
+
+def restore(run: Run[Any], point: PausedRun) -> None:
+    """Set a new run back to where ``point`` paused: its tokens, its step and its tools.
+
+    Tools the paused run did not have are removed; tools it had (added by module callbacks)
+    that the agent lacks now are named in a warning.
+    """
+    run.usage = point.usage
+    run.step = point.step
+    for tool in list(run.calls.tools):
+        if tool.name not in point.tools:
+            run.calls.tools.remove(tool.name)
+    missing = sorted(set(point.tools) - {t.name for t in run.calls.tools})
+    if missing:
+        logger.warning(
+            "resuming %s without tools added during the paused run: %s",
+            run.signature.__name__,
+            ", ".join(missing),
+        )
+
+
+async def resumed_step(
+    run: Run[Any], point: PausedRun, state: ResumeState, store: ResumeStore
+) -> AsyncIterator[StreamEvent]:
+    """The paused call answered (once, see `answer_once`), then the rest of its step's calls."""
+    step = run.trajectory[run.step]
+    call = step.calls[point.call]
+    yield started(call)
+    call.observation, failed = await answer_once(run, call, state, point.pause_id, store)
+    yield finished(call, failed)
+    async with closing(run.run_calls(step, point.call + 1)) as calls:
+        async for event in calls:
+            yield event
 
 
 async def answer_once(

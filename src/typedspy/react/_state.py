@@ -20,7 +20,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, Self, TypeVar, overload
 
 from pydantic import (
     BaseModel,
@@ -53,7 +53,24 @@ __all__ = [
 FEEDBACK_LABEL = "[Automated feedback from typedspy's agent loop, not a message from the user.]"
 
 
-class TrajectoryCall(BaseModel):
+class _JSONModel(BaseModel):
+    """A record that saves as JSON-ready data and loads back, errors naming the field."""
+
+    def to_json(self) -> dict[str, Any]:
+        """This record as JSON-ready data (`from_json` rebuilds it), dumped by Pydantic."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        """Rebuild a record from `to_json` data, validated by Pydantic.
+
+        Raises:
+            ConfigurationError: The data is not such a record (the message names the field).
+        """
+        return _validated(cls, data)
+
+
+class TrajectoryCall(_JSONModel):
     """One tool call and what came of it (a Pydantic model: it saves and loads as JSON).
 
     Attributes:
@@ -70,21 +87,8 @@ class TrajectoryCall(BaseModel):
     arguments: str
     observation: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """This call as JSON-ready data."""
-        return self.model_dump(mode="json")
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TrajectoryCall:
-        """Rebuild a call from `to_json` data.
-
-        Raises:
-            ConfigurationError: The data is not a call (the message names the field).
-        """
-        return _validated(cls, data)
-
-
-class TrajectoryStep(BaseModel):
+class TrajectoryStep(_JSONModel):
     """One model turn of an agent run.
 
     Attributes:
@@ -97,19 +101,6 @@ class TrajectoryStep(BaseModel):
     reasoning: str | None = None
     calls: list[TrajectoryCall] = Field(default_factory=list)
     note: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """This step as JSON-ready data."""
-        return self.model_dump(mode="json")
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TrajectoryStep:
-        """Rebuild a step from `to_json` data.
-
-        Raises:
-            ConfigurationError: The data is not a step (the message names the field).
-        """
-        return _validated(cls, data)
 
 
 M = TypeVar("M", bound=BaseModel)

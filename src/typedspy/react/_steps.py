@@ -41,12 +41,14 @@ from typedspy.signature import InputField, OutputField, Signature, build_signatu
 from typedspy.streaming import StreamEvent
 
 if TYPE_CHECKING:
+    from typedspy.react._run import Run
     from typedspy.tools import Tool
 
 __all__ = [
     "FINISH",
     "TRAJECTORY_FIELD",
     "answers_in_content",
+    "ask_native",
     "extraction_signature",
     "finish_tool",
     "native_request",
@@ -251,6 +253,22 @@ def native_response(
     """
     pick = _finish_arguments(content=request.response_format is not None)
     return send(lm, request, signature, stream=stream, pick=pick, requests=requests)
+
+
+def ask_native(run: Run[Any], *, stream: bool) -> AsyncIterator[StreamEvent | LMResponse]:
+    """A run's next native step: its request sent (see `native_request`), as `native_response`."""
+    request = native_request(
+        run.signature,
+        run.inputs,
+        history=run.history,
+        trajectory=run.trajectory,
+        tools=run.active_tools(),
+        parallel_tool_calls=run.parallel_tool_calls,
+        params=run.params,
+        target=run.lm.profile.target,
+        profile=run.lm.profile,
+    )
+    return native_response(run.lm, request, run.signature, stream=stream, requests=run.requests)
 
 
 def _finish_arguments(*, content: bool = False) -> Pick:
