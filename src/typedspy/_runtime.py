@@ -150,6 +150,8 @@ def run_sync(awaitable: Awaitable[T] | Callable[[], Awaitable[T]], *, async_name
             without running.
     """
     _refuse_on_own_loop(awaitable, async_name)
+    if not _loop_running():
+        return _run_here(awaitable)
     loop = _LOOP.get()
     ctx = contextvars.copy_context()
     result: concurrent.futures.Future[T] = concurrent.futures.Future()
@@ -181,6 +183,54 @@ def run_sync(awaitable: Awaitable[T] | Callable[[], Awaitable[T]], *, async_name
         else:  # running: cancel the task on its loop
             loop.call_soon_threadsafe(cancel)
         raise
+
+
+class _Private(threading.local):
+    loop: asyncio.AbstractEventLoop | None = None
+    roots: set[asyncio.Task[object]]
+
+    def __init__(self) -> None:
+        self.roots = set()
+
+
+_private = _Private()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def sync_root() -> bool:
+    """True in the root task of a synchronous call on its thread's private loop."""
+    roots = _private.roots
+    return bool(roots) and asyncio.current_task() in roots
+
+
+def _run_here(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
+    local = _private
+    loop = local.loop
+    if loop is None or loop.is_closed():
+        loop = local.loop = asyncio.new_event_loop()
+    ctx = contextvars.copy_context()
+    coro = ctx.run(_as_coroutine, awaitable)
+    task = ctx.run(loop.create_task, coro)
+    local.roots.add(task)  # type: ignore[arg-type]
+    try:
+        return loop.run_until_complete(task)
+    except KeyboardInterrupt:
+        if not task.done():
+            task.cancel()
+            try:
+                loop.run_until_complete(task)
+            except BaseException:
+                pass
+        raise
+    finally:
+        local.roots.discard(task)  # type: ignore[arg-type]
 
 
 def iterate_sync(

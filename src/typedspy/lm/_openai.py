@@ -396,6 +396,13 @@ class LM(BaseLM):
     def __deepcopy__(self, memo: dict[int, Any]) -> LM:
         return self
 
+    def _sync(self) -> Any:
+        c = getattr(self, "_sync_client", None)
+        if c is None:
+            import openai
+            c = self._sync_client = openai.OpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=self._max_retries)
+        return c
+
     def _build_client(self) -> AsyncOpenAI:
         import openai
 
@@ -439,6 +446,17 @@ class LM(BaseLM):
         from typedspy.lm._openai_bounds import count, within
 
         bound = active_requests()
+        from typedspy._runtime import sync_root
+
+        if sync_root():
+            client, retries = within(bound, self._sync())  # type: ignore[arg-type]
+            try:
+                raw = client.chat.completions.with_raw_response.create(**as_sent(kwargs))
+            except openai.OpenAIError as exc:
+                count(bound, exc, retries)
+                raise self._failure(exc) from exc
+            count(bound, raw, retries)
+            return raw
         client, retries = within(bound, await self._aclient())
         try:
             raw = await client.chat.completions.with_raw_response.create(**as_sent(kwargs))
