@@ -43,11 +43,30 @@ def test_returns_the_result_of_a_coroutine_or_a_factory() -> None:
     assert run_sync(lambda: add(4, 5), async_name="Calc.aadd") == 9
 
 
-def test_every_call_runs_on_the_same_background_loop() -> None:
+def test_every_call_of_a_thread_runs_on_that_threads_own_loop_on_that_thread() -> None:
     loops = {run_sync(running_loop, async_name="X.acall") for _ in range(3)}
 
     assert len(loops) == 1
-    loop_thread = run_sync(_current_thread, async_name="X.acall")
+    assert run_sync(_current_thread, async_name="X.acall") is threading.main_thread()
+
+    def other() -> None:
+        seen.append(run_sync(running_loop, async_name="X.acall"))
+        seen.append(run_sync(running_loop, async_name="X.acall"))
+
+    seen: list[asyncio.AbstractEventLoop] = []
+    worker = threading.Thread(target=other)
+    worker.start()
+    worker.join()
+    assert seen[0] is seen[1]
+    assert seen[0] not in loops
+    assert seen[0].is_closed()  # finished and closed when its thread ended
+
+
+def test_a_sync_call_inside_a_running_loop_runs_on_the_background_loop_thread() -> None:
+    async def cell() -> threading.Thread:
+        return run_sync(_current_thread, async_name="X.acall")
+
+    loop_thread = asyncio.run(cell())
     assert loop_thread is not threading.main_thread()
     assert loop_thread.daemon
 
@@ -202,9 +221,10 @@ def test_the_loop_starts_once_when_many_threads_race_to_use_it() -> None:
         "barrier = threading.Barrier(16)\n"
         "loops = []\n"
         "async def loop(): return id(asyncio.get_running_loop())\n"
+        "async def cell(): return run_sync(loop, async_name='X.acall')\n"
         "def worker():\n"
         "    barrier.wait()\n"
-        "    loops.append(run_sync(loop, async_name='X.acall'))\n"
+        "    loops.append(asyncio.run(cell()))\n"
         "threads = [threading.Thread(target=worker) for _ in range(16)]\n"
         "[t.start() for t in threads]\n"
         "[t.join() for t in threads]\n"

@@ -28,18 +28,23 @@ __all__ = [
     "Bound",
     "bounded",
     "call_bound",
+    "expiry",
     "note_attempt",
     "note_request",
     "note_stage",
     "note_streamed",
     "note_tool",
     "stream_bounded",
+    "tightest",
 ]
 
 T = TypeVar("T")
 
 _active: contextvars.ContextVar[Bound | None] = contextvars.ContextVar(
     "typedspy_deadline", default=None
+)
+_stream: contextvars.ContextVar[Bound | None] = contextvars.ContextVar(
+    "typedspy_stream_deadline", default=None
 )
 
 
@@ -185,10 +190,13 @@ async def stream_bounded(
     bound.stage = "streaming the reply"
     try:
         while True:
+            token = _stream.set(bound)
             try:
                 chunk = await bound.step(chunks)
             except StopAsyncIteration:
                 return
+            finally:
+                _stream.reset(token)
             yield chunk
     finally:
         bound.close()
@@ -199,6 +207,22 @@ async def _aclose(iterator: AsyncIterator[object]) -> None:
     aclose = getattr(iterator, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+def tightest() -> Bound | None:
+    """The bound that runs out first among the call's and the streamed request's, if any.
+
+    A blocking request (ADR-049) cannot be cut by a bound's timer: it waits no longer than
+    this bound's time left instead.
+    """
+    bounds = [bound for bound in (_active.get(), _stream.get()) if bound is not None]
+    return min(bounds, key=lambda bound: bound.expiry, default=None)
+
+
+def expiry() -> float | None:
+    """When `tightest` runs out (a ``time.monotonic`` instant), or ``None``."""
+    bound = tightest()
+    return None if bound is None else bound.expiry
 
 
 def _chain() -> list[Bound]:

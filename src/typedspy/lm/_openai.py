@@ -22,23 +22,21 @@ from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.errors import (
     ConfigurationError,
-    LMError,
     LMResponseError,
 )
 from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
-from typedspy.lm._clients import LoopClients
 from typedspy.lm._params import LMDefaults, check_params
 from typedspy.lm._request import as_sent, create_kwargs
-from typedspy.lm._requests import active as active_requests
-from typedspy.lm._scrub import redactor, scrub_chain, url_secrets
+from typedspy.lm._scrub import redactor, url_secrets
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import unsupported_feature
 from typedspy.profiles import Profile, detect_profile
 from typedspy.streaming import closing
 
 if TYPE_CHECKING:  # the SDK is imported on first use (ADR-034): `import typedspy` stays light
-    import openai
     from openai import AsyncOpenAI
+
+    from typedspy.lm._openai_send import Sender
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "LM", "unsupported_feature"]
 
@@ -141,8 +139,7 @@ class LM(BaseLM):
         self.defaults: Mapping[str, Any] = dict(defaults)
         self._client = client  # injected: used as is, from whichever loop calls
         self._owns_client = client is None
-        # ADR-024: a client of our own per event loop, closed when that loop shuts down.
-        self._clients: LoopClients[AsyncOpenAI] = LoopClients(self._build_client)
+        self._sending: Sender | None = None  # built on first use: it imports the SDK
         self._base_url = base_url
         self._api_key = api_key
         self._max_retries = 2 if max_retries is None else max_retries
@@ -176,19 +173,30 @@ class LM(BaseLM):
         """The ``AsyncOpenAI`` client: the injected one, else the current event loop's.
 
         `LM` builds one client per event loop it is used from (connections belong to the loop
-        that opened them); outside any loop this is a client built for inspection.
+        that opened them); outside any loop this is a client built for inspection. A sync call
+        sends with a blocking ``openai.OpenAI`` client `LM` builds besides (ADR-049).
 
         Raises:
             ConfigurationError: The SDK could not build a client (typically: no API key).
         """
-        if self._client is not None:
-            return self._client
-        return self._clients.current() or self._clients.detached()
+        return self._sender.client()
 
-    async def _aclient(self) -> AsyncOpenAI:
-        if self._client is not None:
-            return self._client
-        return await self._clients.get()
+    @property
+    def _sender(self) -> Sender:
+        sending = self._sending
+        if sending is None:
+            from typedspy.lm._openai_send import Sender
+
+            sending = self._sending = Sender(
+                self.model,
+                self._client,
+                base_url=self._base_url,
+                api_key=self._api_key,
+                max_retries=self._max_retries,
+                timeout=self._timeout,
+                max_bytes=self._max_bytes,
+            )
+        return sending
 
     async def acomplete(self, request: LMRequest) -> LMResponse:
         """Send one chat-completion request and return the response.
@@ -212,7 +220,7 @@ class LM(BaseLM):
         from typedspy.lm._openai_bounds import limit_error
         from typedspy.lm._openai_errors import rate_headers
 
-        raw = await self._create(self._create_kwargs(request))
+        raw = await self._sender.create(as_sent(self._create_kwargs(request)))
         text = raw.text  # read within the size cap by the transport
         try:
             completion = loads(text, max_depth=self._max_depth)
@@ -271,21 +279,10 @@ class LM(BaseLM):
         Raises:
             LMError: As for `acomplete`, or a reply without one vector per text.
         """
-        import openai
-
         from typedspy.lm._openai_errors import rate_headers
 
         name = model or self.model
-        client = await self._aclient()
-        try:
-            raw = await client.embeddings.with_raw_response.create(
-                model=name, input=list(texts), encoding_format="float"
-            )
-            reply = raw.parse()
-        except openai.OpenAIError as exc:
-            raise self._failure(exc) from exc
-        except RuntimeError as exc:
-            raise self._other_loop(exc) from exc
+        raw, reply = await self._sender.embed(name, list(texts))
         vectors = [list(item.embedding) for item in sorted(reply.data, key=lambda d: d.index)]
         if len(vectors) != len(texts):
             raise LMResponseError(f"{name}: {len(vectors)} embeddings for {len(texts)} texts")
@@ -310,35 +307,17 @@ class LM(BaseLM):
             The same errors as `acomplete`, when the request is sent or while it streams;
             `LMResponseError` for a chunk that is not JSON.
         """
-        import openai
-        from openai import AsyncStream
-
-        from typedspy.lm._openai_bounds import check_streamed, read_chunks
+        from typedspy.lm._openai_stream import stream_chunks
 
         kwargs = self._create_kwargs(request)
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
-        stream: AsyncStream[object] | None = None
         usage: Usage | None = None
-        try:
-            raw = await self._create(kwargs)
-            try:
-                # ADR-008: the chunks as decoded JSON, read leniently like `acomplete` reads its
-                # body (the SDK still decodes the SSE, raises error events, maps transport
-                # errors); building its typed chunk models would cost more than all of ours.
-                stream = raw.parse(to=AsyncStream[object])
-            except openai.OpenAIError as exc:
-                raise self._translate(exc) from exc
-            check_streamed(self.model, raw.headers.get("content-type", ""), self._redact)
-            chunks = read_chunks(stream, self.model, self._translate, self._redact, self._max_depth)
-            async with closing(chunks):
-                async for data in chunks:
-                    piece = LMChunk.from_dict(data)
-                    usage = piece.usage or usage
-                    yield piece
-        finally:
-            if stream is not None:
-                await stream.close()
+        async with closing(stream_chunks(self._sender, as_sent(kwargs), self._max_depth)) as chunks:
+            async for data in chunks:
+                piece = LMChunk.from_dict(data)
+                usage = piece.usage or usage
+                yield piece
         with self._lock:
             self._usage += usage or Usage()
             self._calls += 1
@@ -349,8 +328,8 @@ class LM(BaseLM):
         Clients built for other loops close when those loops shut down; a later call builds a
         fresh client.
         """
-        if self._owns_client:
-            await self._clients.aclose_current()
+        if self._owns_client and self._sending is not None:
+            await self._sending.aclose()
 
     def close(self) -> None:
         """Synchronous `aclose`."""
@@ -396,42 +375,6 @@ class LM(BaseLM):
     def __deepcopy__(self, memo: dict[int, Any]) -> LM:
         return self
 
-    def _sync(self) -> Any:
-        c = getattr(self, "_sync_client", None)
-        if c is None:
-            import openai
-            c = self._sync_client = openai.OpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=self._max_retries)
-        return c
-
-    def _build_client(self) -> AsyncOpenAI:
-        import openai
-
-        options: dict[str, Any] = {"max_retries": self._max_retries}
-        if self._base_url is not None:
-            options["base_url"] = self._base_url
-        if self._api_key is not None:
-            options["api_key"] = self._api_key
-        elif not os.environ.get("OPENAI_API_KEY") and (
-            self._base_url or os.environ.get("OPENAI_BASE_URL")
-        ):
-            # A local server (llama.cpp, vLLM, Ollama) set by base_url alone needs no key, but
-            # the SDK refuses to build a client without one: send a placeholder.
-            options["api_key"] = _NO_KEY
-        if self._timeout is not None:
-            options["timeout"] = self._timeout
-        from typedspy.lm._openai_transport import http_client
-
-        options["http_client"] = http_client(self._max_bytes)  # bodies capped while read
-        try:
-            return openai.AsyncOpenAI(**options)
-        except openai.OpenAIError as exc:
-            scrub_chain(exc, self._redact)
-            raise ConfigurationError(
-                f"LM({self.model!r}) could not create its OpenAI client: "
-                f"{self._redact(str(exc))} Pass api_key=... (any placeholder for a local server "
-                "that needs none), set OPENAI_API_KEY, or pass client=AsyncOpenAI(...)."
-            ) from exc
-
     def _create_kwargs(self, request: LMRequest) -> dict[str, Any]:
         if self._known_params is None:  # what this SDK version's create() accepts
             self._known_params = frozenset(
@@ -439,85 +382,20 @@ class LM(BaseLM):
             )
         return create_kwargs(self.model, self.defaults, request, self._known_params)
 
-    async def _create(self, kwargs: dict[str, Any]) -> Any:
-        """Send one ``create``, within the call's request bound; SDK errors translated."""
-        import openai
-
-        from typedspy.lm._openai_bounds import count, within
-
-        bound = active_requests()
-        from typedspy._runtime import sync_root
-
-        if sync_root():
-            client, retries = within(bound, self._sync())  # type: ignore[arg-type]
-            try:
-                raw = client.chat.completions.with_raw_response.create(**as_sent(kwargs))
-            except openai.OpenAIError as exc:
-                count(bound, exc, retries)
-                raise self._failure(exc) from exc
-            count(bound, raw, retries)
-            return raw
-        client, retries = within(bound, await self._aclient())
-        try:
-            raw = await client.chat.completions.with_raw_response.create(**as_sent(kwargs))
-        except openai.OpenAIError as exc:
-            count(bound, exc, retries)
-            raise self._failure(exc) from exc
-        except RuntimeError as exc:
-            count(bound, exc, retries)
-            raise self._other_loop(exc) from exc
-        count(bound, raw, retries)
-        return raw
-
-    def _failure(self, exc: openai.OpenAIError) -> Exception:
-        """The error for a failed send: a second loop explained, else the SDK's translated."""
-        from typedspy.lm._openai_errors import sent_error
-
-        sent = sent_error(exc)  # openai < 2.31 wraps a wrong-loop RuntimeError too
-        if isinstance(sent, RuntimeError):
-            return self._other_loop(sent)
-        return self._translate(exc)
-
-    def _translate(self, exc: openai.OpenAIError) -> LMError:
-        from typedspy.lm._openai_errors import translate
-
-        scrub_chain(exc, self._redact)  # kept as __cause__, without the secrets (ADR-028)
-        where = f"{self.model} at {self._shown_base_url() or 'the default OpenAI endpoint'}"
-        return translate(exc, where=where, redact=self._redact)
-
-    def _other_loop(self, exc: RuntimeError) -> Exception:
-        """An injected client used from a second event loop: say what to do (ADR-024)."""
-        scrub_chain(exc, self._redact)
-        text = str(exc)
-        if self._client is None or not (
-            "different event loop" in text or "Event loop is closed" in text
-        ):
-            return exc
-        return ConfigurationError(
-            f"LM({self.model!r}) was given client=..., whose pooled connections belong to the "
-            "event loop that first used it, and it is now used from another loop "
-            f"({self._redact(text)[:120]}). Give LM base_url=/api_key= instead of client= so "
-            "typedspy builds one client per event loop, or use this LM from one loop only "
-            "(only sync calls, or only your own loop)."
-        )
-
     def _shown_base_url(self) -> str | None:
-        built = self._client or self._clients.current()
-        if built is not None:
-            url: str | None = str(built.base_url)
-        else:
-            url = self._base_url or os.environ.get("OPENAI_BASE_URL")
+        if self._sending is not None:
+            return self._sending.shown_base_url()
+        url = str(self._client.base_url) if self._client is not None else None
+        url = url or self._base_url or os.environ.get("OPENAI_BASE_URL")
         return None if url is None else self._redact(url)
 
     def _redact(self, text: str) -> str:
-        built = self._client or self._clients.current()
+        if self._sending is not None:
+            return self._sending.redact(text)
         url = self._base_url or os.environ.get("OPENAI_BASE_URL")
-        secrets = [self._api_key, getattr(built, "api_key", None), os.environ.get("OPENAI_API_KEY")]
-        secrets += url_secrets(url) + url_secrets(str(built.base_url) if built else None)
+        secrets = [self._api_key, getattr(self._client, "api_key", None)]
+        secrets += [os.environ.get("OPENAI_API_KEY"), *url_secrets(url)]
         return redactor(secrets)(text)
-
-
-_NO_KEY = "no-key"
 
 
 def _positive(value: int | None, default: int, name: str) -> int:

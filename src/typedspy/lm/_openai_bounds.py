@@ -13,19 +13,21 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
-from openai import AsyncOpenAI, AsyncStream
+from openai import AsyncOpenAI, OpenAI
 
 from typedspy._json import JSONLimitError, depth_exceeded, number_too_long, too_deep
-from typedspy.errors import LMError, LMResponseError, LMResponseLimitError
+from typedspy.errors import LMResponseError, LMResponseLimitError
 from typedspy.lm._requests import RequestBound
+
+C = TypeVar("C", AsyncOpenAI, OpenAI)
 
 __all__ = ["check_streamed", "count", "limit_error", "read_chunks", "within"]
 
 
-def within(bound: RequestBound | None, client: AsyncOpenAI) -> tuple[AsyncOpenAI, int]:
+def within(bound: RequestBound | None, client: C) -> tuple[C, int]:
     """The client for the next request, its SDK retries cut to what ``bound`` has left."""
     if bound is None:
         return client, client.max_retries
@@ -86,9 +88,9 @@ def limit_error(model: str, exc: JSONLimitError, what: str) -> LMResponseLimitEr
 
 
 async def read_chunks(
-    stream: AsyncStream[object],
+    stream: AsyncIterator[object],
     model: str,
-    translate: Callable[[openai.OpenAIError], LMError],
+    translate: Callable[[openai.OpenAIError], Exception],
     redact: Callable[[str], str],
     max_depth: int,
 ) -> AsyncIterator[Mapping[str, Any]]:

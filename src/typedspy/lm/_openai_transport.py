@@ -12,15 +12,24 @@ compression ratio. It applies to plain and streamed responses and to error bodie
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import time
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
 import openai
 
-__all__ = ["CappedTransport", "ResponseBodyError", "http_client"]
+__all__ = [
+    "CappedTransport",
+    "DeadlineReached",
+    "ResponseBodyError",
+    "SyncCappedTransport",
+    "http_client",
+    "sync_http_client",
+]
 
 _STEP = 64 * 1024  # decoded bytes produced per decompression step
 _DECODED = ("gzip", "deflate")
@@ -51,6 +60,37 @@ class ResponseBodyError(openai.OpenAIError):
         self.allowed = allowed
 
 
+class _Meter:
+    """Decodes and counts one body's bytes; raises past the cap (shared by both transports)."""
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        self._decoder = _decoder(encoding)
+        self._encoding = encoding
+        self._limit = limit
+        self._seen = 0
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._decoder is None:  # identity: count as it comes, no copy
+            yield self._counted(data)
+            return
+        for piece in _inflate(self._decoder, data, self._encoding):
+            yield self._counted(piece)
+
+    def tail(self) -> bytes:
+        return b"" if self._decoder is None else self._counted(self._decoder.flush())
+
+    def _counted(self, piece: bytes) -> bytes:
+        self._seen += len(piece)
+        if self._seen > self._limit:
+            raise ResponseBodyError(
+                f"the response body is larger than max_response_bytes={self._limit} (decoded; "
+                "the read was stopped there): set LM(max_response_bytes=...) to allow more",
+                limit="max_response_bytes",
+                allowed=self._limit,
+            )
+        return piece
+
+
 class _CappedStream(_http.AsyncByteStream):  # type: ignore[misc]
     """A response body, decoded and counted by a `_Reader`; closing it closes the reader too."""
 
@@ -61,7 +101,7 @@ class _CappedStream(_http.AsyncByteStream):  # type: ignore[misc]
         self._reader: _Reader | None = None
 
     def __aiter__(self) -> _Reader:
-        self._reader = _Reader(self._raw, self._encoding, self._limit)
+        self._reader = _Reader(self._raw, _Meter(self._encoding, self._limit))
         return self._reader
 
     async def aclose(self) -> None:
@@ -79,13 +119,10 @@ class _Reader:
     and `aclose` closes the iterator it reads from.
     """
 
-    def __init__(self, raw: Any, encoding: str, limit: int) -> None:
+    def __init__(self, raw: Any, meter: _Meter) -> None:
         self._source: AsyncIterator[bytes] = raw.__aiter__()
-        self._encoding = encoding
-        self._limit = limit
-        self._decoder = _decoder(encoding)
+        self._meter = meter
         self._pieces: Iterator[bytes] = iter(())
-        self._seen = 0
         self._ended = False
 
     def __aiter__(self) -> _Reader:
@@ -95,37 +132,43 @@ class _Reader:
         while True:
             piece = next(self._pieces, None)
             if piece is not None:
-                return self._counted(piece)
+                return piece
             if self._ended:
                 raise StopAsyncIteration
             try:
                 data = await self._source.__anext__()
             except StopAsyncIteration:
                 self._ended = True
-                tail = self._decoder.flush() if self._decoder is not None else b""
+                tail = self._meter.tail()
                 if tail:
-                    return self._counted(tail)
+                    return tail
                 raise
-            if self._decoder is None:  # identity: count as it comes, no copy
-                return self._counted(data)
-            self._pieces = _inflate(self._decoder, data, self._encoding)
-
-    def _counted(self, piece: bytes) -> bytes:
-        self._seen += len(piece)
-        if self._seen > self._limit:
-            raise ResponseBodyError(
-                f"the response body is larger than max_response_bytes={self._limit} (decoded; "
-                "the read was stopped there): set LM(max_response_bytes=...) to allow more",
-                limit="max_response_bytes",
-                allowed=self._limit,
-            )
-        return piece
+            self._pieces = self._meter.feed(data)
 
     async def aclose(self) -> None:
         self._ended, self._pieces = True, iter(())
         close = getattr(self._source, "aclose", None)
         if close is not None:
             await close()
+
+
+class _SyncCappedStream(_http.SyncByteStream):  # type: ignore[misc]
+    def __init__(self, raw: Any, encoding: str, limit: int, clock: _Clock) -> None:
+        self._raw = raw
+        self._encoding = encoding
+        self._limit = limit
+        self._clock = clock
+
+    def __iter__(self) -> Iterator[bytes]:
+        meter = _Meter(self._encoding, self._limit)
+        with self._clock.reading():
+            for data in self._raw:
+                yield from meter.feed(data)
+        if tail := meter.tail():
+            yield tail
+
+    def close(self) -> None:
+        self._raw.close()
 
 
 def _decoder(encoding: str) -> Any:
@@ -149,6 +192,40 @@ def _inflate(decoder: Any, data: bytes, encoding: str) -> Iterator[bytes]:
             yield piece
 
 
+def _accepted(request: Any) -> None:
+    request.headers["accept-encoding"] = ", ".join(_DECODED)  # only what is decoded here
+
+
+def _encoding(response: Any, limit: int) -> str | ResponseBodyError:
+    """The body's encoding, or the error for one not asked for (the response must be closed)."""
+    encoding: str = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in (*_DECODED, "identity", ""):
+        return encoding
+    return ResponseBodyError(
+        f"the endpoint sent a body in {encoding!r}, not one of the encodings asked for "
+        f"({', '.join(_DECODED)})",
+        limit=None,
+        allowed=limit,
+    )
+
+
+def _capped(response: Any, request: Any, encoding: str, stream: Any) -> Any:
+    headers = response.headers
+    if encoding in _DECODED:  # decoded here: the client must not decode it again
+        headers = [
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length")
+        ]
+    return _http.Response(
+        response.status_code,
+        headers=headers,
+        stream=stream,
+        extensions=response.extensions,
+        request=request,
+    )
+
+
 class CappedTransport(_http.AsyncBaseTransport):  # type: ignore[misc]
     """Wraps the SDK's transport; response bodies are decoded here, capped at ``limit`` bytes."""
 
@@ -157,38 +234,93 @@ class CappedTransport(_http.AsyncBaseTransport):  # type: ignore[misc]
         self._limit = limit
 
     async def handle_async_request(self, request: Any) -> Any:
-        request.headers["accept-encoding"] = ", ".join(_DECODED)  # only what is decoded here
+        _accepted(request)
         response = await self._inner.handle_async_request(request)
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in (*_DECODED, "identity", ""):
+        encoding = _encoding(response, self._limit)
+        if isinstance(encoding, ResponseBodyError):
             await response.aclose()
-            raise ResponseBodyError(
-                f"the endpoint sent a body in {encoding!r}, not one of the encodings asked for "
-                f"({', '.join(_DECODED)})",
-                limit=None,
-                allowed=self._limit,
-            )
-        headers = response.headers
-        if encoding in _DECODED:  # decoded here: the client must not decode it again
-            headers = [
-                (k, v)
-                for k, v in response.headers.multi_items()
-                if k.lower() not in ("content-encoding", "content-length")
-            ]
-        return _http.Response(
-            response.status_code,
-            headers=headers,
-            stream=_CappedStream(response.stream, encoding, self._limit),
-            extensions=response.extensions,
-            request=request,
-        )
+            raise encoding
+        stream = _CappedStream(response.stream, encoding, self._limit)
+        return _capped(response, request, encoding, stream)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
+class SyncCappedTransport(_http.BaseTransport):  # type: ignore[misc]
+    """`CappedTransport` for the blocking client, each wait also cut to the deadline.
+
+    ``expiry()`` gives the deadline of the request being sent (a ``time.monotonic`` instant, or
+    ``None``): every timeout of the request (connect, pool, write, each read) is cut to the time
+    left when it is sent, and a timeout past the deadline raises `DeadlineReached`.
+    """
+
+    def __init__(self, inner: Any, limit: int, expiry: Callable[[], float | None]) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._expiry = expiry
+
+    def handle_request(self, request: Any) -> Any:
+        _accepted(request)
+        clock = _Clock(self._expiry())
+        clock.clamp(request)
+        with clock.reading():
+            response = self._inner.handle_request(request)
+        encoding = _encoding(response, self._limit)
+        if isinstance(encoding, ResponseBodyError):
+            response.close()
+            raise encoding
+        stream = _SyncCappedStream(response.stream, encoding, self._limit, clock)
+        return _capped(response, request, encoding, stream)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class DeadlineReached(openai.OpenAIError):
+    """A blocking request stopped at the call's deadline (or ``stream_deadline``)."""
+
+
+class _Clock:
+    """One request's deadline: each timeout of the request cut to what is left of it."""
+
+    def __init__(self, expiry: float | None) -> None:
+        self._expiry = expiry
+
+    def clamp(self, request: Any) -> None:
+        if self._expiry is None:
+            return
+        left = self._expiry - time.monotonic()
+        if left <= 0:
+            raise DeadlineReached("the deadline ran out before the request was sent")
+        timeouts = dict(request.extensions.get("timeout") or {})
+        for phase in ("connect", "read", "write", "pool"):
+            given = timeouts.get(phase)
+            timeouts[phase] = left if given is None else min(given, left)
+        request.extensions["timeout"] = timeouts
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        try:
+            yield
+        except _http.TimeoutException:
+            if self._expiry is not None and time.monotonic() >= self._expiry:
+                raise DeadlineReached("the deadline ran out during the request") from None
+            raise
+
+
 def http_client(max_response_bytes: int) -> Any:
     """The SDK's default async HTTP client, on a `CappedTransport` (the SDK's pool limits)."""
-    limits = _http.Limits(max_connections=1000, max_keepalive_connections=100)
-    inner = _http.AsyncHTTPTransport(limits=limits)
+    inner = _http.AsyncHTTPTransport(limits=_limits())
     return openai.DefaultAsyncHttpxClient(transport=CappedTransport(inner, max_response_bytes))
+
+
+def sync_http_client(max_response_bytes: int, expiry: Callable[[], float | None]) -> Any:
+    """The SDK's default blocking HTTP client, on a `SyncCappedTransport`."""
+    inner = _http.HTTPTransport(limits=_limits())
+    transport = SyncCappedTransport(inner, max_response_bytes, expiry)
+    return openai.DefaultHttpxClient(transport=transport)
+
+
+def _limits() -> Any:
+    return _http.Limits(max_connections=1000, max_keepalive_connections=100)  # the SDK's

@@ -1,0 +1,369 @@
+"""Typedspy's background event loop: sync calls made while their thread runs a loop (ADR-024).
+
+A synchronous call made while the calling thread runs its own event loop (a Jupyter cell, a
+sync function called from async code) cannot run that loop again: its coroutine runs on one
+persistent event loop in a daemon thread shared by the whole process, while the caller's loop
+is blocked until it is done (its other tasks wait). A sync call made where no loop runs uses
+its thread's own loop instead (`typedspy._runtime_local`, ADR-049).
+
+At interpreter exit the loop is finished as ``asyncio.run`` finishes its own (tasks cancelled,
+async generators closed), which closes the clients `LM` built for it (ADR-047).
+"""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import atexit
+import concurrent.futures
+import contextvars
+import os
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
+
+__all__ = [
+    "EXIT_WAIT",
+    "LOOP",
+    "Exhausted",
+    "as_coroutine",
+    "await_on_thread",
+    "close_unawaited",
+    "consume",
+    "drain",
+    "finish",
+    "iterate_on_thread",
+    "relay_from_thread",
+    "run_on_thread",
+]
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+_WAIT_SLICE = 0.2  # seconds; how soon a pending KeyboardInterrupt is noticed while waiting
+EXIT_WAIT = 5.0  # seconds; how long interpreter exit waits for a loop to close its clients
+
+
+class _LoopThread:
+    """One event loop running forever in a daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._exit_registered = False
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is not None:
+            return loop
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                started = threading.Event()
+                thread = threading.Thread(
+                    target=self._run, args=(loop, started), name="typedspy-loop", daemon=True
+                )
+                thread.start()
+                started.wait()
+                self._thread = thread
+                self._loop = loop
+                if not self._exit_registered:
+                    self._exit_registered = True
+                    # Registered once the loop exists, so atexit (last in, first out) runs it
+                    # after the exit handlers registered since, which may still make calls.
+                    atexit.register(self.shutdown)
+            return self._loop
+
+    def is_current_thread(self) -> bool:
+        return self._thread is threading.current_thread()
+
+    def started(self) -> bool:
+        return self._loop is not None
+
+    def forget(self) -> None:
+        # After fork() the child has the loop object but not the thread that ran it.
+        self._lock = threading.Lock()
+        self._loop = None
+        self._thread = None
+
+    def shutdown(self) -> None:
+        """Finish the loop as ``asyncio.run`` does: cancel its tasks, close its async generators.
+
+        Run at interpreter exit: the clients `LM` built for this loop are closed by its async
+        generators (ADR-024), so no socket is left for the garbage collector to warn about.
+        Every wait is bounded (``EXIT_WAIT``); a loop that does not finish in time is left to
+        die with its daemon thread. A later call starts a fresh loop.
+        """
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = None
+            self._thread = None
+        if loop is None or thread is None or not thread.is_alive():
+            return
+        finishing = asyncio.run_coroutine_threadsafe(finish(loop), loop)
+        try:
+            finishing.result(timeout=EXIT_WAIT)
+        except Exception:  # timed out, or failed: exiting, there is no one left to tell
+            finishing.cancel()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=EXIT_WAIT)
+        if not thread.is_alive():
+            loop.close()
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(started.set)
+        loop.run_forever()
+
+
+async def finish(loop: asyncio.AbstractEventLoop) -> None:
+    """What ``asyncio.run`` does before closing a loop: cancel its tasks, close its generators."""
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks(loop) if task is not current]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=EXIT_WAIT)
+    await loop.shutdown_asyncgens()  # closes each LM client built for this loop
+    await asyncio.sleep(0)  # one more turn: closed transports drop their sockets
+
+
+LOOP = _LoopThread()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=LOOP.forget)
+
+
+def run_on_thread(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine on the background loop, in a copy of the caller's context, and wait."""
+    loop = LOOP.get()
+    ctx = contextvars.copy_context()
+    result: concurrent.futures.Future[T] = concurrent.futures.Future()
+    tasks: list[asyncio.Task[T]] = []
+
+    def start() -> None:
+        if not result.set_running_or_notify_cancel():
+            close_unawaited(awaitable)
+            return
+        try:
+            coro = ctx.run(as_coroutine, awaitable)
+            task = ctx.run(loop.create_task, coro)
+        except BaseException as exc:  # a failing factory is the caller's error, not the loop's
+            result.set_exception(exc)
+            return
+        tasks.append(task)
+        task.add_done_callback(lambda done: _transfer(done, result))
+
+    def cancel() -> None:
+        for task in tasks:
+            task.cancel()
+
+    try:
+        loop.call_soon_threadsafe(start)
+        return _wait_for(result)
+    except KeyboardInterrupt:
+        if result.cancel():  # not started yet, and now it never will be
+            close_unawaited(awaitable)
+        else:  # running: cancel the task on its loop
+            loop.call_soon_threadsafe(cancel)
+        raise
+
+
+def iterate_on_thread(factory: Callable[[], AsyncIterator[T]]) -> Generator[T, None, None]:
+    """Drive an async iterator on the background loop, one item per ``next()``."""
+    return drain(_AsyncIteratorDriver(factory, LOOP.get(), contextvars.copy_context()))
+
+
+async def await_on_thread(factory: Callable[[], Awaitable[T]]) -> T:
+    """Await, from another event loop, a coroutine run on the background loop.
+
+    For loop-bound objects that live on the background loop (an injected client): the caller's
+    loop goes on meanwhile, and cancelling the caller cancels the coroutine there.
+    """
+    future = asyncio.run_coroutine_threadsafe(as_coroutine(factory), LOOP.get())
+    return await asyncio.wrap_future(future)
+
+
+async def relay_from_thread(factory: Callable[[], AsyncIterator[T]]) -> AsyncIterator[T]:
+    """Iterate, from another event loop, an async iterator consumed on the background loop."""
+    driver = _AsyncIteratorDriver(factory, LOOP.get(), contextvars.copy_context())
+    try:
+        while True:
+            item = await asyncio.wrap_future(driver.ask())
+            if isinstance(item, Exhausted):
+                return
+            yield item
+    finally:
+        driver.close(wait=False)
+        if driver.started:
+            await asyncio.wrap_future(driver.finished)
+
+
+class _Driver(Protocol[T_co]):
+    def next(self) -> tuple[T_co] | None: ...
+
+    def close(self) -> None: ...
+
+
+def drain(driver: _Driver[T]) -> Generator[T, None, None]:
+    """A synchronous generator over what ``driver`` fetches; closing it closes the driver."""
+    try:
+        while True:
+            fetched = driver.next()
+            if fetched is None:
+                return
+            yield fetched[0]
+    finally:
+        driver.close()
+
+
+class Exhausted:
+    """Marks the end of the async iterator in a reply."""
+
+
+_Reply: TypeAlias = "concurrent.futures.Future[T | Exhausted]"
+
+
+class _AsyncIteratorDriver(Generic[T]):
+    """Owns one task that consumes an async iterator on request from a synchronous caller."""
+
+    def __init__(
+        self,
+        factory: Callable[[], AsyncIterator[T]],
+        loop: asyncio.AbstractEventLoop,
+        ctx: contextvars.Context,
+    ) -> None:
+        self._factory = factory
+        self._loop = loop
+        self._ctx = ctx
+        self._started = False  # only touched by the synchronous caller
+        self._task: asyncio.Task[None] | None = None  # only touched on the loop thread
+        self._requests: asyncio.Queue[_Reply[T]] | None = None
+        self._finished: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def finished(self) -> concurrent.futures.Future[None]:
+        """Done once the consuming task ended (the async iterator closed)."""
+        return self._finished
+
+    def next(self) -> tuple[T] | None:
+        """Fetch the next item, wrapped in a 1-tuple; ``None`` when the iterator is exhausted."""
+        if self._finished.done():
+            return None
+        item = _wait_for(self.ask())
+        return None if isinstance(item, Exhausted) else (item,)
+
+    def ask(self) -> _Reply[T]:
+        """Ask for the next item; the reply is set on the loop thread."""
+        if not self._started:
+            self._started = True
+            self._loop.call_soon_threadsafe(self._start)
+        reply: _Reply[T] = concurrent.futures.Future()
+        if self._finished.done():
+            reply.set_result(Exhausted())
+        else:
+            self._loop.call_soon_threadsafe(self._request, reply)
+        return reply
+
+    def close(self, *, wait: bool = True) -> None:
+        """Cancel the consuming task (which closes the async iterator) and wait for it."""
+        if not self._started:
+            return  # nothing was ever created
+        self._loop.call_soon_threadsafe(self._cancel)
+        if wait and not LOOP.is_current_thread():  # garbage collection can run on the loop
+            self._finished.result()
+
+    def _start(self) -> None:
+        self._requests = asyncio.Queue()
+        self._task = self._ctx.run(self._loop.create_task, consume(self._factory, self._requests))
+        self._task.add_done_callback(lambda _: self._finished.set_result(None))
+
+    def _request(self, reply: _Reply[T]) -> None:
+        if self._requests is None or self._task is None or self._task.done():
+            reply.set_result(Exhausted())
+        else:
+            self._requests.put_nowait(reply)
+
+    def _cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _wait_for(future: concurrent.futures.Future[T]) -> T:
+    # Wait in slices: a wait without timeout cannot be interrupted by Ctrl-C on every platform.
+    # Wait on a private lock that the thread completing the future releases, never on the
+    # future's own lock: Ctrl-C can interrupt this thread between Python-level acquire and
+    # release (concurrent.futures.wait takes the future's lock twice per slice), and a lock left
+    # held would block the loop thread forever when it sets the result.
+    wake = _thread.allocate_lock()
+    wake.acquire()
+    future.add_done_callback(lambda _: wake.release())
+    while not wake.acquire(timeout=_WAIT_SLICE):
+        pass
+    return future.result()
+
+
+async def consume(factory: Callable[[], AsyncIterator[T]], requests: asyncio.Queue[Any]) -> None:
+    """Consume the iterator ``factory`` makes, one item per reply future taken from ``requests``.
+
+    The replies are futures (``concurrent.futures`` or ``asyncio``): an item, `Exhausted` at
+    the end, the iterator's exception, or cancelled with this task.
+    """
+    iterator: AsyncIterator[T] | None = None
+    try:
+        while True:
+            reply = await requests.get()
+            try:
+                if iterator is None:  # created here, in this task and its context
+                    iterator = factory()
+                item = await iterator.__anext__()
+            except StopAsyncIteration:
+                reply.set_result(Exhausted())
+                return
+            except asyncio.CancelledError:
+                reply.cancel()
+                raise
+            except Exception as exc:  # the caller re-raises it; the task ends quietly
+                reply.set_exception(exc)
+                return
+            reply.set_result(item)
+    finally:
+        aclose = getattr(iterator, "aclose", None)  # plain async iterators may lack it
+        if aclose is not None:
+            await aclose()
+        while not requests.empty():  # requests that raced with the end
+            requests.get_nowait().set_result(Exhausted())
+
+
+def _transfer(task: asyncio.Task[T], result: concurrent.futures.Future[T]) -> None:
+    if task.cancelled():
+        result.set_exception(asyncio.CancelledError())
+    elif (exc := task.exception()) is not None:
+        result.set_exception(exc)
+    else:
+        result.set_result(task.result())
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def as_coroutine(
+    awaitable: Awaitable[T] | Callable[[], Awaitable[T]],
+) -> Coroutine[object, None, T]:
+    """The coroutine to run: ``awaitable`` itself, the one its factory made, or one awaiting it."""
+    made = awaitable() if callable(awaitable) else awaitable
+    if asyncio.iscoroutine(made):
+        return cast(Coroutine[object, None, T], made)
+    return _await(made)
+
+
+def close_unawaited(awaitable: object) -> None:
+    """Close a coroutine that will never run (no "was never awaited" warning)."""
+    if asyncio.iscoroutine(awaitable):
+        awaitable.close()  # never awaited on purpose: no "was never awaited" warning
