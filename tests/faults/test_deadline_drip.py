@@ -16,6 +16,8 @@ import pytest
 from drip import completion, drip_server
 
 import typedspy as ts
+from faults.server import FaultServer
+from faults.server import Reply as FaultReply
 from typedspy.streaming import OutputDelta
 from typedspy.testing import Reply, StandIn
 
@@ -173,3 +175,38 @@ def test_deadline_settings_are_checked(value: object) -> None:
         ts.context(deadline=value)  # type: ignore[arg-type]
     with pytest.raises(ts.ConfigurationError, match="stream_deadline"):
         ts.context(stream_deadline=value)  # type: ignore[arg-type]
+
+
+def test_a_sync_call_stalled_on_its_blocking_request_ends_at_the_deadline() -> None:
+    # ADR-049: a sync call's own request blocks its thread; its read timeout is cut to the time
+    # left, so the stall ends at the deadline, as the same typed error, the SDK not retrying.
+    with drip_server(("reply", ANSWER), ("stall",)) as server, lm_for(server.base_url) as lm:
+        predict = ts.Predict("question -> answer", mode="prompt")
+        with ts.context(lm=lm):
+            predict(question="warm up")
+        start = time.monotonic()
+        with ts.context(lm=lm, deadline=0.5), pytest.raises(ts.DeadlineExceededError) as caught:
+            predict(question="hi")
+        took = time.monotonic() - start
+        assert server.requests == 2
+    assert (caught.value.limit, caught.value.requests) == ("deadline", 1)
+    assert caught.value.stage == "waiting for a response"
+    assert took < 3
+
+
+def test_a_sync_calls_wait_between_retries_ends_at_the_deadline() -> None:
+    # The SDK sleeps 30 s (Retry-After) before retrying a 503, in the calling thread: the wait
+    # is cut to the deadline and the retry is not sent.
+    busy = FaultReply.json({"error": {"message": "busy"}}, status=503)
+    busy = FaultReply(busy.status, {**busy.headers, "retry-after": "30"}, busy.pieces)
+    with FaultServer(busy) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="sk-test", max_retries=2)
+        try:
+            start = time.monotonic()
+            with ts.context(lm=lm, deadline=0.5), pytest.raises(ts.DeadlineExceededError):
+                ts.Predict("question -> answer", mode="prompt")(question="hi")
+            took = time.monotonic() - start
+        finally:
+            lm.close()
+        assert len(server.requests) == 1
+    assert took < 10

@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -141,7 +142,7 @@ class Sender:
     def _build_blocking(self) -> OpenAI:
         options = self._options()
         options["http_client"] = sync_http_client(self._max_bytes, _deadline.expiry)
-        client: OpenAI = self._built(lambda: openai.OpenAI(**options))
+        client: OpenAI = self._built(lambda: _Blocking(**options))
         _close_at_exit(client)
         return client
 
@@ -267,6 +268,20 @@ class Sender:
         secrets = [self._api_key, getattr(built, "api_key", None), os.environ.get("OPENAI_API_KEY")]
         secrets += url_secrets(url) + url_secrets(str(built.base_url) if built else None)
         return redactor(secrets)(text)
+
+
+class _Blocking(openai.OpenAI):
+    """The blocking client, whose waits between retries end at the deadline.
+
+    The SDK sleeps between retries (its backoff, or a ``Retry-After`` up to a minute) where no
+    timer can cut the sleep: the wait is cut to the time left, and the next attempt is then
+    refused at once by the transport (`DeadlineReached`).
+    """
+
+    def _calculate_retry_timeout(self, *args: Any, **kwargs: Any) -> float:
+        wait: float = super()._calculate_retry_timeout(*args, **kwargs)
+        expiry = _deadline.expiry()
+        return wait if expiry is None else max(0.0, min(wait, expiry - time.monotonic()))
 
 
 _open: weakref.WeakSet[Any] = weakref.WeakSet()

@@ -33,6 +33,7 @@ __all__ = [
 
 _STEP = 64 * 1024  # decoded bytes produced per decompression step
 _DECODED = ("gzip", "deflate")
+_SLACK = 0.05  # seconds; a read timed out this close to the deadline was cut by it
 
 
 def _sdk_http() -> ModuleType:
@@ -163,6 +164,7 @@ class _SyncCappedStream(_http.SyncByteStream):  # type: ignore[misc]
         meter = _Meter(self._encoding, self._limit)
         with self._clock.reading():
             for data in self._raw:
+                self._clock.check()  # a drip that beats each read's timeout ends here
                 yield from meter.feed(data)
         if tail := meter.tail():
             yield tail
@@ -287,6 +289,10 @@ class _Clock:
     def __init__(self, expiry: float | None) -> None:
         self._expiry = expiry
 
+    def check(self) -> None:
+        if self._expiry is not None and time.monotonic() >= self._expiry:
+            raise DeadlineReached("the deadline ran out during the request")
+
     def clamp(self, request: Any) -> None:
         if self._expiry is None:
             return
@@ -304,7 +310,7 @@ class _Clock:
         try:
             yield
         except _http.TimeoutException:
-            if self._expiry is not None and time.monotonic() >= self._expiry:
+            if self._expiry is not None and time.monotonic() >= self._expiry - _SLACK:
                 raise DeadlineReached("the deadline ran out during the request") from None
             raise
 

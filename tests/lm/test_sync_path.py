@@ -1,0 +1,141 @@
+"""A sync call sends from its own thread, on that thread's loop (ADR-049), at the HTTP boundary."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import typedspy as ts
+from typedspy.testing import StandIn
+
+SAFETY = 60.0  # seconds: bounds a hang, never a timing assertion
+
+
+class Answer(ts.Signature):
+    """Answer the question."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+class Sends:
+    """Which thread wrote to which client socket of the stand-in (a probe on the socket)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.lock = threading.Lock()
+        self.writes: list[tuple[int, int]] = []  # (thread ident, socket id)
+
+    def record(self, sock: socket.socket) -> None:
+        try:
+            peer = sock.getpeername()
+        except OSError:
+            return
+        if isinstance(peer, tuple) and peer[1] == self.port:
+            with self.lock:
+                self.writes.append((threading.get_ident(), id(sock)))
+
+    def threads(self) -> list[int]:
+        return list(dict.fromkeys(thread for thread, _ in self.writes))
+
+    def sockets(self) -> int:
+        return len({sock for _, sock in self.writes})
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ts.LM, Sends, StandIn]]:
+    with StandIn() as server:
+        sends = Sends(server.port)
+        for name in ("send", "sendall"):
+            original = getattr(socket.socket, name)
+
+            def probe(sock: socket.socket, *args: Any, _original: Any = original) -> Any:
+                sends.record(sock)
+                return _original(sock, *args)
+
+            monkeypatch.setattr(socket.socket, name, probe)
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline", max_retries=0)
+        try:
+            yield lm, sends, server
+        finally:
+            lm.close()
+
+
+def test_a_sync_calls_request_goes_out_on_the_calling_thread(
+    served: tuple[ts.LM, Sends, StandIn],
+) -> None:
+    lm, sends, _ = served
+    predict = ts.Predict(Answer, lm=lm)
+    callers = [threading.get_ident()]
+    predict(question="one")
+
+    def in_a_worker() -> None:
+        callers.append(threading.get_ident())
+        predict(question="two")
+        for _ in predict.stream(question="three"):
+            pass
+
+    worker = threading.Thread(target=in_a_worker)
+    worker.start()
+    worker.join()
+
+    assert sends.threads() == callers  # no hand-off to a loop thread: each caller sent its own
+
+
+def test_a_sync_batch_still_sends_its_items_concurrently(
+    served: tuple[ts.LM, Sends, StandIn],
+) -> None:
+    lm, sends, _ = served
+    results = ts.Predict(Answer, lm=lm).batch([{"question": "a"}, {"question": "b"}])
+
+    assert all(not isinstance(r, BaseException) for r in results)
+    assert sends.sockets() == 2  # both in flight at once: a connection each, not one in turn
+
+
+EXIT_SCRIPT = """
+import threading
+import typedspy as ts
+from typedspy.testing import StandIn
+
+class Answer(ts.Signature):
+    '''Answer.'''
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+with StandIn() as server:
+    lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline")
+    predict = ts.Predict(Answer, lm=lm)
+
+    def work():
+        predict(question="blocking client")
+        predict.batch([{"question": "a"}, {"question": "b"}])  # the thread loop's async client
+        for _ in predict.stream(question="streamed"):
+            pass
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    work()  # the main thread's loop, finished at interpreter exit
+    print(len(server.requests))
+"""
+
+
+def test_thread_loops_and_their_clients_end_with_their_thread_and_at_exit() -> None:
+    done = subprocess.run(
+        # The timeout only bounds a hang: a loaded machine may take long to import.
+        [sys.executable, "-W", "error::ResourceWarning", "-c", EXIT_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+    assert done.stderr == ""
+    assert done.stdout.split() == ["8"]
+    assert done.returncode == 0
