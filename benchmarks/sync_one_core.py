@@ -1,10 +1,11 @@
 """Sync Predict against the raw sync SDK with the client on one core (not a test).
 
-Containers often get one core. A sync call runs on typedspy's background event loop (ADR-007),
-so on one core the caller's thread and the loop's thread share it, and every hand-off between
-them is a thread switch. This benchmark pins this process (the client) to one core with
-``os.sched_setaffinity`` and the stand-in server to another, so the server stands for a remote
-endpoint (a real one does not share the client's core) and only the client's own work counts.
+Containers often get one core. A sync call runs on its own thread's event loop and sends its
+request with the SDK's blocking client (ADR-049; before it, on a background loop's thread, each
+call two thread switches on one core). This benchmark pins this process (the client) to one
+core with ``os.sched_setaffinity`` and the stand-in server to another, so the server stands for
+a remote endpoint (a real one does not share the client's core) and only the client's own work
+counts.
 
 Both sides send the very same request body (built by typedspy's adapter) to the stand-in:
 
@@ -15,7 +16,7 @@ Both sides send the very same request body (built by typedspy's adapter) to the 
 
 The two sides alternate call by call, so drift on a shared machine hits both alike. Prints the
 median wall time per call (robust to the odd call delayed by other processes) and the client
-process's CPU time per call (both threads of the sync path included), each as a ratio. On a
+process's CPU time per call (every thread of the client included), each as a ratio. On a
 loaded machine the wall times mostly measure how long each wake-up waits for the core; the CPU
 times are the steadier measure of the client's own work.
 Run: ``python benchmarks/sync_one_core.py [calls per side]``
