@@ -160,8 +160,12 @@ class FaultServer:
         async def stop() -> None:
             assert self._server is not None
             self._server.close()
-            for task in asyncio.all_tasks() - {asyncio.current_task()}:
+            tasks = asyncio.all_tasks() - {asyncio.current_task()}
+            for task in tasks:
                 task.cancel()
+            # Let each cancelled connection close its socket before the loop stops: a task
+            # still cancelling at stop leaves an unclosed transport for a later test's GC.
+            await asyncio.gather(*tasks, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
