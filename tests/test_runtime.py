@@ -257,6 +257,10 @@ class _CountingServer(ThreadingHTTPServer):
         self.changed = threading.Condition(self.lock)
         self.requests: list[dict[str, Any]] = []
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client's reset is no news
+            super().handle_error(request, client_address)
+
     def wait_closed(self, count: int) -> bool:
         """Wait until ``count`` connections were closed by the client (bounded against hangs)."""
         with self.changed:

@@ -35,12 +35,14 @@ from typedspy.errors import ConfigurationError
 
 __all__ = [
     "await_on_thread",
+    "background_loop",
     "background_started",
     "is_root",
     "iterate_sync",
     "on_own_loop",
     "own_loop_running",
     "relay_from_thread",
+    "run_in_background",
     "run_sync",
 ]
 
@@ -100,6 +102,23 @@ def iterate_sync(
     if not _loop_running():
         return iterate_here(factory)
     return iterate_on_thread(factory)
+
+
+def run_in_background(
+    awaitable: Awaitable[T] | Callable[[], Awaitable[T]], *, async_name: str
+) -> T:
+    """`run_sync`, but on typedspy's background loop whatever thread calls.
+
+    For work whose result must outlive the call on a loop that always runs (an MCP connection
+    entered with a sync ``with``), where a thread's own loop runs only during its sync calls.
+    """
+    _refuse_on_own_loop(awaitable, async_name)
+    return run_on_thread(awaitable)
+
+
+def background_loop() -> asyncio.AbstractEventLoop | None:
+    """The background loop, if it was started (None before the first call that needs it)."""
+    return LOOP.current()
 
 
 def background_started() -> bool:

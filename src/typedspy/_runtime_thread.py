@@ -75,6 +75,9 @@ class _LoopThread:
                     atexit.register(self.shutdown)
             return self._loop
 
+    def current(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop
+
     def is_current_thread(self) -> bool:
         return self._thread is threading.current_thread()
 

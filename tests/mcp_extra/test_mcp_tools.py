@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -240,6 +241,50 @@ def test_the_sync_block_serves_sync_calls() -> None:
     with ts.mcp.tools(server) as remote:
         assert remote.get("forecast")(city="Oslo", days=1) == {"high": [3.0]}
     assert received == [{"name": "forecast", "city": "Oslo", "days": 1}]
+
+
+def test_the_sync_block_serves_sync_calls_from_any_thread_and_async_calls() -> None:
+    # The connection lives on typedspy's background loop, which always runs: a sync call from
+    # another thread (its own loop, ADR-049) and an `asyncio.run` both reach it.
+    server, received = foreign_server(lambda args: structured({"high": [3.0]}))
+    results: list[Any] = []
+    with ts.mcp.tools(server) as remote:
+        forecast = remote.get("forecast")
+        worker = threading.Thread(target=lambda: results.append(forecast(city="Oslo", days=1)))
+        worker.start()
+        worker.join(60)
+        results.append(asyncio.run(forecast.acall({"city": "Rome", "days": 2})))
+    assert results == [{"high": [3.0]}, {"high": [3.0]}]
+    assert [r["city"] for r in received] == ["Oslo", "Rome"]
+
+
+def test_an_async_block_used_from_another_loop_is_a_configuration_error() -> None:
+    server, received = foreign_server(lambda args: structured({"high": []}))
+
+    async def main() -> None:
+        async with ts.mcp.tools(server) as remote:
+            forecast = remote.get("forecast")
+            other = threading.Thread(
+                target=lambda: caught.append(
+                    _raised(lambda: asyncio.run(forecast.acall({"city": "Oslo", "days": 1})))
+                )
+            )
+            other.start()
+            await asyncio.to_thread(other.join, 60)
+
+    caught: list[BaseException | None] = []
+    asyncio.run(main())
+    assert isinstance(caught[0], ts.ConfigurationError), caught
+    assert "entered on another event loop" in str(caught[0])
+    assert received == []
+
+
+def _raised(call: Callable[[], object]) -> BaseException | None:
+    try:
+        call()
+    except BaseException as exc:
+        return exc
+    return None
 
 
 def test_a_server_that_cannot_start_is_a_connection_error() -> None:

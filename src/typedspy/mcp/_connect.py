@@ -22,7 +22,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
-from typedspy._runtime import run_sync
+from typedspy._runtime import await_on_thread, background_loop, run_in_background
 from typedspy.errors import ConfigurationError, ToolError
 from typedspy.mcp._errors import RemoteResultError, RemoteToolError
 from typedspy.mcp._jsonschema import violation_errors
@@ -102,6 +102,7 @@ class RemoteTools:
         self._max_result_chars = max_result_chars
         self._closing: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the block was entered on
         self._open = False
 
     async def __aenter__(self) -> Toolset:
@@ -111,6 +112,7 @@ class RemoteTools:
             RemoteToolError: The server cannot be reached (``kind="connection"``).
             ToolError: A tool named in ``include`` does not exist.
         """
+        self._loop = asyncio.get_running_loop()
         if self._own:
             await self._connect()
         else:
@@ -149,14 +151,20 @@ class RemoteTools:
             ) from failed
 
     def __enter__(self) -> Toolset:
-        """`__aenter__` for synchronous code (on typedspy's background event loop)."""
-        return run_sync(self.__aenter__, async_name="async with ts.mcp.tools(...)")
+        """`__aenter__` for synchronous code.
+
+        The connection lives on typedspy's background event loop, which always runs, so its
+        tools serve sync calls from any thread and async calls on any loop (ADR-049).
+        """
+        return run_in_background(self.__aenter__, async_name="async with ts.mcp.tools(...)")
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         """`__aexit__` for synchronous code."""
-        run_sync(lambda: self.__aexit__(kind, exc, tb), async_name="async with ts.mcp.tools(...)")
+        run_in_background(
+            lambda: self.__aexit__(kind, exc, tb), async_name="async with ts.mcp.tools(...)"
+        )
 
     async def _connect(self) -> None:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -215,6 +223,18 @@ class RemoteTools:
                 tool=name,
                 kind="connection",
             )
+        if self._loop is not None and self._loop is not asyncio.get_running_loop():
+            # The connection's streams belong to the loop that entered the block.
+            if self._loop is not background_loop():
+                raise ConfigurationError(
+                    f"{name}: this MCP connection was entered on another event loop (an "
+                    "`async with ts.mcp.tools(...)` block); call its tools on that loop, or "
+                    "enter the block with a sync `with`, whose connection serves every loop"
+                )
+            return await await_on_thread(lambda: self._send(name, arguments))
+        return await self._send(name, arguments)
+
+    async def _send(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         try:
             return await self._client.call_tool(name, arguments)
         except MCPError as exc:

@@ -117,7 +117,8 @@ class Module:
         events:`` closes it at the end of the block on every Python implementation.
 
         Raises:
-            ConfigurationError: Called from a thread that runs an event loop; use `astream`.
+            ConfigurationError: Called from code typedspy runs on its own event loop (a
+                module's ``aforward``, an async tool), which would wait for itself; use `astream`.
         """
         return iterate_sync(
             lambda: self.astream(**inputs), async_name=f"{type(self).__name__}.astream"
@@ -127,7 +128,8 @@ class Module:
         """Run the module synchronously.
 
         Raises:
-            ConfigurationError: Called from a thread that runs an event loop; use `acall`.
+            ConfigurationError: Called from code typedspy runs on its own event loop (a
+                module's ``aforward``, an async tool), which would wait for itself; use `acall`.
         """
         return run_sync(lambda: self.acall(**inputs), async_name=f"{type(self).__name__}.acall")
 
@@ -168,7 +170,8 @@ class Module:
         """Synchronous `abatch` (Ctrl-C cancels every running item).
 
         Raises:
-            ConfigurationError: Called from a thread that runs an event loop; use `abatch`.
+            ConfigurationError: Called from code typedspy runs on its own event loop (a
+                module's ``aforward``, an async tool), which would wait for itself; use `abatch`.
         """
         return run_sync(
             lambda: self.abatch(inputs, **options), async_name=f"{type(self).__name__}.abatch"
