@@ -16,7 +16,7 @@ from typedspy.errors import (
     LMTimeoutError,
     LMUnsupportedFeatureError,
 )
-from typedspy.lm._openai_transport import ResponseBodyError
+from typedspy.lm._openai_transport import DeadlineReached, ResponseBodyError
 from typedspy.lm._wordings import unsupported_feature
 
 __all__ = ["rate_headers", "retry_after", "sent_error", "translate"]
@@ -29,7 +29,7 @@ def sent_error(exc: openai.OpenAIError) -> BaseException:
     an ``OpenAIError`` through and wrap only the HTTP library's own (ADR-044).
     """
     cause = exc.__cause__
-    if not isinstance(cause, ResponseBodyError | RuntimeError):
+    if not isinstance(cause, ResponseBodyError | DeadlineReached | RuntimeError):
         return exc
     return cause if type(exc) is openai.APIConnectionError else exc
 

@@ -232,7 +232,8 @@ class Sender:
 
     def translate(self, exc: openai.OpenAIError) -> Exception:
         """The SDK's error as typedspy's (the deadline's own error when a blocking wait hit it)."""
-        if isinstance(exc, DeadlineReached) and (bound := _deadline.tightest()) is not None:
+        reached = isinstance(sent_error(exc), DeadlineReached)  # openai < 2.31 wraps it
+        if reached and (bound := _deadline.tightest()) is not None:
             return bound.error()
         scrub_chain(exc, self.redact)  # kept as __cause__, without the secrets (ADR-028)
         where = f"{self.model} at {self.shown_base_url() or 'the default OpenAI endpoint'}"
