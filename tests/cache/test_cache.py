@@ -18,7 +18,7 @@ import pytest
 
 import typedspy as ts
 from typedspy.cache import cache_key, key_material
-from typedspy.lm._base import LMRequest
+from typedspy.lm import LMRequest
 from typedspy.testing import StandIn
 
 
@@ -240,7 +240,7 @@ def test_a_file_that_is_not_a_database_is_a_configuration_error(tmp_path: Path) 
 WRITER = """
 import sys
 from typedspy.cache import SQLiteCache
-from typedspy.lm._base import LMResponse
+from typedspy.lm import LMResponse
 from typedspy._types import Usage
 
 cache = SQLiteCache(sys.argv[1])

@@ -12,7 +12,7 @@ import pytest
 
 import typedspy as ts
 from typedspy.errors import LMRateLimitError, OutputValidationError
-from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+from typedspy.lm import BaseLM, LMRequest, LMResponse
 from typedspy.testing import FakeLM
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 import typedspy as ts
 from typedspy._types import Usage
-from typedspy.lm._base import BaseLM, LMRequest, LMResponse, ToolCall
+from typedspy.lm import BaseLM, LMRequest, LMResponse, ToolCall
 from typedspy.lm._stream import LMChunk, ToolCallDelta
 from typedspy.signature import to_jsonable
 from typedspy.streaming import OutputDelta, PartialPrediction

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typedspy.lm._base import (
-    BaseLM,
+from typedspy.lm._base import BaseLM
+from typedspy.lm._fallback import FallbackLM, FallbackTrace, Skipped, Trigger
+from typedspy.lm._messages import (
     ChatMessage,
     EmbeddingResponse,
     LMRequest,
     LMResponse,
     ToolCall,
 )
-from typedspy.lm._fallback import FallbackLM, FallbackTrace, Skipped, Trigger
 from typedspy.lm._openai import LM
 
 # The package's interface to typedspy's other packages (not public API): they import from the

@@ -24,7 +24,8 @@ from typedspy.errors import (
     RefusalError,
     TokenBudgetExceededError,
 )
-from typedspy.lm._base import BaseLM, LMRequest, LMResponse
+from typedspy.lm._base import BaseLM
+from typedspy.lm._messages import LMRequest, LMResponse
 from typedspy.profiles import Profile
 
 if TYPE_CHECKING:

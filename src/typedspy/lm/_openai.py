@@ -8,7 +8,6 @@ left after those retries is mapped onto the `LMError` tree, with the SDK excepti
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import os
 import threading
@@ -17,17 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
-from typedspy._json import MAX_JSON_DEPTH, JSONLimitError, loads
+from typedspy._json import MAX_JSON_DEPTH
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.errors import (
     ConfigurationError,
     LMResponseError,
 )
-from typedspy.lm._base import BaseLM, EmbeddingResponse, LMRequest, LMResponse
+from typedspy.lm._base import BaseLM
+from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import LMDefaults, check_params
 from typedspy.lm._request import as_sent, create_kwargs
-from typedspy.lm._scrub import redactor, url_secrets
+from typedspy.lm._scrub import endpoint_redactor
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import unsupported_feature
 from typedspy.profiles import Profile, detect_profile
@@ -217,27 +217,9 @@ class LM(BaseLM):
             LMStatusError: Any other HTTP error status.
             LMResponseError: The body is not a usable chat completion.
         """
-        from typedspy.lm._openai_bounds import limit_error
-        from typedspy.lm._openai_errors import rate_headers
-
-        raw = await self._sender.create(as_sent(self._create_kwargs(request)))
-        text = raw.text  # read within the size cap by the transport
-        try:
-            completion = loads(text, max_depth=self._max_depth)
-        except JSONLimitError as exc:
-            raise limit_error(self.model, exc, "returned a body") from None
-        except ValueError as exc:
-            raise LMResponseError(
-                f"{self.model}: the endpoint returned a body that is not JSON: "
-                f"{self._redact(text[:200])!r}"
-            ) from exc
-        try:
-            response = LMResponse.from_completion(completion, model=self.model)
-        except LMResponseError as exc:
-            raise LMResponseError(f"{self.model}: {self._redact(str(exc))}") from exc
-        limits = rate_headers(raw.headers)
-        if limits:
-            response = dataclasses.replace(response, headers=limits)
+        response = await self._sender.complete(
+            as_sent(self._create_kwargs(request)), self._max_depth
+        )
         with self._lock:
             self._usage += response.usage
             self._calls += 1
@@ -392,10 +374,7 @@ class LM(BaseLM):
     def _redact(self, text: str) -> str:
         if self._sending is not None:
             return self._sending.redact(text)
-        url = self._base_url or os.environ.get("OPENAI_BASE_URL")
-        secrets = [self._api_key, getattr(self._client, "api_key", None)]
-        secrets += [os.environ.get("OPENAI_API_KEY"), *url_secrets(url)]
-        return redactor(secrets)(text)
+        return endpoint_redactor(self._api_key, self._base_url, self._client)(text)
 
 
 def _positive(value: int | None, default: int, name: str) -> int:

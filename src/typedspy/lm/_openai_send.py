@@ -15,6 +15,7 @@ pooled connections keep to one loop as they did (ADR-024).
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import threading
 import time
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from typedspy import _deadline
+from typedspy._json import JSONLimitError, loads
 from typedspy._runtime import (
     await_on_thread,
     background_started,
@@ -32,13 +34,14 @@ from typedspy._runtime import (
     own_loop_running,
     relay_from_thread,
 )
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, LMResponseError
 from typedspy.lm._clients import LoopClients
-from typedspy.lm._openai_bounds import count, within
-from typedspy.lm._openai_errors import sent_error, translate
+from typedspy.lm._messages import LMResponse
+from typedspy.lm._openai_bounds import count, limit_error, within
+from typedspy.lm._openai_errors import rate_headers, sent_error, translate
 from typedspy.lm._openai_transport import DeadlineReached, http_client, sync_http_client
 from typedspy.lm._requests import active as active_requests
-from typedspy.lm._scrub import redactor, scrub_chain, url_secrets
+from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -176,6 +179,26 @@ class Sender:
         count(bound, raw, retries)
         return raw
 
+    async def complete(self, kwargs: dict[str, Any], max_depth: int) -> LMResponse:
+        """Send one completion and read its body (decoded within ``max_depth``; rate headers)."""
+        raw = await self.create(kwargs)
+        text = raw.text  # read within the size cap by the transport
+        try:
+            completion = loads(text, max_depth=max_depth)
+        except JSONLimitError as exc:
+            raise limit_error(self.model, exc, "returned a body") from None
+        except ValueError as exc:
+            raise LMResponseError(
+                f"{self.model}: the endpoint returned a body that is not JSON: "
+                f"{self.redact(text[:200])!r}"
+            ) from exc
+        try:
+            response = LMResponse.from_completion(completion, model=self.model)
+        except LMResponseError as exc:
+            raise LMResponseError(f"{self.model}: {self.redact(str(exc))}") from exc
+        limits = rate_headers(raw.headers)
+        return dataclasses.replace(response, headers=limits) if limits else response
+
     async def _acreate(self, kwargs: dict[str, Any]) -> Any:
         bound = active_requests()
         client, retries = within(bound, await self.aclient())
@@ -265,10 +288,7 @@ class Sender:
 
     def redact(self, text: str) -> str:
         built = self.injected or self.clients.current()
-        url = self._base_url or os.environ.get("OPENAI_BASE_URL")
-        secrets = [self._api_key, getattr(built, "api_key", None), os.environ.get("OPENAI_API_KEY")]
-        secrets += url_secrets(url) + url_secrets(str(built.base_url) if built else None)
-        return redactor(secrets)(text)
+        return endpoint_redactor(self._api_key, self._base_url, built)(text)
 
 
 class _Blocking(openai.OpenAI):

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from typedspy.lm._base import LMRequest
+from typedspy.lm._messages import LMRequest
 from typedspy.lm._params import check_params
 
 __all__ = ["as_sent", "create_kwargs", "plain"]

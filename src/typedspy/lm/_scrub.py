@@ -11,13 +11,14 @@ and pickles of the chain then show ``[redacted]`` (ADR-028).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from typedspy.lm._wordings import redact_patterns
 
-__all__ = ["Redactor", "redactor", "scrub_chain", "url_secrets"]
+__all__ = ["Redactor", "endpoint_redactor", "redactor", "scrub_chain", "url_secrets"]
 
 _MIN_SECRET = 6  # shorter strings would redact ordinary words
 _MAX_CHAIN = 32  # exceptions walked per chain (a cycle or a hostile chain stops there)
@@ -41,6 +42,20 @@ def redactor(secrets: list[str | None]) -> Redactor:
         return redact_patterns(text)
 
     return redact
+
+
+def endpoint_redactor(api_key: str | None, base_url: str | None, client: Any) -> Redactor:
+    """A `redactor` for an endpoint's credentials, given or taken from ``client`` or the env.
+
+    The key given, ``client``'s and ``OPENAI_API_KEY``; the password of the base URL given
+    (else ``OPENAI_BASE_URL``) and of ``client``'s.
+    """
+    url = base_url or os.environ.get("OPENAI_BASE_URL")
+    secrets = [api_key, getattr(client, "api_key", None), os.environ.get("OPENAI_API_KEY")]
+    secrets += url_secrets(url)
+    if client is not None:
+        secrets += url_secrets(str(client.base_url))
+    return redactor(secrets)
 
 
 def url_secrets(url: str | None) -> list[str | None]:

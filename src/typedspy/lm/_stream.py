@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from typedspy._types import Usage
-from typedspy.lm._base import LMResponse, ToolCall, _content_text, _usage
+from typedspy.lm._messages import LMResponse, ToolCall, _content_text, _usage
 
 __all__ = ["LMChunk", "StreamAccumulator", "ToolCallDelta", "chunk_of"]
 
