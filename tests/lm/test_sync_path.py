@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -96,46 +94,3 @@ def test_a_sync_batch_still_sends_its_items_concurrently(
 
     assert all(not isinstance(r, BaseException) for r in results)
     assert sends.sockets() == 2  # both in flight at once: a connection each, not one in turn
-
-
-EXIT_SCRIPT = """
-import threading
-import typedspy as ts
-from typedspy.testing import StandIn
-
-class Answer(ts.Signature):
-    '''Answer.'''
-    question: str = ts.InputField()
-    answer: str = ts.OutputField()
-
-with StandIn() as server:
-    lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline")
-    predict = ts.Predict(Answer, lm=lm)
-
-    def work():
-        predict(question="blocking client")
-        predict.batch([{"question": "a"}, {"question": "b"}])  # the thread loop's async client
-        for _ in predict.stream(question="streamed"):
-            pass
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    worker.join()
-    work()  # the main thread's loop, finished at interpreter exit
-    print(len(server.requests))
-"""
-
-
-def test_thread_loops_and_their_clients_end_with_their_thread_and_at_exit() -> None:
-    done = subprocess.run(
-        # The timeout only bounds a hang: a loaded machine may take long to import.
-        [sys.executable, "-W", "error::ResourceWarning", "-c", EXIT_SCRIPT],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-
-    assert done.stderr == ""
-    assert done.stdout.split() == ["8"]
-    assert done.returncode == 0
