@@ -165,19 +165,8 @@ class Sender:
     async def create(self, kwargs: dict[str, Any]) -> Any:
         """Send one ``create`` (raw response), within the call's request bound; errors mapped."""
         if self.relayed():
-            return await await_on_thread(lambda: self._acreate(kwargs))
-        blocking = self.blocking()
-        if blocking is None:
-            return await self._acreate(kwargs)
-        bound = active_requests()
-        client, retries = within(bound, blocking)
-        try:
-            raw = client.chat.completions.with_raw_response.create(**kwargs)
-        except openai.OpenAIError as exc:
-            count(bound, exc, retries)
-            raise self.failure(exc) from exc
-        count(bound, raw, retries)
-        return raw
+            return await await_on_thread(lambda: self._create(kwargs))
+        return await self._create(kwargs)
 
     async def complete(self, kwargs: dict[str, Any], max_depth: int) -> LMResponse:
         """Send one completion and read its body (decoded within ``max_depth``; rate headers)."""
@@ -199,11 +188,14 @@ class Sender:
         limits = rate_headers(raw.headers)
         return dataclasses.replace(response, headers=limits) if limits else response
 
-    async def _acreate(self, kwargs: dict[str, Any]) -> Any:
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
         bound = active_requests()
-        client, retries = within(bound, await self.aclient())
+        blocking = self.blocking()  # a sync call's root task sends in place (see the module)
+        chosen: Any = blocking if blocking is not None else await self.aclient()
+        client, retries = within(bound, chosen)
         try:
-            raw = await client.chat.completions.with_raw_response.create(**kwargs)
+            sent = client.chat.completions.with_raw_response.create(**kwargs)
+            raw = sent if blocking is not None else await sent
         except openai.OpenAIError as exc:
             count(bound, exc, retries)
             raise self.failure(exc) from exc
@@ -220,24 +212,17 @@ class Sender:
     async def embed(self, name: str, texts: list[str]) -> tuple[Any, Any]:
         """Send one embeddings request: the raw response and its parsed body; errors mapped."""
         if self.relayed():
-            return await await_on_thread(lambda: self._aembed(name, texts))
-        blocking = self.blocking()
-        if blocking is None:
-            return await self._aembed(name, texts)
-        try:
-            raw = blocking.embeddings.with_raw_response.create(
-                model=name, input=texts, encoding_format="float"
-            )
-            return raw, raw.parse()
-        except openai.OpenAIError as exc:
-            raise self.failure(exc) from exc
+            return await await_on_thread(lambda: self._embed(name, texts))
+        return await self._embed(name, texts)
 
-    async def _aembed(self, name: str, texts: list[str]) -> tuple[Any, Any]:
-        client = await self.aclient()
+    async def _embed(self, name: str, texts: list[str]) -> tuple[Any, Any]:
+        blocking = self.blocking()
+        client: Any = blocking if blocking is not None else await self.aclient()
         try:
-            raw = await client.embeddings.with_raw_response.create(
+            sent = client.embeddings.with_raw_response.create(
                 model=name, input=texts, encoding_format="float"
             )
+            raw = sent if blocking is not None else await sent
             return raw, raw.parse()
         except openai.OpenAIError as exc:
             raise self.failure(exc) from exc
