@@ -316,16 +316,42 @@ class _Clock:
 
 
 def http_client(max_response_bytes: int) -> Any:
-    """The SDK's default async HTTP client, on a `CappedTransport` (the SDK's pool limits)."""
-    inner = _http.AsyncHTTPTransport(limits=_limits())
-    return openai.DefaultAsyncHttpxClient(transport=CappedTransport(inner, max_response_bytes))
+    """The SDK's default async HTTP client, every route on a `CappedTransport`.
+
+    Direct requests and those through the environment's proxies alike (`_proxy_mounts`).
+    """
+
+    def capped(**options: Any) -> CappedTransport:
+        inner = _http.AsyncHTTPTransport(limits=_limits(), **options)
+        return CappedTransport(inner, max_response_bytes)
+
+    return openai.DefaultAsyncHttpxClient(transport=capped(), mounts=_proxy_mounts(capped))
 
 
 def sync_http_client(max_response_bytes: int, expiry: Callable[[], float | None]) -> Any:
-    """The SDK's default blocking HTTP client, on a `SyncCappedTransport`."""
-    inner = _http.HTTPTransport(limits=_limits())
-    transport = SyncCappedTransport(inner, max_response_bytes, expiry)
-    return openai.DefaultHttpxClient(transport=transport)
+    """The SDK's default blocking HTTP client, every route on a `SyncCappedTransport`."""
+
+    def capped(**options: Any) -> SyncCappedTransport:
+        inner = _http.HTTPTransport(limits=_limits(), **options)
+        return SyncCappedTransport(inner, max_response_bytes, expiry)
+
+    return openai.DefaultHttpxClient(transport=capped(), mounts=_proxy_mounts(capped))
+
+
+def _proxy_mounts(capped: Callable[..., Any]) -> dict[str, Any]:
+    """The proxies the environment names, mounted as the SDK's own client would, each capped.
+
+    An HTTP client given a transport ignores ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``, so
+    they are mounted here: a URL pattern to ``capped(proxy=...)``, or to ``None`` (straight to
+    the default transport) for what ``NO_PROXY`` exempts. The environment is read by the HTTP
+    library's own reader (curl's ``NO_PROXY`` rules), the one its client uses when it builds
+    its own transport; it is private, and tests/faults/test_proxies.py fails if it moves.
+    """
+    proxies: dict[str, str | None] = _http._utils.get_environment_proxies()
+    return {
+        pattern: None if url is None else capped(proxy=_http.Proxy(url))
+        for pattern, url in proxies.items()
+    }
 
 
 def _limits() -> Any:

@@ -1,0 +1,91 @@
+"""Proxies named in the environment are used, and the response-size cap holds through them.
+
+`LM` builds its HTTP client around its own capped transport, and an HTTP client given a
+transport ignores ``HTTP_PROXY`` on its own: before, typedspy went straight to the endpoint
+where the raw SDK went through the proxy, and nothing capped what a proxy sent back.
+Here the proxy is a FaultServer: a plain-HTTP proxy receives the absolute URL in the request line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import typedspy as ts
+from faults.server import FaultServer, Reply
+
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+class Answer(ts.Signature):
+    """Answer."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+@pytest.fixture(autouse=True)
+def clean_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+def ask(lm: ts.LM, *, sync: bool) -> str:
+    predict = ts.Predict(Answer, lm=lm)
+    if sync:
+        return predict(question="q").answer
+    return asyncio.run(predict.acall(question="q")).answer
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+def test_a_request_goes_through_the_proxy_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch, sync: bool
+) -> None:
+    with FaultServer(Reply.completion('{"answer": "direct"}')) as endpoint:
+        with FaultServer(Reply.completion('{"answer": "proxied"}')) as proxy:
+            monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+            lm = ts.LM("m", base_url=endpoint.url, api_key="sk-test", max_retries=0)
+            try:
+                assert ask(lm, sync=sync) == "proxied"
+            finally:
+                lm.close()
+            assert [seen.path for seen in proxy.requests] == [f"{endpoint.url}/chat/completions"]
+            assert endpoint.requests == []
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+def test_no_proxy_sends_straight_to_the_endpoint(
+    monkeypatch: pytest.MonkeyPatch, sync: bool
+) -> None:
+    with FaultServer(Reply.completion('{"answer": "direct"}')) as endpoint:
+        with FaultServer(Reply.completion('{"answer": "proxied"}')) as proxy:
+            monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+            lm = ts.LM("m", base_url=endpoint.url, api_key="sk-test", max_retries=0)
+            try:
+                assert ask(lm, sync=sync) == "direct"
+            finally:
+                lm.close()
+            assert proxy.requests == []
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+def test_what_a_proxy_sends_back_is_capped_too(monkeypatch: pytest.MonkeyPatch, sync: bool) -> None:
+    with FaultServer(Reply.gzip_bomb(8 << 20)) as proxy:
+        monkeypatch.setenv("ALL_PROXY", f"http://127.0.0.1:{proxy.port}")
+        lm = ts.LM(
+            "m",
+            base_url="http://127.0.0.1:9/v1",  # never reached: the proxy answers
+            api_key="sk-test",
+            max_retries=0,
+            max_response_bytes=1 << 20,
+        )
+        try:
+            with pytest.raises(ts.LMResponseLimitError) as caught:
+                ask(lm, sync=sync)
+        finally:
+            lm.close()
+        assert caught.value.limit == "max_response_bytes"
+        assert len(proxy.requests) == 1
