@@ -201,7 +201,9 @@ class Sender:
             raise self.failure(exc) from exc
         except RuntimeError as exc:
             count(bound, exc, retries)
-            raise self.other_loop(exc) from exc
+            if (explained := self.other_loop(exc)) is None:
+                raise
+            raise explained from exc
         count(bound, raw, retries)
         return raw
 
@@ -227,15 +229,17 @@ class Sender:
         except openai.OpenAIError as exc:
             raise self.failure(exc) from exc
         except RuntimeError as exc:
-            raise self.other_loop(exc) from exc
+            if (explained := self.other_loop(exc)) is None:
+                raise
+            raise explained from exc
 
     # --- errors ----------------------------------------------------------------------------------
 
     def failure(self, exc: openai.OpenAIError) -> Exception:
         """The error for a failed send: a second loop explained, else the SDK's translated."""
         sent = sent_error(exc)  # openai < 2.31 wraps a wrong-loop RuntimeError too
-        if isinstance(sent, RuntimeError):
-            return self.other_loop(sent)
+        if isinstance(sent, RuntimeError) and (explained := self.other_loop(sent)) is not None:
+            return explained
         return self.translate(exc)
 
     def translate(self, exc: openai.OpenAIError) -> Exception:
@@ -247,14 +251,17 @@ class Sender:
         where = f"{self.model} at {self.shown_base_url() or 'the default OpenAI endpoint'}"
         return translate(exc, where=where, redact=self.redact)
 
-    def other_loop(self, exc: RuntimeError) -> Exception:
-        """An injected client used from a second event loop: say what to do (ADR-024)."""
+    def other_loop(self, exc: RuntimeError) -> ConfigurationError | None:
+        """An injected client used from a second event loop: say what to do (ADR-024).
+
+        ``None`` when ``exc`` is some other `RuntimeError` (scrubbed, to be raised as it is).
+        """
         scrub_chain(exc, self.redact)
         text = str(exc)
         if self.injected is None or not (
             "different event loop" in text or "Event loop is closed" in text
         ):
-            return exc
+            return None
         return ConfigurationError(
             f"LM({self.model!r}) was given client=..., whose pooled connections belong to the "
             "event loop that first used it, and it is now used from another loop "
