@@ -126,6 +126,10 @@ def test_an_output_line_from_another_batch_is_refused(
     (tmp_path / "out.jsonl").write_text("{not json\n")
     with pytest.raises(ts.ConfigurationError, match="not a JSON line"):
         ts.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
+    deep = '{"custom_id": "item-0", "response": ' + "[" * 5_000 + "]" * 5_000 + "}"
+    (tmp_path / "out.jsonl").write_text(deep + "\n")  # was an untyped RecursionError
+    with pytest.raises(ts.ConfigurationError, match=r"out\.jsonl:1: .*256 levels"):
+        ts.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
 
 
 def test_a_bad_input_writes_no_file_at_all(predict: ts.Predict[Any, Any], tmp_path: Path) -> None:

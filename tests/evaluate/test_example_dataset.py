@@ -85,6 +85,13 @@ def test_invalid_json_line_names_its_row(tmp_path: Path) -> None:
         ts.load_dataset(path, Triage)
 
 
+def test_a_line_nested_past_the_depth_limit_names_its_row(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"text": "a"}\n{"text": ' + "[" * 5_000 + "]" * 5_000 + "}\n")
+    with pytest.raises(ts.DatasetError, match=r"row 2 .*deeper than 256 levels"):
+        ts.load_dataset(path, Triage)  # was an untyped RecursionError
+
+
 def test_csv_reads_json_cells_for_typed_fields_and_text_for_strings(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     path.write_text(

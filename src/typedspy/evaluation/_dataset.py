@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from typedspy._json import loads
 from typedspy._types import FieldError
 from typedspy.errors import DatasetError, ExampleError, RowError
 from typedspy.evaluation._example import Example
@@ -124,7 +124,7 @@ def _jsonl(text: str, name: str) -> Iterable[tuple[int, Any]]:
 
 def _json(text: str, name: str, number: int) -> Any:
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError as exc:
         raise DatasetError(
             f"{name}: row {number} is not valid JSON: {exc}",
@@ -148,7 +148,7 @@ def _cell(text: Any, signature: type[Signature], name: str) -> Any:
     if not isinstance(text, str) or field is None or field.annotation is str:
         return text
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError:
         return text
 

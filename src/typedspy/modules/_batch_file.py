@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from typedspy._json import JSONLimitError, loads
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.batch import BatchItem, BatchResult
@@ -109,13 +110,14 @@ async def aread_batch_file(
         custom_ids: The ids given to `write_batch_file`, if any.
 
     Raises:
-        ConfigurationError: A line that is not JSON, or whose ``custom_id`` is not one of the
-            inputs' (the file belongs to another batch).
+        ConfigurationError: A line that is not JSON (or nested past the LM's
+            ``max_json_depth``), or whose ``custom_id`` is not one of the inputs' (the file
+            belongs to another batch).
     """
     items = list(inputs)
     ids = _ids(custom_ids, len(items))
-    lines = _read_lines(os.fspath(path), set(ids))
     lm = predict._lm()
+    lines = _read_lines(os.fspath(path), set(ids), lm.max_json_depth)
     mode = predict._start_mode(lm)
     results = []
     with context(cache=None, budget=None, rate_limit=None):  # nothing is sent
@@ -179,14 +181,18 @@ def _ids(custom_ids: Sequence[str] | None, count: int) -> list[str]:
     return ids
 
 
-def _read_lines(path: str, known: set[str]) -> dict[str, Mapping[str, Any]]:
+def _read_lines(path: str, known: set[str], max_depth: int) -> dict[str, Mapping[str, Any]]:
     lines: dict[str, Mapping[str, Any]] = {}
     with open(path, encoding="utf-8") as f:
         for number, text in enumerate(f, start=1):
             if not text.strip():
                 continue
             try:
-                line = json.loads(text)
+                line = loads(text, max_depth=max_depth)  # bounded: a line is endpoint output
+            except JSONLimitError as exc:
+                raise ConfigurationError(
+                    f"{path}:{number}: {exc}; LM(max_json_depth=...) raises the limit"
+                ) from exc
             except ValueError as exc:
                 raise ConfigurationError(f"{path}:{number}: not a JSON line ({exc})") from exc
             custom_id = line.get("custom_id") if isinstance(line, dict) else None
