@@ -54,8 +54,9 @@ class Settings:
     Attributes:
         lm: The language model modules call when none is given to them.
         max_retries: Semantic retries (decode or validation failures) after the first attempt.
-        mode: The output mode: ``"auto"`` (native structured outputs, falling back to prompted
-            JSON once per LM when the endpoint does not support them) or a fixed mode name.
+        mode: The output mode: ``"auto"`` (the LM profile's modes in order, stepping down to
+            the next when the endpoint refuses one, remembered by the profile) or a fixed mode
+            name.
         token_budget: Total tokens one call may spend across its attempts; ``None`` for no limit.
         callbacks: Objects notified of module and LM events, in order.
         retry_wait: Seconds to wait between semantic retries.
