@@ -66,6 +66,28 @@ def test_http_faults_are_typed_lm_errors(reply: Reply) -> None:
     assert requests == 1
 
 
+def test_200_concurrent_faulted_calls_each_end_in_their_own_typed_error() -> None:
+    """Every fault at once: 200 calls on one LM, each answered by one of the faults above."""
+    faults = list(HTTP_FAULTS.values())
+    replies = [faults[i % len(faults)] for i in range(200)]
+
+    async def main(server: FaultServer) -> list[BaseException | ts.Prediction[Decide]]:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        predict = ts.Predict(Decide, lm=lm)
+        try:
+            calls = [predict.acall(task=f"t{i}") for i in range(200)]
+            return await asyncio.gather(*calls, return_exceptions=True)
+        finally:
+            await lm.aclose()
+
+    with FaultServer(*replies, max_requests=400) as server:
+        results = asyncio.run(main(server))
+        assert len(server.requests) == 200  # one request each: no fault was retried
+    assert all(isinstance(result, ts.LMError) for result in results), {
+        type(result).__name__ for result in results
+    }
+
+
 HOSTILE_OUTPUTS = {
     "empty": "",
     "prose": "I cannot decide that.",

@@ -198,3 +198,20 @@ def test_deeply_nested_tool_arguments_from_the_model_are_an_observation(streamed
     assert answer == "done" and ran == []  # the tool never ran on arguments it cannot take
     observation = server.requests[1].json()["messages"][-1]
     assert observation["role"] == "tool" and "invalid" in observation["content"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply.sse([{"choices": [{"index": 0, "delta": {"content": "x" * 1_000}}]}] * 2_000),
+        Reply.gzip_bomb(8 << 20, content_type="text/event-stream"),
+    ],
+    ids=["plain", "gzip"],
+)
+def test_a_stream_past_the_cap_is_stopped_while_read(reply: Reply) -> None:
+    with FaultServer(reply) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0, max_response_bytes=1 << 20)
+        with ts.context(lm=lm), pytest.raises(ts.LMResponseLimitError) as caught:
+            list(ts.Predict(Answer).stream(question="q"))
+        lm.close()
+    assert (caught.value.limit, caught.value.allowed) == ("max_response_bytes", 1 << 20)
