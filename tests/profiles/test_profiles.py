@@ -81,6 +81,30 @@ def test_unknown_profiles_are_configuration_errors() -> None:
         ts.LM("m", api_key="k", profile=3)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"maxtokens": 100}, "no attribute 'maxtokens'"),
+        ({"modes": ("json_schem",)}, "modes: ['json_schem'] are not modes"),
+        ({"target": "openai"}, "target='openai'"),
+        ({"max_tokens": 0}, "max_tokens=0"),
+        ({"media": frozenset({"video"})}, "media: ['video']"),
+        ({"reasoning_tags": ("<think>",)}, "reasoning_tags="),
+    ],
+)
+def test_a_profile_that_cannot_work_is_refused_naming_the_attribute(
+    change: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ts.ConfigurationError) as caught:
+        ts.Profile.named("vllm").derive(**change)
+    assert named in str(caught.value)
+
+
+def test_a_new_profile_is_checked_alike() -> None:
+    with pytest.raises(ts.ConfigurationError, match="max_tokens=-1"):
+        ts.Profile(name="mine", max_tokens=-1)
+
+
 def test_openai_sends_the_strict_schema_and_no_prose_repeating_it(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=ok(RATED))
 

@@ -13,7 +13,10 @@ import dataclasses
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+
+from typedspy.errors import ConfigurationError
+from typedspy.schema import Target
 
 __all__ = ["LoopRemedy", "Mode", "Profile"]
 
@@ -110,6 +113,11 @@ class Profile:
     _seen: set[str] = field(default_factory=set, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        problems = _problems(self)
+        if problems:
+            raise ConfigurationError(f"Profile {self.name!r}: " + "; ".join(problems))
+
     # -- building profiles --
 
     @classmethod
@@ -127,8 +135,14 @@ class Profile:
         """A copy with ``changes`` applied and an empty run-time memory.
 
         Raises:
-            TypeError: A change names no profile attribute.
+            ConfigurationError: A change names no profile attribute, or a value it cannot take.
         """
+        known = {f.name for f in dataclasses.fields(self) if f.init}
+        if unknown := sorted(set(changes) - known):
+            raise ConfigurationError(
+                f"Profile.derive: no attribute {', '.join(map(repr, unknown))} "
+                f"(the attributes: {', '.join(sorted(known))})"
+            )
         return dataclasses.replace(self, **changes)
 
     # -- run-time memory --
@@ -235,3 +249,24 @@ class Profile:
         self._rejected = set(rejected)
         self._seen = set(seen)
         self._lock = threading.Lock()
+
+
+_MEDIA = frozenset({"image", "audio", "file"})
+
+
+def _problems(profile: Profile) -> list[str]:
+    """What is wrong with ``profile``'s attributes, each naming the attribute."""
+    problems = []
+    if profile.target not in get_args(Target):
+        problems.append(f"target={profile.target!r}: one of {', '.join(get_args(Target))}")
+    if bad := [m for m in profile.modes if m not in get_args(Mode)]:
+        problems.append(f"modes: {bad!r} are not modes (modes are {', '.join(get_args(Mode))})")
+    cap = profile.max_tokens
+    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+        problems.append(f"max_tokens={cap!r}: a positive int, or None for no cap")
+    if bad_media := sorted(set(profile.media) - _MEDIA):
+        problems.append(f"media: {bad_media!r} are not media kinds ({', '.join(sorted(_MEDIA))})")
+    tags = profile.reasoning_tags
+    if tags is not None and (len(tags) != 2 or not all(isinstance(t, str) and t for t in tags)):
+        problems.append(f"reasoning_tags={tags!r}: an opening and a closing tag, or None")
+    return problems
