@@ -170,6 +170,7 @@ def build_request(
     demos: Sequence[Mapping[str, Any]] = (),
     history: Sequence[ChatMessage] = (),
     params: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> LMRequest:
     """The first request of a call: system turn, demos, history, then the inputs.
 
@@ -183,6 +184,8 @@ def build_request(
         history: Earlier turns of the conversation; a system message among them is appended
             to typedspy's system turn, which stays the only one and first.
         params: Request parameters (temperature, max_tokens, ...).
+        defaults: The request defaults of the LM the request goes to (`BaseLM.defaults`):
+            a cap there keeps the profile's ``max_tokens`` cap off, as one in ``params`` does.
 
     Raises:
         MediaNotSupportedError: A media input of a kind the profile does not take.
@@ -202,5 +205,5 @@ def build_request(
         tools=prompt.tools,
         tool_choice=prompt.tool_choice,
         parallel_tool_calls=profile.parallel_tool_calls if prompt.tools else None,
-        params=profile.structured_params(params or {}),
+        params=profile.structured_params(params or {}, defaults=defaults or {}),
     )

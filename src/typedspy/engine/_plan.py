@@ -37,6 +37,7 @@ def plan_call(
         demos=demos,
         history=history,
         params=params,
+        defaults=lm.defaults,
     )
     retries = max_retries if max_retries is not None else settings.max_retries
     budget = token_budget if token_budget is not None else settings.token_budget

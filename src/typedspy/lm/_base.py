@@ -6,7 +6,8 @@ The request and response types live in `typedspy.lm._messages`. Nothing here imp
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
@@ -37,9 +38,13 @@ class BaseLM(abc.ABC):
 
     Attributes:
         model: The model name.
+        defaults: Request parameters this LM sends with every request, under each request's
+            own ``params`` (`LM`'s keyword defaults; none here). A cap among them keeps the
+            profile's ``max_tokens`` cap off structured calls.
     """
 
     model: str
+    defaults: Mapping[str, Any] = MappingProxyType({})
     _profile: Profile | None = None
 
     def __init__(self, model: str, *, profile: str | Profile | None = None) -> None:

@@ -8,9 +8,9 @@ and no request is sent twice by two layers (ADR-022).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from typedspy.errors import (
     BudgetExceededError,
@@ -153,6 +153,15 @@ class FallbackLM(BaseLM):
     @profile.setter
     def profile(self, profile: str | Profile) -> None:
         self.lms[0].profile = profile
+
+    @property
+    def defaults(self) -> Mapping[str, Any]:
+        """The primary's request defaults (direct requests are built for it)."""
+        return self.lms[0].defaults
+
+    @defaults.setter
+    def defaults(self, defaults: Mapping[str, Any]) -> None:
+        self.lms[0].defaults = defaults
 
     @property
     def max_json_depth(self) -> int:

@@ -38,6 +38,9 @@ class LoopRemedy:
     params: Mapping[str, Any] = field(default_factory=dict)
 
 
+_CAPS = frozenset({"max_tokens", "max_completion_tokens"})
+"""The request parameters that cap a completion's length: either one set keeps the profile's off."""
+
 _COMPACT = LoopRemedy(
     note=(
         "Your previous reply ran to the token limit with whitespace. Reply again with the "
@@ -85,8 +88,9 @@ class Profile:
             False, agents use one strict step schema under ``response_format`` instead.
         parallel_tool_calls: What to send as ``parallel_tool_calls`` with strict tools
             (``None``: leave it out).
-        max_tokens: The ``max_tokens`` cap sent with structured calls that set none
-            (``None``: no cap).
+        max_tokens: The ``max_tokens`` cap sent with structured calls (`Predict`, ReAct's
+            steps) when neither the call nor the LM's defaults set ``max_tokens`` or
+            ``max_completion_tokens`` (``None``: no cap).
         on_whitespace_loop: The re-ask after a truncation whose tail is only whitespace.
         on_repetition_loop: The re-ask after a truncation inside a repetition loop.
         reasoning_tags: Tags around reasoning the server leaves in the content
@@ -228,11 +232,21 @@ class Profile:
         """Whether the endpoint takes ``kind`` media as a content part (and has not refused it)."""
         return kind in self.media and not self.rejects(f"media:{kind}")
 
-    def structured_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """``params`` with the profile's ``max_tokens`` cap added when they set no cap."""
+    def structured_params(
+        self, params: Mapping[str, Any], *, defaults: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A structured call's ``params``, with the profile's ``max_tokens`` cap as a default.
+
+        The cap is added only when the user set none: ``max_tokens`` or
+        ``max_completion_tokens`` in ``params`` (the call's own) or in ``defaults`` (the LM's
+        request defaults, merged under ``params`` when sent) keeps it off the request.
+
+        Args:
+            params: The call's request parameters.
+            defaults: The request defaults of the LM the call goes to (`BaseLM.defaults`).
+        """
         out = dict(params)
-        capped = {"max_tokens", "max_completion_tokens"} & set(out)
-        if self.max_tokens is not None and not capped:
+        if self.max_tokens is not None and not (_CAPS & {*out, *defaults}):
             out["max_tokens"] = self.max_tokens
         return out
 

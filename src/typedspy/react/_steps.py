@@ -119,8 +119,13 @@ def native_request(
     params: Mapping[str, Any],
     target: str = "openai-strict",
     profile: Profile | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> LMRequest:
     """One native tool-calling step (media inputs as content parts when ``profile`` is given).
+
+    With ``profile``, ``params`` get its ``max_tokens`` cap unless they or ``defaults`` (the
+    LM's request defaults) set a cap: the one rule `Predict` follows too
+    (`Profile.structured_params`).
 
     Where the profile lets ``response_format`` go with tools (`answers_in_content`), the step
     also carries the outputs' schema as ``response_format`` and ``tool_choice`` is ``"auto"``:
@@ -137,6 +142,8 @@ def native_request(
     messages.extend(trajectory.to_messages())
     specs = [tool.to_openai_tool(target) for tool in tools]
     specs.append(finish_tool(sig, target))
+    if profile is not None:
+        params = profile.structured_params(params, defaults=defaults or {})
     if not answers_in_content(profile):
         return LMRequest(
             messages=tuple(messages),
@@ -267,6 +274,7 @@ def ask_native(run: Run[Any], *, stream: bool) -> AsyncIterator[StreamEvent | LM
         params=run.params,
         target=run.lm.profile.target,
         profile=run.lm.profile,
+        defaults=run.lm.defaults,
     )
     return native_response(run.lm, request, run.signature, stream=stream, requests=run.requests)
 
