@@ -37,7 +37,8 @@ class OutputDelta:
     """Raw text as it arrives, attributed to the output field it belongs to.
 
     The text of a field's value has that field's name; everything else (braces, keys, colons,
-    commas, ``[[ ## field ## ]]`` markers, a fence or prose around the JSON) has ``None``. A
+    commas, ``[[ ## field ## ]]`` markers, a fence or prose around the JSON, a leading
+    ``<think>`` block the profile's ``reasoning_tags`` name) has ``None``. A
     chunk that spans two fields comes as two deltas; all the deltas joined are the completion.
     """
 

@@ -101,8 +101,10 @@ FORMATS = ["compact", "pretty", "fenced", "markers", "tools"]
 class ChunkedLM(BaseLM):
     """Answers every request with one completion: whole, or streamed in the given chunks."""
 
-    def __init__(self, text: str, chunks: list[str], *, tools: bool) -> None:
-        super().__init__("chunked")
+    def __init__(
+        self, text: str, chunks: list[str], *, tools: bool, profile: str | None = None
+    ) -> None:
+        super().__init__("chunked", profile=profile)
         self.text, self.chunks, self.tools = text, chunks, tools
 
     async def acomplete(self, request: LMRequest) -> LMResponse:
@@ -154,8 +156,10 @@ def cut(text: str, points: set[int]) -> list[str]:
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-async def both(sig: type[ts.Signature], text: str, chunks: list[str], form: str) -> Any:
-    lm = ChunkedLM(text, chunks, tools=form == "tools")
+async def both(
+    sig: type[ts.Signature], text: str, chunks: list[str], form: str, profile: str | None = None
+) -> Any:
+    lm = ChunkedLM(text, chunks, tools=form == "tools", profile=profile)
     mode = (
         "tools" if form == "tools" else "prompt" if form in ("fenced", "markers") else "json_schema"
     )
@@ -247,3 +251,33 @@ def test_a_list_of_unions_streams_each_member_typed() -> None:
         ["SpawnTask", "Continue"],
         ["SpawnTask", "Continue", "CompleteTask"],
     ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.sampled_from(["", " ", "\n\n"]), st.data())
+def test_a_leading_think_block_is_never_streamed_as_the_answer(
+    case: tuple[type[ts.Signature], dict[str, Any], str, set[int]],
+    space: str,
+    data: st.DataObject,
+) -> None:
+    sig, outputs, form, _ = case
+    if form == "tools":  # reasoning tags are read in the content only
+        form = "compact"
+    # The thought is another output of the same kind: read as the answer, it would show.
+    other = data.draw(OUTPUTS[sig])
+    answer = written(sig, outputs, form)
+    text = f"{space}<think>{written(sig, other, 'compact')}</think>{space}{answer}"
+    points = data.draw(st.sets(st.integers(1, len(text) - 1), max_size=12))
+    for chunks in (list(text), cut(text, points)):
+        events, plain = asyncio.run(both(sig, text, chunks, form, profile="llama.cpp"))
+        final = events[-1]
+        assert isinstance(final, ts.Prediction)
+        assert final == plain and final.raw == answer
+        assert final.reasoning_content == written(sig, other, "compact")
+        assert "".join(e.text for e in events if isinstance(e, OutputDelta)) == text
+        shown = [e for e in events if isinstance(e, PartialPrediction)]
+        for partial in shown:
+            for name, value in partial.values.items():
+                if name != partial.in_progress:
+                    assert value == final[name], (name, value, final[name])
+        assert shown[-1].values == dict(final)

@@ -118,8 +118,17 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
         params={**plan.request.params, **plan.params},
     )
     response: LMResponse | None = None
-    pick = first_call_arguments if plan.mode == "tools" else content
-    sent = send(plan.lm, request, plan.signature, stream=stream, pick=pick, requests=plan.requests)
+    tools = plan.mode == "tools"
+    sent = send(
+        plan.lm,
+        request,
+        plan.signature,
+        stream=stream,
+        pick=first_call_arguments if tools else content,
+        # The final parse splits reasoning off the content only, never off a tool call's.
+        reasoning_tags=None if tools else plan.lm.profile.reasoning_tags,
+        requests=plan.requests,
+    )
     async with closing(sent) as items:
         async for item in items:
             if isinstance(item, LMResponse):

@@ -4,7 +4,7 @@ Without streaming, one request and its `LMResponse`. With streaming, the chunks 
 into the same `LMResponse` by a `StreamAccumulator`, and the output text they carry is parsed as
 it arrives into `OutputDelta` / `PartialPrediction` events. Which text is the output differs by
 caller (the content, a forced tool call's arguments, ReAct's ``finish`` arguments): the caller
-passes a `Pick`.
+passes a `Pick`, and the reasoning tags the final parse splits off that text, if any.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typedspy.lm import (
     counted,
     counted_stream,
 )
-from typedspy.parse import PartialParser
+from typedspy.parse import PartialParser, ReasoningSplitter
 from typedspy.signature import Signature
 from typedspy.streaming import OutputDelta, PartialPrediction, StreamEvent, closing
 
@@ -51,31 +51,56 @@ async def send(
     *,
     stream: bool,
     pick: Pick = content,
+    reasoning_tags: tuple[str, str] | None = None,
     requests: RequestBound | None = None,
 ) -> AsyncIterator[StreamEvent | LMResponse]:
     """The response to ``request``, last; when streaming, the partial-output events before it.
 
     A parser is started at the first output text `pick` finds, so a streamed reply without any
-    (a tool call in ReAct) yields the response alone. ``requests`` bounds the HTTP requests
-    sent, transport retries included (ADR-029).
+    (a tool call in ReAct) yields the response alone. A leading block between
+    ``reasoning_tags`` is split off that text first, as the final parse splits it (ADR-027):
+    its text comes as `OutputDelta` of no field and never reaches the parser. ``requests``
+    bounds the HTTP requests sent, transport retries included (ADR-029).
     """
     if not stream:
         yield await counted(requests, lambda: callbacks.complete(lm, request))
         return
     accumulator = StreamAccumulator(lm.model)
-    parser: PartialParser | None = None
+    output = _Output(signature, lm.max_json_depth, reasoning_tags)
     chunks_sent = counted_stream(requests, callbacks.stream(lm, request, accumulator))
     async with closing(chunks_sent) as chunks:
         async for chunk in chunks:
             piece = pick(chunk, accumulator)
             if piece:
-                parser = parser or PartialParser(signature, max_json_depth=lm.max_json_depth)
-                for event in parsed_events(parser, piece):
+                for event in output.events(piece):
                     yield event
-    if parser is not None:
-        for event in parsed_events(parser, None):
-            yield event
+    for event in output.events(None):
+        yield event
     yield accumulator.response()
+
+
+class _Output:
+    """A stream's output text as events: a leading reasoning block set aside, the rest parsed."""
+
+    def __init__(
+        self, signature: type[Signature], max_json_depth: int, tags: tuple[str, str] | None
+    ) -> None:
+        self._signature = signature
+        self._depth = max_json_depth
+        self._splitter = ReasoningSplitter(tags)
+        self._parser: PartialParser | None = None
+
+    def events(self, piece: str | None) -> list[StreamEvent]:
+        """The events a piece of output text makes (``None``: the stream ended)."""
+        aside, answer = self._splitter.feed(piece) if piece is not None else self._splitter.flush()
+        events: list[StreamEvent] = [OutputDelta(None, aside)] if aside else []
+        if answer:
+            if self._parser is None:
+                self._parser = PartialParser(self._signature, max_json_depth=self._depth)
+            events += parsed_events(self._parser, answer)
+        if piece is None and self._parser is not None:
+            events += parsed_events(self._parser, None)
+        return events
 
 
 def parsed_events(parser: PartialParser, piece: str | None) -> list[StreamEvent]:

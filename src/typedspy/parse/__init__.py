@@ -9,15 +9,17 @@ from typedspy.parse._lenient import (
 from typedspy.parse._partial import (
     PartialParser as PartialParser,
 )
+from typedspy.parse._reasoning import ReasoningSplitter, split_reasoning
 from typedspy.parse._report import (
     field_errors as field_errors,
 )
-from typedspy.parse._runaway import RunawayKind, runaway_kind, split_reasoning
+from typedspy.parse._runaway import RunawayKind, runaway_kind
 from typedspy.parse._validate import ParseFailure, ParseResult, parse_outputs, validate_outputs
 
 __all__ = [
     "ParseFailure",
     "ParseResult",
+    "ReasoningSplitter",
     "RunawayKind",
     "parse_outputs",
     "runaway_kind",

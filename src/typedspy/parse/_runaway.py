@@ -1,4 +1,4 @@
-"""What a truncated completion was doing when it hit the token limit; reasoning left in content.
+"""What a truncated completion was doing when it hit the token limit.
 
 A completion cut off at ``max_tokens`` is one of three things: a genuinely long answer, a
 whitespace loop (grammars that allow unbounded whitespace, reference/local-servers.md: vLLM),
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["RunawayKind", "runaway_kind", "split_reasoning"]
+__all__ = ["RunawayKind", "runaway_kind"]
 
 RunawayKind = Literal["whitespace_loop", "repetition_loop"]
 
@@ -44,23 +44,3 @@ def runaway_kind(text: str) -> RunawayKind | None:
         if run >= max(2 * period, _MIN_RUN) and tail[end - period :].strip():
             return "repetition_loop"
     return None
-
-
-def split_reasoning(text: str, tags: tuple[str, str] | None) -> tuple[str, str | None]:
-    """Split reasoning a server left in the content (``<think>...</think>`` first) off the answer.
-
-    Returns:
-        The answer text, and the reasoning (``None`` when the content starts with no such
-        block). An unclosed block is all reasoning: the answer is then ``""``.
-    """
-    if tags is None:
-        return text, None
-    opening, closing = tags
-    body = text.lstrip()
-    if not body.startswith(opening):
-        return text, None
-    inner = body[len(opening) :]
-    end = inner.find(closing)
-    if end < 0:
-        return "", inner.strip()
-    return inner[end + len(closing) :].lstrip(), inner[:end].strip()
