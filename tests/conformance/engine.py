@@ -48,10 +48,18 @@ def grammar_error(schema: dict[str, Any]) -> str | None:
     return messages[0] if is_error else None
 
 
-def sample(schema: dict[str, Any], *, seed: int, max_bytes: int = 4000) -> str | None:
+def sample(
+    schema: dict[str, Any],
+    *,
+    seed: int,
+    max_bytes: int = 4000,
+    steer: tuple[bytes, bytes] | None = None,
+) -> str | None:
     """One output the engine accepts for ``schema``, or ``None`` if it ran past ``max_bytes``.
 
-    Whitespace between tokens is switched off, as servers do for compact output.
+    Whitespace between tokens is switched off, as servers do for compact output. With
+    ``steer=(marker, then)``, the first time the output ends with ``marker`` the sampler writes
+    ``then`` (a union member's tag, say); the engine must accept it.
     """
     grammar = llguidance.LLMatcher.grammar_from_json_schema(
         schema, defaults={"whitespace_flexible": False}
@@ -62,7 +70,15 @@ def sample(schema: dict[str, Any], *, seed: int, max_bytes: int = 4000) -> str |
     rng = random.Random(seed)
     out = bytearray()
     while len(out) < max_bytes:
+        if steer is not None and out.endswith(steer[0]):
+            if not matcher.consume_tokens(list(steer[1])):
+                raise AssertionError(f"the engine refused {steer[1]!r} after {bytes(out)!r}")
+            out += steer[1]
+            steer = None
+            continue
         forced = matcher.compute_ff_bytes()
+        if forced and steer is not None:  # byte by byte, so the marker is not skipped over
+            forced = forced[:1]
         if forced:
             matcher.consume_tokens(list(forced))
             out += forced
@@ -79,6 +95,8 @@ def sample(schema: dict[str, Any], *, seed: int, max_bytes: int = 4000) -> str |
         out.append(token)
     else:
         return None
+    if steer is not None:
+        raise AssertionError(f"the output never reached {steer[0]!r}: {bytes(out)!r}")
     if matcher.is_error():
         raise AssertionError(matcher.get_error())
     return out.decode("utf-8")

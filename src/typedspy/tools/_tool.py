@@ -261,7 +261,8 @@ class Tool:
         """The Chat Completions ``tools`` entry: a function with the input schema.
 
         Send it with ``parallel_tool_calls: false`` (strict tools and parallel calls do not mix).
-        The description is left out when it is empty.
+        The description is left out when it is empty. The parameters object is closed
+        (``additionalProperties: false``) in every target, as the arguments are checked.
 
         Args:
             target: The schema target (an LM's ``profile.target``); ``strict`` is sent as the
@@ -274,6 +275,10 @@ class Tool:
         if self.signature.input_fields:
             compiled = compile_schema(self.signature.input_model, target)
             parameters, strict = compiled.schema, compiled.strict
+            # `parse_arguments` refuses names that are not parameters, so the schema says so
+            # too: a server enforcing a json-schema target's schema otherwise lets the model
+            # add properties (ADR-026 amendment; the strict target closes every object).
+            parameters = {**parameters, "additionalProperties": False}
         else:  # the compiler refuses a property-less object (as an output); a tool may have one
             parameters = {
                 "type": "object",

@@ -1,0 +1,242 @@
+"""The tools and ReAct agents of the test suite, through a real constrained-decoding engine.
+
+Tool parameters (`Tool.to_openai_tool`, for each target) must compile in llguidance, and what
+the engine samples must pass the tool's own argument validation (`Tool.parse_arguments`).
+
+Each ReAct agent the suite builds runs on a `FakeLM` whose every reply is sampled by the engine
+from what the request sends: the strict union step (``response_format``, one run steered to
+each member: every tool and ``finish``), and the native step (every tool plus ``finish``, and
+the outputs' ``response_format`` beside them, one run per tool, one calling ``finish`` and one
+answering in content). ReAct parses the replies itself; a recording callback sees each attempt
+and each tool's argument check, so outputs parse back through the library's own path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+from corpus import agents, tools
+from engine import grammar_error, sample
+
+import typedspy as ts
+from typedspy.lm import LMRequest, LMResponse, ToolCall
+from typedspy.testing import FakeLM, generate_instance
+
+SAMPLES = 4
+TOOLS = tools()
+AGENTS = agents()
+_TARGETS = {"openai-strict": "openai", "json-schema": "llama.cpp"}
+_TAG = b'"next":{"_type":"'
+
+
+def _lossy(target: str) -> bool:
+    # OpenAI's strict subset drops some constraints (into descriptions, checked locally,
+    # ADR-003): an engine output may fail validation there, but never decoding.
+    return target == "openai-strict"
+
+
+def _only_validation(errors: Any) -> bool:
+    return all(e.path and "unexpected argument" not in e.message for e in errors)
+
+
+def test_the_corpus_covers_the_suites_tools_and_agents() -> None:
+    names = {tool.name for _, tool, _ in TOOLS}
+    assert {"ping", "send_email", "lookup_height", "convert_units", "look_up_pet"} <= names
+    assert len(TOOLS) >= 40
+    assert len(AGENTS) >= 25
+    assert any(len(agent_tools) >= 2 for _, _, agent_tools, _ in AGENTS)
+    assert {target for *_, target in AGENTS} == set(_TARGETS)
+
+
+@pytest.mark.parametrize(("name", "tool", "target"), [pytest.param(*t, id=t[0]) for t in TOOLS])
+def test_tool_parameters_compile_and_sampled_arguments_validate(
+    name: str, tool: ts.Tool, target: str
+) -> None:
+    schema = tool.to_openai_tool(target)["function"]["parameters"]
+    assert grammar_error(schema) is None, grammar_error(schema)
+    finished = 0
+    for seed in range(SAMPLES):
+        text = sample(schema, seed=seed)
+        if text is None:
+            continue
+        finished += 1
+        try:
+            tool.parse_arguments(text)
+        except ts.ToolArgumentsError as exc:
+            if not (_lossy(target) and _only_validation(exc.errors)):
+                raise AssertionError(f"{name}: engine output {text!r} failed: {exc}") from exc
+    assert finished, "the sampler finished no output within its byte bound"
+
+
+# -- agents --
+
+
+class _Recorder(ts.BaseCallback):
+    """Every attempt's outcome and every tool argument check of a run."""
+
+    def __init__(self) -> None:
+        self.kinds: list[str | None] = []
+        self.started: list[str] = []
+        self.argument_errors: list[ts.ToolArgumentsError] = []
+
+    def on_attempt_end(
+        self, call_id: str, attempt: ts.Attempt | None, exception: BaseException | None
+    ) -> None:
+        if attempt is not None:
+            self.kinds.append(attempt.kind)
+
+    def on_tool_start(self, call_id: str, instance: ts.Tool, arguments: object) -> None:
+        self.started.append(instance.name)
+
+    def on_tool_end(self, call_id: str, outputs: object, exception: BaseException | None) -> None:
+        if isinstance(exception, ts.ToolArgumentsError):
+            self.argument_errors.append(exception)
+
+
+class _Engine:
+    """Replies to each request with what the engine samples from the schemas it sends.
+
+    The first reply calls ``call`` (a tool's or ``finish``'s sampled arguments) when the
+    request offers tools, or, for a union step, is steered to the member ``call``; with
+    ``call=None`` it answers in content. Later replies (the extraction) answer in content.
+    """
+
+    def __init__(self, seed: int, call: str | None) -> None:
+        self.seed = seed
+        self.call = call
+        self.rejected: list[str] = []
+        self.finish_arguments: list[str] = []
+
+    def _sample(self, schema: dict[str, Any], steer: tuple[bytes, bytes] | None = None) -> str:
+        for seed in range(self.seed, self.seed + 5):
+            text = sample(schema, seed=seed, steer=steer)
+            if text is not None:
+                return text
+        raise AssertionError("the sampler finished no output within its byte bound")
+
+    def __call__(self, request: LMRequest) -> LMResponse | str:
+        functions = {t["function"]["name"]: t["function"] for t in request.tools or ()}
+        formats = [request.response_format] if request.response_format else []
+        schemas = [f["json_schema"]["schema"] for f in formats]
+        for schema in [*schemas, *(f["parameters"] for f in functions.values())]:
+            error = grammar_error(schema)
+            if error is not None:
+                self.rejected.append(error)
+        call, self.call = self.call, None
+        if call is not None and functions:
+            arguments = self._sample(functions[call]["parameters"])
+            if call == "finish":
+                self.finish_arguments.append(arguments)
+            return LMResponse.build(
+                text=None,
+                model="engine",
+                usage=ts.Usage(),
+                finish_reason="tool_calls",
+                tool_calls=(ToolCall(id="call_engine", name=call, arguments=arguments),),
+            )
+        assert schemas, f"no schema to sample from: {request}"
+        steer = (_TAG, call.encode()) if call is not None and not functions else None
+        return self._sample(schemas[0], steer)
+
+
+def _stubbed(tool: ts.Tool) -> ts.Tool:
+    """The same schemas and argument validation; the implementation returns sample outputs."""
+    try:
+        result: Any = generate_instance(ts.compile_schema(tool.signature, "json-schema").schema)
+    except ts.TypedspyError:
+        result = None
+
+    def impl(**_: Any) -> Any:
+        return result
+
+    return ts.Tool(tool.signature, impl, name=tool.name, description=tool.description)
+
+
+def _run(
+    signature: Any, agent_tools: list[ts.Tool], profile: ts.Profile, mode: str, engine: _Engine
+) -> tuple[Mapping[str, Any], _Recorder]:
+    lm = FakeLM([engine] * 20)
+    lm.profile = profile
+    agent = ts.ReAct(
+        signature, tools=[_stubbed(t) for t in agent_tools], lm=lm, mode=mode, max_iters=1
+    )
+    inputs = {n: _input(agent.signature, n) for n in agent.signature.input_fields}
+    recorder = _Recorder()
+    with ts.context(callbacks=[recorder]):
+        pred = agent(**inputs)
+    return {"finished": pred.finished, "trajectory": pred.trajectory}, recorder
+
+
+def _input(sig: type[ts.Signature], name: str) -> Any:
+    annotation = sig.input_fields[name].annotation
+    if isinstance(annotation, type) and issubclass(annotation, ts.Image):
+        return ts.Image.from_url("https://example.com/photo.png")
+    schema = ts.compile_schema(sig.input_model, "json-schema").schema
+    return generate_instance({**schema["properties"][name], "$defs": schema.get("$defs", {})})
+
+
+def _profiles(target: str) -> dict[str, ts.Profile]:
+    strict = target == "openai-strict"
+    native = ts.Profile.named("openai" if strict else "vllm")
+    return {
+        "union": ts.Profile.named(_TARGETS[target]),
+        # The outputs' response_format beside the tools: the openai profile sends it; a
+        # json-schema profile that allows it (a user's derived profile) is built here.
+        "tools": native if strict else native.derive(response_format_with_tools=True),
+    }
+
+
+def _check(
+    target: str, engine: _Engine, recorder: _Recorder, outcome: Mapping[str, Any], call: str | None
+) -> list[str]:
+    problems = [f"engine rejected a schema: {e}" for e in engine.rejected]
+    if _lossy(target):
+        problems += [f"an attempt failed to decode: {k}" for k in recorder.kinds if k == "decode_failed"]
+        problems += [str(e) for e in recorder.argument_errors if not _only_validation(e.errors)]
+        return problems
+    problems += [f"an attempt failed: {k}" for k in recorder.kinds if k is not None]
+    problems += [str(e) for e in recorder.argument_errors]
+    if call in ("finish", None) and not outcome["finished"]:
+        problems.append(f"the answer was not accepted: {outcome['trajectory'].to_text()}")
+    if call not in ("finish", None) and recorder.started != [call]:
+        problems.append(f"{call} did not run: {recorder.started}")
+    return problems
+
+
+def _strict_finish_decodes(signature: type[ts.Signature], engine: _Engine) -> list[str]:
+    problems = []
+    for arguments in engine.finish_arguments:
+        result = ts.parse_outputs(signature, arguments)
+        if result.error is not None and result.error.kind == "decode_failed":
+            problems.append(f"finish arguments {arguments!r} failed to decode")
+    return problems
+
+
+@pytest.mark.parametrize(
+    ("name", "signature", "agent_tools", "target"), [pytest.param(*a, id=a[0]) for a in AGENTS]
+)
+def test_react_steps_compile_and_sampled_steps_parse_back(
+    name: str, signature: Any, agent_tools: list[ts.Tool], target: str
+) -> None:
+    profiles = _profiles(target)
+    members = [t.name for t in agent_tools] + ["finish"]
+    runs: list[tuple[str, str | None]] = [("tools", m) for m in members] + [("tools", None)]
+    try:
+        ts.ReAct(signature, tools=agent_tools, mode="union")
+    except ts.ConfigurationError:  # an input named like the step's outputs: the suite tests it
+        pass
+    else:  # one member alone is not a union: nothing to steer
+        runs += [("union", m if agent_tools else None) for m in members]
+    problems: list[str] = []
+    for seed, (mode, call) in enumerate(runs):
+        engine = _Engine(seed, call)
+        outcome, recorder = _run(signature, agent_tools, profiles[mode], mode, engine)
+        found = _check(target, engine, recorder, outcome, call)
+        if _lossy(target):
+            sig = ts.ReAct(signature).signature
+            found += _strict_finish_decodes(sig, engine)
+        problems += [f"{mode} step, {call or 'content answer'}: {p}" for p in found]
+    assert not problems, "\n".join(problems)
