@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, PlainValidator,
 import typedspy as ts
 from typedspy.errors import SchemaError
 
-from harvest import Harvest, harvest, test_modules
+from harvest import Harvest, harvest, suite_modules
 
 TESTS = Path(__file__).resolve().parent.parent
 TARGETS = ("openai-strict", "json-schema")
@@ -91,7 +91,7 @@ def signatures() -> list[type[ts.Signature]]:
 def harvested() -> Harvest:
     """What the suite defines inside its test functions (see `harvest`)."""
     _import_test_modules()
-    return harvest(test_modules(TESTS))
+    return harvest(suite_modules(TESTS))
 
 
 def _key(*parts: Any) -> str:

@@ -9,6 +9,8 @@ towards closing strings and containers, explores those outputs cheaply and deter
 
 from __future__ import annotations
 
+import functools
+import json
 import random
 from typing import Any
 
@@ -40,12 +42,25 @@ _TOKENIZER = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokens()), 
 
 def grammar_error(schema: dict[str, Any]) -> str | None:
     """The engine's complaint about a schema, or ``None`` when it compiles to a grammar."""
+    return _grammar_error(json.dumps(schema))
+
+
+@functools.cache
+def _grammar_error(schema: str) -> str | None:
     try:
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(schema)
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.loads(schema))
     except ValueError as exc:
         return str(exc)
     is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, _TOKENIZER)
     return messages[0] if is_error else None
+
+
+@functools.cache
+def _compact_grammar(schema: str) -> str:
+    # Whitespace between tokens is switched off, as servers do for compact output.
+    return llguidance.LLMatcher.grammar_from_json_schema(  # type: ignore[no-any-return]
+        json.loads(schema), defaults={"whitespace_flexible": False}
+    )
 
 
 def sample(
@@ -61,10 +76,7 @@ def sample(
     ``steer=(marker, then)``, the first time the output ends with ``marker`` the sampler writes
     ``then`` (a union member's tag, say); the engine must accept it.
     """
-    grammar = llguidance.LLMatcher.grammar_from_json_schema(
-        schema, defaults={"whitespace_flexible": False}
-    )
-    matcher = llguidance.LLMatcher(_TOKENIZER, grammar, log_level=0)
+    matcher = llguidance.LLMatcher(_TOKENIZER, _compact_grammar(json.dumps(schema)), log_level=0)
     if matcher.is_error():
         raise AssertionError(matcher.get_error())
     rng = random.Random(seed)

@@ -13,7 +13,25 @@ import typedspy as ts
 
 CASES = compiled_schemas()
 SAMPLES = 4
-PARAMS = [pytest.param(*case, id=case[0]) for case in CASES]
+# Gaps the engine found that typedspy does not close (issue 8): case id prefix -> reason.
+KNOWN_GAPS = {
+    "test_engine_patterns.test_a_users_own_pattern_is_kept.Sig": (
+        "a user's own `pattern` is sent beside a `format` (json_schema_extra) it contradicts; "
+        "Pydantic checks only the pattern, an engine enforces both: no value fits"
+    ),
+}
+PARAMS = [
+    pytest.param(
+        *case,
+        id=case[0],
+        marks=[
+            pytest.mark.xfail(strict=True, reason=reason)
+            for prefix, reason in KNOWN_GAPS.items()
+            if case[0].startswith(prefix + "[")
+        ],
+    )
+    for case in CASES
+]
 
 
 def test_the_corpus_covers_the_suites_signatures() -> None:
@@ -21,6 +39,8 @@ def test_the_corpus_covers_the_suites_signatures() -> None:
     assert len(names) >= 100
     assert any("Decide[openai-strict]" in name for name in names)
     assert any("[json-schema]" in name for name in names)
+    # Signatures defined inside test functions are in too.
+    assert any(name.startswith("test_signature.test_") for name in names)
 
 
 @pytest.mark.parametrize(("case_id", "sig", "compiled"), PARAMS)

@@ -155,15 +155,19 @@ def _stubbed(tool: ts.Tool) -> ts.Tool:
     return ts.Tool(tool.signature, impl, name=tool.name, description=tool.description)
 
 
-def _run(
-    signature: Any, agent_tools: list[ts.Tool], profile: ts.Profile, mode: str, engine: _Engine
-) -> tuple[Mapping[str, Any], _Recorder]:
-    lm = FakeLM([engine] * 20)
+def _agent(signature: Any, agent_tools: list[ts.Tool], profile: ts.Profile, mode: str) -> Any:
+    lm = FakeLM([])
     lm.profile = profile
-    agent = ts.ReAct(
-        signature, tools=[_stubbed(t) for t in agent_tools], lm=lm, mode=mode, max_iters=1
-    )
-    inputs = {n: _input(agent.signature, n) for n in agent.signature.input_fields}
+    tools = [_stubbed(t) for t in agent_tools]
+    return ts.ReAct(signature, tools=tools, lm=lm, mode=mode, max_iters=1)  # type: ignore[arg-type]
+
+
+def _run(
+    agent: Any, inputs: Mapping[str, Any], engine: _Engine
+) -> tuple[Mapping[str, Any], _Recorder]:
+    profile = agent.lm.profile
+    agent.lm = FakeLM([engine] * 20)
+    agent.lm.profile = profile
     recorder = _Recorder()
     with ts.context(callbacks=[recorder]):
         pred = agent(**inputs)
@@ -223,20 +227,24 @@ def test_react_steps_compile_and_sampled_steps_parse_back(
 ) -> None:
     profiles = _profiles(target)
     members = [t.name for t in agent_tools] + ["finish"]
-    runs: list[tuple[str, str | None]] = [("tools", m) for m in members] + [("tools", None)]
+    agents = {"tools": _agent(signature, agent_tools, profiles["tools"], "tools")}
+    # Native steps: the tool calls' arguments are checked by `Tool.parse_arguments`, as in the
+    # tools test above; here ``finish`` and a content answer beside the tools.
+    runs: list[tuple[str, str | None]] = [("tools", "finish"), ("tools", None)]
     try:
-        ts.ReAct(signature, tools=agent_tools, mode="union")
+        agents["union"] = _agent(signature, agent_tools, profiles["union"], "union")
     except ts.ConfigurationError:  # an input named like the step's outputs: the suite tests it
         pass
     else:  # one member alone is not a union: nothing to steer
         runs += [("union", m if agent_tools else None) for m in members]
+    sig = agents["tools"].signature
+    inputs = {n: _input(sig, n) for n in sig.input_fields}
     problems: list[str] = []
     for seed, (mode, call) in enumerate(runs):
         engine = _Engine(seed, call)
-        outcome, recorder = _run(signature, agent_tools, profiles[mode], mode, engine)
+        outcome, recorder = _run(agents[mode], inputs, engine)
         found = _check(target, engine, recorder, outcome, call)
         if _lossy(target):
-            sig = ts.ReAct(signature).signature
-            found += _strict_finish_decodes(sig, engine)
+            found += _strict_finish_decodes(agents[mode].signature, engine)
         problems += [f"{mode} step, {call or 'content answer'}: {p}" for p in found]
     assert not problems, "\n".join(problems)
