@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
 
+from harvest import Harvest, harvest, suite_modules
 from pydantic import AfterValidator, BaseModel, BeforeValidator, PlainValidator, WrapValidator
 
 import typedspy as ts
 from typedspy.errors import SchemaError
-
-from harvest import Harvest, harvest, suite_modules
 
 TESTS = Path(__file__).resolve().parent.parent
 TARGETS = ("openai-strict", "json-schema")

@@ -58,9 +58,10 @@ def _grammar_error(schema: str) -> str | None:
 @functools.cache
 def _compact_grammar(schema: str) -> str:
     # Whitespace between tokens is switched off, as servers do for compact output.
-    return llguidance.LLMatcher.grammar_from_json_schema(  # type: ignore[no-any-return]
+    grammar: str = llguidance.LLMatcher.grammar_from_json_schema(
         json.loads(schema), defaults={"whitespace_flexible": False}
     )
+    return grammar
 
 
 def sample(

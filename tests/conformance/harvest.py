@@ -9,12 +9,12 @@ such objects.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import ast
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -87,7 +87,8 @@ class _Module:
             (
                 n
                 for n in ast.walk(func)
-                if n is not func and isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                if n is not func
+                and isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
             ),
             key=lambda n: n.lineno,
         )
@@ -100,12 +101,12 @@ class _Module:
         try:
             exec(code, ns)  # definitions only: class bodies and decorators
             made = ns.pop(func.name)()
-        except Exception:  # noqa: BLE001, S110 - left out as a whole
+        except Exception:  # the function's definitions are left out as a whole
             pass
         ns.update(made)
         return ns, made
 
-    def _wrapper(self, name: str, nodes: list[ast.stmt]) -> Any:
+    def _wrapper(self, name: str, nodes: Sequence[ast.stmt]) -> Any:
         # Each definition in a `try`, in a function (a class's forward references resolve in
         # its defining frame's locals, as in the test), which returns its locals.
         guarded: list[ast.stmt] = [
@@ -149,7 +150,7 @@ class _Module:
         expression = ast.Expression(node)
         if not all(isinstance(n, _SAFE) for n in ast.walk(expression)):
             raise LookupError("not a plain reference")
-        return eval(compile(expression, str(self.path), "eval"), ns)  # noqa: S307 - names, calls
+        return eval(compile(expression, str(self.path), "eval"), ns)  # names and calls only
 
     def agent(self, func: Function, call: ast.Call) -> tuple[Any, list[Any]]:
         """The signature and tools (as the test passed them) of a ``ReAct(...)`` call."""
@@ -224,7 +225,7 @@ def harvest(modules: list[tuple[ModuleType, Path]]) -> Harvest:
                     built.add(same)
                     tools = as_tools(objects)
                     ts.ReAct(signature, tools=tools)  # the suite's refusals are no agents
-                except Exception:  # noqa: BLE001, S112 - built from a test's locals: left out
+                except Exception:  # built from a test's own values, or refused: left out
                     continue
                 out.agents[f"{module.__name__}.{func.name}:{call.lineno}"] = (signature, tools)
     return out

@@ -1,21 +1,22 @@
 """The tools and ReAct agents of the test suite, through a real constrained-decoding engine.
 
-Tool parameters (`Tool.to_openai_tool`, for each target) must compile in llguidance, and what
-the engine samples must pass the tool's own argument validation (`Tool.parse_arguments`).
+Tool parameters (`Tool.to_openai_tool`, both targets) must compile in llguidance, and what the
+engine samples must pass the tool's own argument validation (`Tool.parse_arguments`, which a
+ReAct tool call goes through).
 
 Each ReAct agent the suite builds runs on a `FakeLM` whose every reply is sampled by the engine
-from what the request sends: the strict union step (``response_format``, one run steered to
-each member: every tool and ``finish``), and the native step (every tool plus ``finish``, and
-the outputs' ``response_format`` beside them, one run per tool, one calling ``finish`` and one
-answering in content). ReAct parses the replies itself; a recording callback sees each attempt
-and each tool's argument check, so outputs parse back through the library's own path.
+from what the request sends (every schema in it must compile): the strict union step under
+``response_format``, one run steered to each member (every tool, then ``finish``); and the
+native step (the tools, ``finish``, and the outputs' ``response_format`` beside them), one run
+calling ``finish`` and one answering in content. ReAct parses the replies itself; a recording
+callback sees each attempt and each tool's argument check, so outputs parse back through the
+library's own path. A run is one step (``max_iters=1``), then the extraction if no answer.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import pytest
 from corpus import agents, tools
@@ -108,7 +109,7 @@ class _Engine:
         self.seed = seed
         self.call = call
         self.rejected: list[str] = []
-        self.finish_arguments: list[str] = []
+        self.answers: list[str] = []  # finish's arguments, or content beside tools
 
     def _sample(self, schema: dict[str, Any], steer: tuple[bytes, bytes] | None = None) -> str:
         for seed in range(self.seed, self.seed + 5):
@@ -129,7 +130,7 @@ class _Engine:
         if call is not None and functions:
             arguments = self._sample(functions[call]["parameters"])
             if call == "finish":
-                self.finish_arguments.append(arguments)
+                self.answers.append(arguments)
             return LMResponse.build(
                 text=None,
                 model="engine",
@@ -139,7 +140,10 @@ class _Engine:
             )
         assert schemas, f"no schema to sample from: {request}"
         steer = (_TAG, call.encode()) if call is not None and not functions else None
-        return self._sample(schemas[0], steer)
+        text = self._sample(schemas[0], steer)
+        if functions:
+            self.answers.append(text)
+        return text
 
 
 def _stubbed(tool: ts.Tool) -> ts.Tool:
@@ -155,11 +159,13 @@ def _stubbed(tool: ts.Tool) -> ts.Tool:
     return ts.Tool(tool.signature, impl, name=tool.name, description=tool.description)
 
 
-def _agent(signature: Any, agent_tools: list[ts.Tool], profile: ts.Profile, mode: str) -> Any:
+def _agent(
+    signature: Any, agent_tools: list[ts.Tool], profile: ts.Profile, mode: Literal["tools", "union"]
+) -> Any:
     lm = FakeLM([])
     lm.profile = profile
     tools = [_stubbed(t) for t in agent_tools]
-    return ts.ReAct(signature, tools=tools, lm=lm, mode=mode, max_iters=1)  # type: ignore[arg-type]
+    return ts.ReAct(signature, tools=tools, lm=lm, mode=mode, max_iters=1)
 
 
 def _run(
@@ -198,7 +204,9 @@ def _check(
 ) -> list[str]:
     problems = [f"engine rejected a schema: {e}" for e in engine.rejected]
     if _lossy(target):
-        problems += [f"an attempt failed to decode: {k}" for k in recorder.kinds if k == "decode_failed"]
+        problems += [
+            f"an attempt failed to decode: {k}" for k in recorder.kinds if k == "decode_failed"
+        ]
         problems += [str(e) for e in recorder.argument_errors if not _only_validation(e.errors)]
         return problems
     problems += [f"an attempt failed: {k}" for k in recorder.kinds if k is not None]
@@ -210,12 +218,14 @@ def _check(
     return problems
 
 
-def _strict_finish_decodes(signature: type[ts.Signature], engine: _Engine) -> list[str]:
+def _answers_decode(signature: type[ts.Signature], engine: _Engine) -> list[str]:
+    # What ReAct does with a native answer (its `finish` check is `parse_outputs`); under the
+    # strict target validation may fail, decoding never.
     problems = []
-    for arguments in engine.finish_arguments:
-        result = ts.parse_outputs(signature, arguments)
+    for answer in engine.answers:
+        result = ts.parse_outputs(signature, answer)
         if result.error is not None and result.error.kind == "decode_failed":
-            problems.append(f"finish arguments {arguments!r} failed to decode")
+            problems.append(f"the answer {answer!r} failed to decode")
     return problems
 
 
@@ -230,7 +240,10 @@ def test_react_steps_compile_and_sampled_steps_parse_back(
     agents = {"tools": _agent(signature, agent_tools, profiles["tools"], "tools")}
     # Native steps: the tool calls' arguments are checked by `Tool.parse_arguments`, as in the
     # tools test above; here ``finish`` and a content answer beside the tools.
-    runs: list[tuple[str, str | None]] = [("tools", "finish"), ("tools", None)]
+    runs: list[tuple[Literal["tools", "union"], str | None]] = [
+        ("tools", "finish"),
+        ("tools", None),
+    ]
     try:
         agents["union"] = _agent(signature, agent_tools, profiles["union"], "union")
     except ts.ConfigurationError:  # an input named like the step's outputs: the suite tests it
@@ -245,6 +258,6 @@ def test_react_steps_compile_and_sampled_steps_parse_back(
         outcome, recorder = _run(agents[mode], inputs, engine)
         found = _check(target, engine, recorder, outcome, call)
         if _lossy(target):
-            found += _strict_finish_decodes(agents[mode].signature, engine)
+            found += _answers_decode(agents[mode].signature, engine)
         problems += [f"{mode} step, {call or 'content answer'}: {p}" for p in found]
     assert not problems, "\n".join(problems)

@@ -106,6 +106,22 @@ def test_openai_tool_shape_and_strict_schema() -> None:
     assert check_openai_strict(parameters, name="search_documents") == []
 
 
+def test_the_json_schema_export_refuses_unknown_arguments_as_the_tool_does() -> None:
+    # A server enforcing the schema (vLLM, llama.cpp) must not let the model add a name that
+    # the tool's argument check then refuses (found by tests/conformance with llguidance).
+    search = Tool.from_module(SearchModule())
+    function = search.to_openai_tool("json-schema")["function"]
+    assert function["strict"] is False
+    assert "default" in function["parameters"]["properties"]["limit"]  # the full JSON Schema
+    extra = {"query": "pydantic", "page": 2}
+    with pytest.raises(jsonschema.ValidationError, match="'page' was unexpected"):
+        jsonschema.validate(extra, function["parameters"])
+    with pytest.raises(ts.ToolArgumentsError, match="page: unexpected argument"):
+        search.parse_arguments(extra)
+    jsonschema.validate({"query": "pydantic"}, function["parameters"])
+    assert search.parse_arguments({"query": "pydantic"}) == {"query": "pydantic", "limit": 5}
+
+
 def test_exports_are_copies_not_the_cached_schema() -> None:
     tool = Tool.from_module(SearchModule())
     first = tool.to_openai_tool()
