@@ -10,7 +10,8 @@ from what the request sends (every schema in it must compile): the strict union 
 native step (the tools, ``finish``, and the outputs' ``response_format`` beside them), one run
 calling ``finish`` and one answering in content. ReAct parses the replies itself; a recording
 callback sees each attempt and each tool's argument check, so outputs parse back through the
-library's own path. A run is one step (``max_iters=1``), then the extraction if no answer.
+library's own path. A run is one step (``max_iters=1``), then the extraction if no answer;
+the tools' implementations are stubs that end the run once their arguments passed.
 """
 
 from __future__ import annotations
@@ -80,7 +81,6 @@ class _Recorder(ts.BaseCallback):
 
     def __init__(self) -> None:
         self.kinds: list[str | None] = []
-        self.started: list[str] = []
         self.argument_errors: list[ts.ToolArgumentsError] = []
 
     def on_attempt_end(
@@ -88,9 +88,6 @@ class _Recorder(ts.BaseCallback):
     ) -> None:
         if attempt is not None:
             self.kinds.append(attempt.kind)
-
-    def on_tool_start(self, call_id: str, instance: ts.Tool, arguments: object) -> None:
-        self.started.append(instance.name)
 
     def on_tool_end(self, call_id: str, outputs: object, exception: BaseException | None) -> None:
         if isinstance(exception, ts.ToolArgumentsError):
@@ -146,15 +143,15 @@ class _Engine:
         return text
 
 
+class _Ran(ts.ConfigurationError):
+    """Raised by a stubbed tool: its arguments passed; ReAct re-raises it, ending the run."""
+
+
 def _stubbed(tool: ts.Tool) -> ts.Tool:
-    """The same schemas and argument validation; the implementation returns sample outputs."""
-    try:
-        result: Any = generate_instance(ts.compile_schema(tool.signature, "json-schema").schema)
-    except ts.TypedspyError:
-        result = None
+    """The same schemas and argument check; the implementation ends the run (no extraction)."""
 
     def impl(**_: Any) -> Any:
-        return result
+        raise _Ran(tool.name)
 
     return ts.Tool(tool.signature, impl, name=tool.name, description=tool.description)
 
@@ -176,7 +173,10 @@ def _run(
     agent.lm.profile = profile
     recorder = _Recorder()
     with ts.context(callbacks=[recorder]):
-        pred = agent(**inputs)
+        try:
+            pred = agent(**inputs)
+        except _Ran as ran:
+            return {"ran": str(ran)}, recorder
     return {"finished": pred.finished, "trajectory": pred.trajectory}, recorder
 
 
@@ -213,8 +213,8 @@ def _check(
     problems += [str(e) for e in recorder.argument_errors]
     if call in ("finish", None) and not outcome["finished"]:
         problems.append(f"the answer was not accepted: {outcome['trajectory'].to_text()}")
-    if call not in ("finish", None) and recorder.started != [call]:
-        problems.append(f"{call} did not run: {recorder.started}")
+    if call not in ("finish", None) and outcome.get("ran") != call:
+        problems.append(f"{call} did not run: {outcome}")
     return problems
 
 
