@@ -3,13 +3,15 @@
 Input checks, the request (prompt) for a call, sending or streaming it, the finish-reason
 policy, parsing and feedback retries, typed failure kinds and fallback chains each exist once,
 here. `Predict` (and so `ChainOfThought` and LLM-backed tools) runs whole calls through
-`run_call`; `ReAct` builds its own tool-step requests but sends them with `send` and ends them
-with `raise_for_finish`. Not public API: typedspy's modules import it.
+`run_call`; `ReAct` builds its own tool-step requests but sends them with `send`, re-asks a
+runaway step with `runaway_remedy` and ends them with `raise_for_finish`. Not public API:
+typedspy's modules import it.
 """
 
 from __future__ import annotations
 
 from typedspy.engine._attempts import CallPlan, Event, run_call
+from typedspy.engine._failures import remedy_turn, runaway_remedy, truncation_kind
 from typedspy.engine._fallback import over_chain
 from typedspy.engine._finish import ends_call, raise_for_finish, truncation_error
 from typedspy.engine._inputs import check_inputs, signature_class, signature_of
@@ -28,9 +30,12 @@ __all__ = [
     "parsed_events",
     "plan_call",
     "raise_for_finish",
+    "remedy_turn",
     "run_call",
+    "runaway_remedy",
     "send",
     "signature_class",
     "signature_of",
     "truncation_error",
+    "truncation_kind",
 ]

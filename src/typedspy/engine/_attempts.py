@@ -20,8 +20,8 @@ from typedspy.engine._failures import (
     TRUNCATION_KINDS,
     enforcement_kind,
     log_failure,
-    remedy_for,
     remedy_turn,
+    runaway_remedy,
     truncation_kind,
 )
 from typedspy.engine._finish import ends_call, raise_for_finish, truncation_error
@@ -212,15 +212,11 @@ def _raise_for_finish(
         failure = FieldError((), f"cut off at the token limit: {kind}")
         cut = Attempt(number, text or "", (failure,), response.usage, kind, reasoning)
         plan.attempts.append(cut)
-        plan.lm.profile.observe(kind)
-        remedy = remedy_for(plan.lm.profile, kind)
-        if remedy is not None and kind not in plan.remedied:
-            plan.remedied.add(kind)
-            log_failure(plan.lm, name, number, kind, "re-asking once, as the profile says")
+        remedy = runaway_remedy(plan.lm, name, number, kind, plan.remedied)
+        if remedy is not None:
             plan.feedback = [remedy_turn(remedy)]
             plan.params.update(remedy.params)
             raise RetryableFailure(ParseResult(error=ParseFailure("decode_failed", (failure,))))
-        log_failure(plan.lm, name, number, kind, "not retried")
         raise _truncated(plan, text or "", kind)
     plan.attempts.append(Attempt(number, text or "", (), response.usage, None, reasoning))
     attempts, usage = tuple(plan.attempts), plan.usage

@@ -24,6 +24,7 @@ __all__ = [
     "log_failure",
     "remedy_for",
     "remedy_turn",
+    "runaway_remedy",
     "truncation_kind",
 ]
 
@@ -67,6 +68,24 @@ def remedy_for(profile: Profile, kind: FailureKind) -> LoopRemedy | None:
         return profile.on_whitespace_loop
     if kind == "repetition_loop":
         return profile.on_repetition_loop
+    return None
+
+
+def runaway_remedy(
+    lm: BaseLM, signature: str, number: int, kind: FailureKind, remedied: set[str]
+) -> LoopRemedy | None:
+    """The profile's re-ask for a completion cut off as ``kind``, once per kind (``remedied``).
+
+    `Predict`'s attempts and ReAct's native steps both decide here. The kind is recorded in
+    the profile's memory and logged, with whether it is re-asked; ``None``: not retried.
+    """
+    lm.profile.observe(kind)
+    remedy = remedy_for(lm.profile, kind)
+    if remedy is not None and kind not in remedied:
+        remedied.add(kind)
+        log_failure(lm, signature, number, kind, "re-asking once, as the profile says")
+        return remedy
+    log_failure(lm, signature, number, kind, "not retried")
     return None
 
 

@@ -344,7 +344,6 @@ class ReAct(Module, Generic[SigT]):
                             response = item
                         else:
                             yield item
-                break
             except LMUnsupportedFeatureError as exc:
                 if exc.feature == "parallel_tool_calls" and run.parallel_tool_calls is not None:
                     run.parallel_tool_calls = None  # the endpoint wants the parameter left out
@@ -359,6 +358,10 @@ class ReAct(Module, Generic[SigT]):
                 )
                 run.lm.profile.reject("tools")
                 run.mode = "union"
+                continue
+            assert response is not None
+            if not run.reask_runaway(response):  # bounded: once per runaway kind and run
+                break
         if run.mode == "tools":
             assert response is not None
             step = run.native_step(response)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, create_model
@@ -53,6 +54,7 @@ __all__ = [
     "finish_tool",
     "native_request",
     "native_response",
+    "step_output",
     "step_signature",
 ]
 
@@ -263,7 +265,11 @@ def native_response(
 
 
 def ask_native(run: Run[Any], *, stream: bool) -> AsyncIterator[StreamEvent | LMResponse]:
-    """A run's next native step: its request sent (see `native_request`), as `native_response`."""
+    """A run's next native step: its request sent (see `native_request`), as `native_response`.
+
+    After a runaway step the profile's remedy goes with it: its note as the last turn (this
+    request only) and its parameters (from then on in the run).
+    """
     request = native_request(
         run.signature,
         run.inputs,
@@ -271,12 +277,24 @@ def ask_native(run: Run[Any], *, stream: bool) -> AsyncIterator[StreamEvent | LM
         trajectory=run.trajectory,
         tools=run.active_tools(),
         parallel_tool_calls=run.parallel_tool_calls,
-        params=run.params,
+        params={**run.params, **run.remedy_params},
         target=run.lm.profile.target,
         profile=run.lm.profile,
         defaults=run.lm.defaults,
     )
+    if run.reask is not None:
+        request = replace(request, messages=(*request.messages, run.reask))
     return native_response(run.lm, request, run.signature, stream=stream, requests=run.requests)
+
+
+def step_output(response: LMResponse) -> str:
+    """What a native step wrote last: its last tool call's arguments, else its content.
+
+    A step cut off at the token limit was cut there, so a runaway loop shows in its tail.
+    """
+    if response.tool_calls:
+        return response.tool_calls[-1].arguments
+    return response.text or ""
 
 
 def _finish_arguments(*, content: bool = False) -> Pick:
