@@ -141,3 +141,38 @@ def test_a_streamed_content_answer_yields_partial_outputs() -> None:
     assert isinstance(final, ts.Prediction) and final.finished is True
     assert any(isinstance(e, PartialPrediction) for e in events[:-1])
     assert server.requests[0]["stream"] is True and server.requests[0]["tool_choice"] == "auto"
+
+
+THINKING = '<think>{"answer": "Lyon"}</think>{"answer": "Paris"}'
+
+
+def thinking_openai() -> ts.Profile:
+    """A profile that answers in content and whose server leaves reasoning in it."""
+    return ts.Profile.named("openai").derive(
+        name="openai-thinking", reasoning_tags=("<think>", "</think>")
+    )
+
+
+def test_a_content_answer_is_read_after_the_reasoning_block(router: respx.MockRouter) -> None:
+    router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json=chat_completion(THINKING))
+    )
+    pred = ReAct(AnswerQuestion, tools=[search], lm=lm_with(thinking_openai()))(question="q")
+
+    assert pred.answer == "Paris" and pred.finished is True  # the block was read as the answer
+    step = pred.trajectory[-1]
+    assert step.reasoning == '{"answer": "Lyon"}'
+    assert json.loads(step.calls[0].arguments) == {"answer": "Paris"}
+
+
+def test_a_streamed_content_answer_shows_no_partial_from_the_reasoning_block() -> None:
+    with StandIn(answer=lambda _: THINKING) as server:
+        lm = ts.LM("m", base_url=server.base_url, api_key="k", profile=thinking_openai())
+        try:
+            events = list(ReAct(AnswerQuestion, tools=[search], lm=lm).stream(question="q"))
+        finally:
+            lm.close()
+    shown = [e.values.get("answer") for e in events if isinstance(e, PartialPrediction)]
+    assert shown and "Lyon" not in shown and shown[-1] == "Paris"
+    final = events[-1]
+    assert isinstance(final, ts.Prediction) and final.answer == "Paris"

@@ -24,7 +24,7 @@ from typedspy.errors import (
 )
 from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, counted_stream
 from typedspy.modules import Predict
-from typedspy.parse import parse_outputs
+from typedspy.parse import parse_outputs, split_reasoning
 from typedspy.prediction import Prediction
 from typedspy.program import Module
 from typedspy.react._calls import CallRunner, bounded, finished, started
@@ -274,10 +274,11 @@ class Run(Generic[SigT]):
         if not response.tool_calls:
             if response.text and answers_in_content(self.lm.profile):
                 # An answer in content, shaped by the step's response_format: like `finish`.
+                answer, thought = split_reasoning(response.text, self.lm.profile.reasoning_tags)
                 call = TrajectoryCall(
-                    id=f"call_{self.step + 1}_answer", name=FINISH, arguments=response.text
+                    id=f"call_{self.step + 1}_answer", name=FINISH, arguments=answer
                 )
-                self.trajectory.append(TrajectoryStep(calls=[call]))
+                self.trajectory.append(TrajectoryStep(reasoning=thought, calls=[call]))
                 self.answer = self._finish(call)
                 return None
             self.trajectory.append(TrajectoryStep(reasoning=response.text, note=_NO_CALL))

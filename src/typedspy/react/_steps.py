@@ -260,8 +260,12 @@ def native_response(
     The answer is the arguments of the first ``finish`` call, or the content when the step
     sent the outputs' ``response_format``.
     """
-    pick = _finish_arguments(content=request.response_format is not None)
-    return send(lm, request, signature, stream=stream, pick=pick, requests=requests)
+    content = request.response_format is not None
+    tags = lm.profile.reasoning_tags if content else None  # split off as `native_step` does
+    pick = _finish_arguments(content=content)
+    return send(
+        lm, request, signature, stream=stream, pick=pick, requests=requests, reasoning_tags=tags
+    )
 
 
 def ask_native(run: Run[Any], *, stream: bool) -> AsyncIterator[StreamEvent | LMResponse]:
