@@ -229,8 +229,8 @@ class Profile:
         return None
 
     def takes_media(self, kind: str) -> bool:
-        """Whether the endpoint takes ``kind`` media as a content part (and has not refused it)."""
-        return kind in self.media and not self.rejects(f"media:{kind}")
+        """Whether the endpoint takes ``kind`` media as a content part (`media`)."""
+        return kind in self.media
 
     def structured_params(
         self, params: Mapping[str, Any], *, defaults: Mapping[str, Any]
