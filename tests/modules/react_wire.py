@@ -18,14 +18,14 @@ Call = tuple[str, str, dict[str, Any]]
 """(tool_call_id, function name, arguments)."""
 
 
-def make_lm(profile: str | ts.Profile | None = None) -> ts.LM:
+def make_lm(profile: str | ts.Profile | None = None, **defaults: Any) -> ts.LM:
     client = openai.AsyncOpenAI(
         base_url=BASE_URL,
         api_key="sk-test",
         max_retries=0,
         http_client=cast(Any, httpx.AsyncClient()),  # P1: respx patches httpx, not httpx2
     )
-    return ts.LM("gpt-test", client=client, profile=profile)
+    return ts.LM("gpt-test", client=client, profile=profile, **defaults)
 
 
 TOOLS_ONLY = ts.Profile.named("openai").derive(

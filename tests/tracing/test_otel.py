@@ -115,6 +115,32 @@ def test_predict_with_a_failed_and_a_good_attempt(
     assert "2 + 2?" not in text and "four" not in text and "sk-test" not in text
 
 
+@pytest.mark.parametrize(
+    ("lm_defaults", "module_params", "cap"),
+    [
+        ({}, {"max_tokens": 64}, 64),
+        ({"max_completion_tokens": 300}, {}, 300),  # the LM's own default, the newer name
+        ({"max_tokens": 300}, {"max_tokens": 64}, 64),  # the call's own wins
+    ],
+)
+def test_the_span_shows_the_completion_cap_that_was_sent(
+    router: respx.MockRouter,
+    exporter: InMemorySpanExporter,
+    lm_defaults: dict[str, int],
+    module_params: dict[str, int],
+    cap: int,
+) -> None:
+    route = router.post("/chat/completions").mock(return_value=reply(json.dumps({"answer": 4})))
+    lm = make_lm(temperature=0.5, **lm_defaults)
+    with ts.context(callbacks=[tracing(exporter)]):
+        ts.Predict(Add, lm=lm, **module_params)(question="2 + 2?")  # type: ignore[arg-type]
+    sent = json.loads(route.calls[0].request.content)
+    assert cap in (sent.get("max_tokens"), sent.get("max_completion_tokens"))
+    chat = by_name(exporter.get_finished_spans())["chat gpt-test"][0]
+    assert attrs(chat)["gen_ai.request.max_tokens"] == cap
+    assert attrs(chat)["gen_ai.request.temperature"] == 0.5
+
+
 def test_content_is_captured_only_on_opt_in(
     router: respx.MockRouter, exporter: InMemorySpanExporter
 ) -> None:

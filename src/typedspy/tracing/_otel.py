@@ -165,9 +165,10 @@ class OpenTelemetry(BaseCallback):
                 self._open[call_id] = _Open(span, None, owned=False)
         if not span.is_recording():
             return
-        for key, name in (("max_tokens", "max_tokens"), ("temperature", "temperature")):
-            value = request.params.get(key)
-            if isinstance(value, (int, float)):
+        sent = {**instance.defaults, **request.params}  # the LM's defaults, under the call's
+        for name, keys in _REQUEST_ATTRIBUTES:
+            value = next((sent[k] for k in keys if isinstance(sent.get(k), (int, float))), None)
+            if value is not None:
                 span.set_attribute(f"gen_ai.request.{name}", value)
         if request.response_format is not None:
             span.set_attribute("gen_ai.output.type", "json")
@@ -225,6 +226,11 @@ class OpenTelemetry(BaseCallback):
                 entry.span.set_attribute("gen_ai.tool.call.result", _json(outputs))
         self._end(call_id, exception)
 
+
+_REQUEST_ATTRIBUTES = (
+    ("max_tokens", ("max_tokens", "max_completion_tokens")),  # either caps the completion
+    ("temperature", ("temperature",)),
+)
 
 _LM_ATTRIBUTES: weakref.WeakKeyDictionary[BaseLM, dict[str, Any]] = weakref.WeakKeyDictionary()
 
