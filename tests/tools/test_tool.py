@@ -73,6 +73,7 @@ def test_tool_on_a_sync_function_reads_hints_and_docstring() -> None:
         },
     }
     assert mcp["inputSchema"]["required"] == ["a"]
+    assert mcp["inputSchema"]["additionalProperties"] is False  # add(c=1) is refused
     assert mcp["outputSchema"]["properties"] == {
         "result": {"type": "integer", "description": "The sum."}
     }

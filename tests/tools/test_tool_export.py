@@ -184,7 +184,11 @@ def test_a_tool_without_parameters_exports_an_empty_strict_object() -> None:
     assert parameters["properties"] == {}
     assert parameters["required"] == []
     assert check_openai_strict(parameters, name="now") == []
-    assert now.to_mcp_tool()["inputSchema"] == {"type": "object", "properties": {}}
+    assert now.to_mcp_tool()["inputSchema"] == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
 
 
 def test_a_function_without_docstring_exports_no_description() -> None:

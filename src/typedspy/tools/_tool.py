@@ -297,8 +297,9 @@ class Tool:
         """The MCP tool definition: name, description, inputSchema and outputSchema.
 
         Both schemas are full JSON Schema objects (``type: "object"``) from the json-schema
-        target: defaults and constraints kept, union members tagged with ``_type``. ``title``
-        is included when set, ``description`` when not empty.
+        target: defaults and constraints kept, union members tagged with ``_type``; the input
+        object is closed (``additionalProperties: false``), as the arguments are checked.
+        ``title`` is included when set, ``description`` when not empty.
         """
         tool: dict[str, Any] = {"name": self.name}
         if self.title is not None:
@@ -307,7 +308,7 @@ class Tool:
             tool["description"] = self.description
         inputs = compile_schema(self.signature.input_model, "json-schema").schema
         outputs = compile_schema(self.signature, "json-schema").schema
-        tool["inputSchema"] = _exported(inputs)
+        tool["inputSchema"] = _exported({**inputs, "additionalProperties": False})  # as checked
         tool["outputSchema"] = _exported(outputs)
         return tool
 
