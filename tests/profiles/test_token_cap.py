@@ -108,3 +108,12 @@ def test_union_react_steps_get_the_profile_cap_unless_the_lm_sets_one() -> None:
     assert all("tools" not in body for body in server.requests)  # the union step
     assert caps(server) == [(512, None)] * len(server.requests)
     assert caps(own_server) == [(900, None)] * len(own_server.requests)
+
+
+@pytest.mark.parametrize("defaults", [{}, {"max_tokens": 300}], ids=["profile cap", "LM cap"])
+def test_a_cap_of_none_sends_no_cap_at_all(defaults: dict[str, int]) -> None:
+    with served("llama.cpp", **defaults) as (server, lm):
+        ts.Predict(Rate, lm=lm, max_tokens=None)(ticket="x")
+
+    assert "max_tokens" not in server.requests[0]  # neither the cap nor a null
+    assert caps(server) == [(None, None)]

@@ -66,7 +66,8 @@ def create_kwargs(
     """The SDK's arguments for ``request``.
 
     Parameters the installed SDK's ``create()`` does not take (``known``: an older SDK than
-    the API, ADR-045) and everything in ``extra_body`` go into ``extra_body``.
+    the API, ADR-045) and everything in ``extra_body`` go into ``extra_body``. A parameter
+    whose value is ``None`` is left out, the LM's default of that name included.
 
     Raises:
         ConfigurationError: ``request.params`` hold a reserved or unknown parameter.
@@ -83,9 +84,13 @@ def create_kwargs(
         kwargs["tool_choice"] = plain(request.tool_choice)
     extra_body: dict[str, Any] = {}
     # Params override defaults name by name; the two ``extra_body`` mappings merge likewise.
+    # ``None`` is not sent: it unsets the name (a call's ``max_tokens=None`` drops the LM's).
     for name, value in [*defaults.items(), *request.params.items()]:
         if name == "extra_body" and isinstance(value, Mapping):
             extra_body.update(plain(value))
+        elif value is None:
+            kwargs.pop(name, None)
+            extra_body.pop(name, None)
         elif name in known:
             kwargs[name] = plain(value)
         else:  # an API parameter newer than the installed SDK: sent in the body all the same
