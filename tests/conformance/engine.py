@@ -64,6 +64,19 @@ def _compact_grammar(schema: str) -> str:
     return grammar
 
 
+def samples(schema: dict[str, Any], count: int = 4) -> list[str]:
+    """Outputs the engine accepts for ``schema``, seeds 0 to ``count - 1`` (those that finish).
+
+    Raises:
+        AssertionError: The engine refuses the schema, or no sample finished.
+    """
+    error = grammar_error(schema)
+    assert error is None, error
+    texts = [t for seed in range(count) if (t := sample(schema, seed=seed)) is not None]
+    assert texts, "the sampler finished no output within its byte bound"
+    return texts
+
+
 def sample(
     schema: dict[str, Any],
     *,
