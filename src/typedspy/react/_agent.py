@@ -40,6 +40,7 @@ from typedspy.react._steps import (
     extraction_signature,
     step_signature,
 )
+from typedspy.react._union import union_step
 from typedspy.schema import compile_schema
 from typedspy.settings import get_settings, resolve_lm
 from typedspy.signature import Signature, make_signature
@@ -366,7 +367,7 @@ class ReAct(Module, Generic[SigT]):
             assert response is not None
             step = run.native_step(response)
         else:
-            step = await run.union_step(stream=stream)
+            step = await union_step(run, stream=stream)
         if step is not None:
             async with closing(run.run_calls(step, 0)) as events:
                 async for event in events:

@@ -7,7 +7,6 @@ agent, so concurrent runs of one agent never see each other's tools or steps.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Generic, Literal, TypeVar
@@ -18,8 +17,6 @@ from typedspy import callbacks
 from typedspy._types import Attempt, FieldError, Usage
 from typedspy.engine import raise_for_finish, remedy_turn, runaway_remedy, truncation_kind
 from typedspy.errors import (
-    OutputDecodeError,
-    OutputValidationError,
     TokenBudgetExceededError,
 )
 from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, counted_stream
@@ -40,9 +37,8 @@ from typedspy.react._steps import (
     TRAJECTORY_FIELD,
     answers_in_content,
     step_output,
-    step_signature,
 )
-from typedspy.signature import Signature, to_jsonable
+from typedspy.signature import Signature
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import ConfirmationRequired, Tool, Toolset
 
@@ -89,6 +85,8 @@ class Run(Generic[SigT]):
         reask, remedy_params, remedied, runaways: After a runaway native step (`reask_runaway`),
             the remedy note the next step ends with, the parameters sent from then on, the
             kinds re-asked once, and the steps cut off, as attempts with their kind.
+        union_steps: The union fallback's step signatures built so far, by the tools they
+            offer (`typedspy.react._union`).
     """
 
     agent: Module
@@ -113,7 +111,7 @@ class Run(Generic[SigT]):
     remedy_params: dict[str, Any] = field(default_factory=dict)
     remedied: set[str] = field(default_factory=set)
     runaways: list[Attempt] = field(default_factory=list)
-    _steppers: list[tuple[tuple[Tool, ...], type[Signature], dict[type[BaseModel], str]]] = field(
+    union_steps: list[tuple[tuple[Tool, ...], type[Signature], dict[type[BaseModel], str]]] = field(
         default_factory=list
     )
 
@@ -330,73 +328,3 @@ class Run(Generic[SigT]):
         callbacks.module_end(call_id, pred, None)
         self.record(pred.usage, pred.completion)
         yield self.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
-
-    # -- the union fallback --
-
-    async def union_step(self, *, stream: bool) -> TrajectoryStep | None:
-        """One step through `Predict` over a signature whose output is the tagged union.
-
-        Returns the step whose tool call is to run, or None: the step chose ``finish`` (then
-        `answer` is set), or its output could not be used (then a note says why). With
-        ``stream``, the request streams; its partial events (of the step signature, not the
-        task's) are not passed on.
-        """
-        step_sig, members = self._stepper(tuple(self.active_tools()))
-        predict: Predict[Signature] = Predict(
-            step_sig, lm=self.lm, token_budget=self.remaining_budget(), **self.params
-        )
-        pred: Any = None
-        try:
-            async with closing(
-                counted_stream(
-                    self.requests,
-                    predict.aexecute(
-                        stream=stream,
-                        history=self.history,
-                        **self.inputs,
-                        **{TRAJECTORY_FIELD: self.trajectory.to_text()},
-                    ),
-                )
-            ) as events:
-                async for event in events:
-                    pred = event
-        except (OutputDecodeError, OutputValidationError) as exc:
-            # One unreadable step should not end the run: the model sees why and tries again.
-            self.record(exc.usage, None)
-            note = bounded(f"Your previous step could not be used: {exc}")
-            self.trajectory.append(TrajectoryStep(note=note))
-            return None
-        self.record(pred.usage, pred.completion)
-        choice = pred["next"]
-        name = members[type(choice)]
-        call_id = f"call_{self.step + 1}_1"
-        reasoning = pred["reasoning"] or None
-        if name == FINISH:
-            self.answer = {n: getattr(choice, n) for n in self.signature.output_fields}
-            shown = _arguments(choice, self.signature.output_fields)
-            call = TrajectoryCall(id=call_id, name=FINISH, arguments=shown, observation=ACCEPTED)
-            self.trajectory.append(TrajectoryStep(reasoning=reasoning, calls=[call]))
-            return None
-        tool = self.calls.tools.get(name)
-        shown = _arguments(choice, tool.signature.input_fields)
-        call = TrajectoryCall(id=call_id, name=name, arguments=shown)
-        step = TrajectoryStep(reasoning=reasoning, calls=[call])
-        self.trajectory.append(step)
-        return step
-
-    def _stepper(
-        self, tools: tuple[Tool, ...]
-    ) -> tuple[type[Signature], dict[type[BaseModel], str]]:
-        # Rebuilt only when a module callback changed the tools since the last step.
-        for known, step_sig, members in self._steppers:
-            if len(known) == len(tools) and all(a is b for a, b in zip(known, tools, strict=True)):
-                return step_sig, members
-        step_sig, members = step_signature(self.signature, tools)
-        self._steppers.append((tools, step_sig, members))
-        return step_sig, members
-
-
-def _arguments(choice: BaseModel, fields: Mapping[str, Any]) -> str:
-    """A union member's values as the JSON arguments of the call it stands for."""
-    data = {n: to_jsonable(getattr(choice, n), fields[n].annotation) for n in fields}
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
