@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-SCRIPT = """
+PREAMBLE = """
+import threading
 import typedspy as ts
 from typedspy.testing import StandIn
 
@@ -17,11 +18,17 @@ class Answer(ts.Signature):
 with StandIn() as server:
     lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline")
     predict = ts.Predict(Answer, lm=lm)
+"""
+
+SCRIPT = (
+    PREAMBLE
+    + """\
     print(predict(question="one").answer != "", predict(question="two").answer != "")
     for event in predict.stream(question="three"):
         pass
     print(server.disconnects, len(server.requests))
 """
+)
 
 
 def run_script(script: str) -> subprocess.CompletedProcess[str]:
@@ -59,20 +66,9 @@ def test_a_sync_call_made_by_an_exit_handler_still_runs_and_closes_its_client() 
     assert done.stdout.split() == ["True", "True", "0", "3", "True"]
 
 
-THREADS_SCRIPT = """
-import threading
-import typedspy as ts
-from typedspy.testing import StandIn
-
-class Answer(ts.Signature):
-    '''Answer.'''
-    question: str = ts.InputField()
-    answer: str = ts.OutputField()
-
-with StandIn() as server:
-    lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline")
-    predict = ts.Predict(Answer, lm=lm)
-
+THREADS_SCRIPT = (
+    PREAMBLE
+    + """
     def work():
         predict(question="blocking client")
         predict.batch([{"question": "a"}, {"question": "b"}])  # the thread loop's async client
@@ -85,6 +81,7 @@ with StandIn() as server:
     work()  # the main thread's loop, finished at interpreter exit
     print(len(server.requests))
 """
+)
 
 
 def test_thread_loops_and_their_clients_end_with_their_thread_and_at_exit() -> None:
