@@ -1,133 +1,197 @@
-"""One call of a signature against a model: attempts, streaming events, retry with feedback.
+"""The one attempt loop: every model request a module makes is an attempt here (ADR-060).
 
-This is the single execution path for streaming and non-streaming calls (ADR-009): an async
-generator of events whose last item is the `Prediction`. Without streaming it sends one plain
-request per attempt and yields no partial events; with streaming it consumes chunks, yields
-`OutputDelta`/`PartialPrediction` as they arrive, and validates the whole output at the end in
-exactly the same way.
+A `Predict` attempt and a ReAct native step differ in three things only, which a `Driver`
+supplies: the request, which text of a streamed reply is the output, and how a reply is read
+(outputs parsed and validated; tool calls or ``finish``). Everything else exists once, in
+`run_attempts`: the retry bound, the callbacks' attempt events, the feedback turn and the
+parameters of the next attempt, the finish-reason policy, the runaway re-ask (once per kind,
+ADR-027) and the attempts' record and usage. Streaming and plain calls share the loop (ADR-009).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from typedspy import callbacks
 from typedspy._types import Attempt, FailureKind, FieldError, Usage
-from typedspy.adapter import Mode, output_schema
 from typedspy.engine._failures import (
     TRUNCATION_KINDS,
-    enforcement_kind,
     log_failure,
     remedy_turn,
     runaway_remedy,
     truncation_kind,
 )
-from typedspy.engine._finish import ends_call, raise_for_finish, truncation_error
-from typedspy.engine._send import content, first_call_arguments, send
-from typedspy.errors import (
-    OutputDecodeError,
-    OutputError,
-    OutputValidationError,
-    TokenBudgetExceededError,
-    TruncatedOutputError,
-)
-from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound, ToolCall
-from typedspy.parse import ParseFailure, ParseResult, parse_outputs, split_reasoning
+from typedspy.engine._finish import raise_for_finish, truncation_error
+from typedspy.engine._send import Pick, send
+from typedspy.errors import TruncatedOutputError
+from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound
+from typedspy.parse import ParseFailure, ParseResult
 from typedspy.prediction import Prediction
-from typedspy.retry import RetryableFailure, RetryPolicy, feedback_messages
+from typedspy.retry import RetryableFailure, RetryPolicy
 from typedspy.signature import Signature
 from typedspy.streaming import RetryStarted, StreamEvent, closing
 
-__all__ = ["CallPlan", "run_call"]
+__all__ = ["Attempts", "Done", "Driver", "Event", "run_attempts"]
 
 Event = StreamEvent | Prediction[Any]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Done(Generic[T]):
+    """What an attempt that needs no retry came to: the driver's result, last in the events."""
+
+    value: T
 
 
 @dataclass
-class CallPlan:
-    """Everything one call needs, and the attempts it made."""
+class Attempts:
+    """The attempts of one call (or of one ReAct run), and what the next one sends besides.
 
-    signature: type[Signature]
+    Attributes:
+        lm: The endpoint.
+        policy: The retry bound for one `run_attempts`.
+        requests: The bound on the HTTP requests sent, transport retries included (ADR-029).
+        made: The attempts so far, runaway ones included.
+        feedback: Turns the next request ends with (a feedback or remedy turn; this request only).
+        params: A remedy's parameters, sent over the request's from then on.
+        remedied: The runaway kinds already re-asked once.
+        undecoded: Attempts whose reply held no decodable JSON.
+    """
+
     lm: BaseLM
-    mode: Mode
-    request: LMRequest
     policy: RetryPolicy
-    budget: int | None = None
-    attempts: list[Attempt] = field(default_factory=list)
+    requests: RequestBound | None = None
+    made: list[Attempt] = field(default_factory=list)
     feedback: list[ChatMessage] = field(default_factory=list)
-    params: dict[str, Any] = field(default_factory=dict)  # a remedy's, over the request's
-    remedied: set[str] = field(default_factory=set)  # runaway kinds already re-asked once
-    undecoded: set[int] = field(default_factory=set)  # attempts with no decodable JSON
-    requests: RequestBound | None = None  # max_requests over the call (ADR-029)
+    params: dict[str, Any] = field(default_factory=dict)
+    remedied: set[str] = field(default_factory=set)
+    undecoded: set[int] = field(default_factory=set)
 
     @property
     def usage(self) -> Usage:
-        return sum((a.usage for a in self.attempts), Usage())
+        """Tokens spent by the attempts so far."""
+        return sum((a.usage for a in self.made), Usage())
 
 
-async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
-    """Run attempts until one validates; yield events, then the `Prediction`.
+class Driver(Protocol[T]):
+    """What one kind of request supplies to the attempt loop.
+
+    Attributes:
+        signature: The signature whose outputs a streamed reply carries (partial events).
+        what: What a cut-off or filtered reply was, for messages (``"the completion"``).
+    """
+
+    signature: type[Signature]
+    what: str
+
+    def request(self) -> LMRequest:
+        """The request of the next attempt, before the loop adds feedback and parameters."""
+        ...
+
+    def pick(self) -> Pick:
+        """Which text of a streamed chunk is the output (a new picker for each attempt)."""
+        ...
+
+    def reasoning_tags(self) -> tuple[str, str] | None:
+        """The tags of a leading reasoning block in the output text, split off while streaming."""
+        ...
+
+    def output(self, response: LMResponse) -> tuple[str | None, str | None]:
+        """The reply's output text (where a runaway shows) and its reasoning, if any."""
+        ...
+
+    def usable_when_cut(self, text: str, kind: FailureKind) -> bool:
+        """Whether a reply cut off as ``kind`` is still read (a whitespace loop after a value)."""
+        ...
+
+    def received(self, response: LMResponse) -> None:
+        """A reply arrived (before it is read: a run counts its usage here)."""
+        ...
+
+    def spent(self, attempts: Attempts) -> Usage:
+        """The usage an error reports (a run's includes its earlier steps)."""
+        ...
+
+    def read(
+        self,
+        attempts: Attempts,
+        number: int,
+        response: LMResponse,
+        text: str | None,
+        reasoning: str | None,
+    ) -> Done[T]:
+        """Read a reply (its `output`) that was not refused, filtered or cut off past use.
+
+        Raises:
+            RetryableFailure: Asking again may fix it; ``attempts.feedback`` says how.
+        """
+        ...
+
+
+async def run_attempts(
+    driver: Driver[T], attempts: Attempts, *, stream: bool
+) -> AsyncIterator[StreamEvent | Done[T]]:
+    """Run attempts until one is read without a retryable failure; its `Done` comes last.
 
     Raises:
-        OutputDecodeError, OutputValidationError: Every attempt failed (after retries).
+        RetryableFailure: The bound was reached; its failure is the last attempt's.
+        TruncatedOutputError: A runaway the profile has no re-ask for, or the last one allowed.
         RefusalError, TruncatedOutputError, ContentFilterError: Not retried.
-        TokenBudgetExceededError: The budget ran out first.
         LMError: The endpoint could not be used.
     """
+    attempts.feedback = []  # a run's earlier step may have left a remedy turn
     try:
-        async with closing(plan.policy.attempts()) as slots:
+        async with closing(attempts.policy.attempts()) as slots:
             async for slot in slots:
                 if slot.number > 1:
-                    yield RetryStarted(slot.number, plan.attempts[-1].errors)
-                seen = len(plan.attempts)
-                attempt_id = callbacks.attempt_start(plan.lm, slot.number)
+                    yield RetryStarted(slot.number, attempts.made[-1].errors)
+                seen = len(attempts.made)
+                attempt_id = callbacks.attempt_start(attempts.lm, slot.number)
                 try:
-                    async with closing(_attempt(plan, slot.number, stream)) as events:
+                    async with closing(_attempt(driver, attempts, slot.number, stream)) as events:
                         async for event in events:
                             yield event
                 except RetryableFailure as exc:
-                    callbacks.attempt_end(attempt_id, _recorded(plan, seen), None)
+                    callbacks.attempt_end(attempt_id, _recorded(attempts, seen), None)
                     slot.fail(exc)
                     continue
                 except BaseException as exc:
-                    callbacks.attempt_end(attempt_id, _recorded(plan, seen), exc)
+                    callbacks.attempt_end(attempt_id, _recorded(attempts, seen), exc)
                     raise
-                callbacks.attempt_end(attempt_id, _recorded(plan, seen), None)
+                callbacks.attempt_end(attempt_id, _recorded(attempts, seen), None)
                 return
-    except RetryableFailure as exc:
-        result: ParseResult = exc.failure
-        last = plan.attempts[-1]
+    except RetryableFailure:
+        last = attempts.made[-1]
         if last.kind in TRUNCATION_KINDS:  # the remedy was the last retry allowed
-            raise _truncated(plan, last.raw, last.kind) from None
-        all_decode = all(a.number in plan.undecoded for a in plan.attempts)
-        raise _output_error(
-            OutputDecodeError if all_decode else OutputValidationError, plan, result.errors
-        ) from None
+            raise _truncated(driver, attempts, last.raw, last.kind) from None
+        raise
 
 
-def _recorded(plan: CallPlan, before: int) -> Attempt | None:
-    return plan.attempts[-1] if len(plan.attempts) > before else None
+def _recorded(attempts: Attempts, before: int) -> Attempt | None:
+    return attempts.made[-1] if len(attempts.made) > before else None
 
 
-async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[Event]:
+async def _attempt(
+    driver: Driver[T], attempts: Attempts, number: int, stream: bool
+) -> AsyncIterator[StreamEvent | Done[T]]:
+    base = driver.request()
     request = replace(
-        plan.request,
-        messages=plan.request.messages + tuple(plan.feedback),
-        params={**plan.request.params, **plan.params},
+        base,
+        messages=base.messages + tuple(attempts.feedback),
+        params={**base.params, **attempts.params},
     )
     response: LMResponse | None = None
-    tools = plan.mode == "tools"
     sent = send(
-        plan.lm,
+        attempts.lm,
         request,
-        plan.signature,
+        driver.signature,
         stream=stream,
-        pick=first_call_arguments if tools else content,
-        # The final parse splits reasoning off the content only, never off a tool call's.
-        reasoning_tags=None if tools else plan.lm.profile.reasoning_tags,
-        requests=plan.requests,
+        pick=driver.pick(),
+        reasoning_tags=driver.reasoning_tags(),
+        requests=attempts.requests,
     )
     async with closing(sent) as items:
         async for item in items:
@@ -136,144 +200,64 @@ async def _attempt(plan: CallPlan, number: int, stream: bool) -> AsyncIterator[E
             else:
                 yield item
     assert response is not None
-    text, tool_call = _reply_text(response, plan.mode)
-    reasoning = response.reasoning
-    if text is not None and tool_call is None:
-        text, inline = split_reasoning(text, plan.lm.profile.reasoning_tags)
-        reasoning = reasoning if inline is None else inline
-    _raise_for_finish(plan, number, response, text, reasoning)
-    result = _parse(plan.signature, text, response, plan.lm.max_json_depth)
-    if response.finish_reason == "length":  # a whitespace loop after a complete output
-        log_failure(plan.lm, plan.signature.__name__, number, "whitespace_loop", "used the JSON")
-        plan.lm.profile.observe("whitespace_loop")
-    schema = output_schema(plan.signature, plan.mode, plan.lm.profile).schema
-    kind = _classify(plan, number, text, result, schema)
-    attempt = Attempt(number, text or "", result.errors, response.usage, kind, reasoning)
-    plan.attempts.append(attempt)
-    if result.ok:
-        assert result.value is not None
-        yield Prediction(
-            plan.signature,
-            result.value,
-            attempts=tuple(plan.attempts),
+    driver.received(response)
+    text, reasoning = driver.output(response)
+    _runaway(driver, attempts, number, response, text, reasoning)
+    if response.refusal is not None or response.finish_reason == "content_filter":
+        attempts.made.append(Attempt(number, text or "", (), response.usage, None, reasoning))
+        raise_for_finish(
+            driver.signature.__name__,
+            response,
+            what=driver.what,
+            usage=driver.spent(attempts),
+            attempts=tuple(attempts.made),
             raw=text or "",
-            completion=response,
         )
-        return
-    if plan.budget is not None and plan.usage.total_tokens >= plan.budget:
-        raise _output_error(TokenBudgetExceededError, plan, result.errors, budget=plan.budget)
-    assert result.kind is not None  # the feedback says what the parser saw
-    # The schema goes in the feedback only where the prompt shows it too: response_format or
-    # the tool already carries it, and restating it doubled a large union's retry request.
-    hint = schema if plan.lm.profile.hint_schema(plan.mode) else None
-    plan.feedback = feedback_messages(text or "", tool_call, result.kind, result.errors, hint)
-    raise RetryableFailure(result)
+    yield driver.read(attempts, number, response, text, reasoning)
 
 
-def _classify(
-    plan: CallPlan, number: int, text: str | None, result: ParseResult, schema: dict[str, Any]
-) -> FailureKind | None:
-    """The failure kind of a parsed attempt (``None`` when it succeeded)."""
-    if result.kind is None:
-        return None
-    if result.kind == "decode_failed":
-        plan.undecoded.add(number)
-    profile = plan.lm.profile
-    kind = enforcement_kind(profile, plan.mode, text, schema, result.kind)
-    if kind == "not_enforced":
-        first = "not_enforced" not in profile.observed
-        profile.observe("not_enforced")
-        if first:
-            what = "the reply violates the schema the server accepted"
-            log_failure(plan.lm, plan.signature.__name__, number, kind, what)
-    return kind
-
-
-def _raise_for_finish(
-    plan: CallPlan, number: int, response: LMResponse, text: str | None, reasoning: str | None
+def _runaway(
+    driver: Driver[Any],
+    attempts: Attempts,
+    number: int,
+    response: LMResponse,
+    text: str | None,
+    reasoning: str | None,
 ) -> None:
-    """Refusal, truncation and filtering end the call: asking again the same way fixes none.
+    """A reply cut off at the token limit: used, re-asked once per kind, or the call's end.
 
-    A truncation is classified first. A whitespace loop whose text holds a complete output
-    returns, to be parsed. A runaway completion gets the profile's one re-ask (raised as a
-    `RetryableFailure`, so the retry bound holds); anything else raises.
+    A whitespace loop after a complete value is read as it is (the driver says). A runaway
+    reply gets the profile's re-ask (raised as a `RetryableFailure`, so the retry bound
+    holds); the runaway reply itself is not sent back. Anything else raises.
     """
-    if not ends_call(response):
+    if response.refusal is not None or response.finish_reason != "length":
         return
-    name = plan.signature.__name__
-    if response.refusal is None and response.finish_reason == "length":
-        kind = truncation_kind(text)
-        if (
-            kind == "whitespace_loop"
-            and text
-            and parse_outputs(plan.signature, text, max_json_depth=plan.lm.max_json_depth).ok
-        ):
-            return
-        failure = FieldError((), f"cut off at the token limit: {kind}")
-        cut = Attempt(number, text or "", (failure,), response.usage, kind, reasoning)
-        plan.attempts.append(cut)
-        remedy = runaway_remedy(plan.lm, name, number, kind, plan.remedied)
-        if remedy is not None:
-            plan.feedback = [remedy_turn(remedy)]
-            plan.params.update(remedy.params)
-            raise RetryableFailure(ParseResult(error=ParseFailure("decode_failed", (failure,))))
-        raise _truncated(plan, text or "", kind)
-    plan.attempts.append(Attempt(number, text or "", (), response.usage, None, reasoning))
-    attempts, usage = tuple(plan.attempts), plan.usage
-    raise_for_finish(
-        name, response, what="the completion", usage=usage, attempts=attempts, raw=text or ""
-    )
+    kind = truncation_kind(text)
+    name = driver.signature.__name__
+    if text and driver.usable_when_cut(text, kind):
+        log_failure(attempts.lm, name, number, kind, "used the JSON")
+        attempts.lm.profile.observe(kind)
+        return
+    failure = FieldError((), f"cut off at the token limit: {kind}")
+    attempts.made.append(Attempt(number, text or "", (failure,), response.usage, kind, reasoning))
+    remedy = runaway_remedy(attempts.lm, name, number, kind, attempts.remedied)
+    if remedy is None:
+        raise _truncated(driver, attempts, text or "", kind)
+    attempts.feedback = [remedy_turn(remedy)]
+    attempts.params.update(remedy.params)
+    raise RetryableFailure(ParseResult(error=ParseFailure("decode_failed", (failure,))))
 
 
-def _truncated(plan: CallPlan, raw: str, kind: FailureKind | None) -> TruncatedOutputError:
-    tokens = plan.attempts[-1].usage.completion_tokens if plan.attempts else 0
+def _truncated(
+    driver: Driver[Any], attempts: Attempts, raw: str, kind: FailureKind | None
+) -> TruncatedOutputError:
+    tokens = attempts.made[-1].usage.completion_tokens if attempts.made else 0
     return truncation_error(
-        plan.signature.__name__,
-        "the completion",
+        driver.signature.__name__,
+        driver.what,
         tokens,
         kind or "truncated",
-        attempts=tuple(plan.attempts),
-        usage=plan.usage,
+        attempts=tuple(attempts.made),
+        usage=driver.spent(attempts),
         raw=raw,
-    )
-
-
-def _reply_text(response: LMResponse, mode: Mode) -> tuple[str | None, ToolCall | None]:
-    if mode == "tools" and response.tool_calls:
-        call = response.tool_calls[0]
-        return call.arguments, call
-    return response.text, None
-
-
-def _parse(
-    sig: type[Signature], text: str | None, response: LMResponse, max_json_depth: int
-) -> ParseResult:
-    if text is not None:
-        return parse_outputs(sig, text, max_json_depth=max_json_depth)
-    if response.tool_calls:
-        names = ", ".join(c.name for c in response.tool_calls)
-        message = f"the model called {names} instead of answering with the output JSON"
-    else:
-        message = "the model returned no content"
-    return ParseResult(error=ParseFailure("decode_failed", (FieldError((), message),)))
-
-
-def _output_error(
-    error_type: type[OutputError],
-    plan: CallPlan,
-    errors: tuple[FieldError, ...],
-    budget: int | None = None,
-) -> OutputError:
-    attempts = tuple(plan.attempts)
-    lines = "; ".join(str(e) for e in errors[:5])
-    if error_type is TokenBudgetExceededError:
-        head = f"token budget of {budget} spent after {len(attempts)} attempt(s)"
-    else:
-        head = f"no valid output after {len(attempts)} attempt(s)"
-    return error_type(
-        f"{plan.signature.__name__}: {head}: {lines}",
-        attempts=attempts,
-        usage=plan.usage,
-        raw=attempts[-1].raw if attempts else "",
-        errors=errors,
     )

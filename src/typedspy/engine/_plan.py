@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from typedspy.adapter import Mode, build_request
-from typedspy.engine._attempts import CallPlan
+from typedspy.engine._attempts import Attempts
+from typedspy.engine._output import CallPlan
 from typedspy.lm import BaseLM, ChatMessage, RequestBound
 from typedspy.retry import RetryPolicy
 from typedspy.settings import get_settings
@@ -41,14 +42,12 @@ def plan_call(
     )
     retries = max_retries if max_retries is not None else settings.max_retries
     budget = token_budget if token_budget is not None else settings.token_budget
-    return CallPlan(
-        signature=signature,
-        lm=lm,
-        mode=mode,
-        request=request,
-        policy=RetryPolicy(max_retries=retries, wait=settings.retry_wait),
-        budget=budget,
-        requests=None
+    requests = (
+        None
         if settings.max_requests is None
-        else RequestBound(settings.max_requests, signature.__name__),
+        else RequestBound(settings.max_requests, signature.__name__)
     )
+    attempts = Attempts(
+        lm, RetryPolicy(max_retries=retries, wait=settings.retry_wait), requests=requests
+    )
+    return CallPlan(signature=signature, mode=mode, base=request, attempts=attempts, budget=budget)

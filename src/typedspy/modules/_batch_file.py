@@ -75,7 +75,7 @@ def write_batch_file(
             raise InputError(
                 f"batch input {index}: {exc}", missing=exc.missing, unexpected=exc.unexpected
             ) from exc
-        body = lm.request_body(predict._plan(lm, mode, checked, ()).request)
+        body = lm.request_body(predict._plan(lm, mode, checked, ()).base)
         line = {"custom_id": custom_id, "method": "POST", "url": _URL, "body": body}
         lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
     target = os.fspath(path)
@@ -132,7 +132,7 @@ async def aread_batch_file(
                 plan = predict._plan(
                     _Replay(lm, response), mode, check_inputs(predict.signature, item), ()
                 )
-                plan.policy = RetryPolicy(max_retries=0)
+                plan.attempts.policy = RetryPolicy(max_retries=0)
                 async for event in run_call(plan, stream=False):
                     result = event
             except Exception as exc:  # the item's outcome, as in a live batch

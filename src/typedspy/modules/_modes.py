@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import cast, get_args
 
 from typedspy.adapter import Mode
-from typedspy.engine import CallPlan, Event, run_call
+from typedspy.engine import CallPlan, Event, run_call, stepping_down
 from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError
 from typedspy.lm import BaseLM
 from typedspy.settings import ModeSetting, get_settings
@@ -64,23 +64,25 @@ async def run_stepping_down(
             than ``response_format``, or refused in the profile's last mode.
     """
     mode = start_mode(asked(), lm)
-    while True:
-        try:
-            async with closing(run_call(plan(mode), stream=stream)) as events:
-                async for event in events:
-                    yield event
-            return
-        except LMUnsupportedFeatureError as exc:
-            if asked() != "auto" or exc.feature != "response_format":
-                raise
-            step = lm.profile.next_mode(mode)  # remembered by the LM's profile
-            if step is None:
-                raise
-            logger.warning(
-                "%s rejected response_format %s (%s); falling back to %s for this LM",
-                lm.model,
-                mode,
-                exc,
-                step,
-            )
-            mode = step
+
+    def step_down(exc: LMUnsupportedFeatureError) -> bool:
+        nonlocal mode
+        if asked() != "auto" or exc.feature != "response_format":
+            return False
+        step = lm.profile.next_mode(mode)  # remembered by the LM's profile
+        if step is None:
+            return False
+        logger.warning(
+            "%s rejected response_format %s (%s); falling back to %s for this LM",
+            lm.model,
+            mode,
+            exc,
+            step,
+        )
+        mode = step
+        return True
+
+    events = stepping_down(lambda: run_call(plan(mode), stream=stream), step_down)
+    async with closing(events):
+        async for event in events:
+            yield event

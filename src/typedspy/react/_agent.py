@@ -16,27 +16,23 @@ from typing import Any, Generic, Literal, TypeVar, cast
 
 from typing_extensions import Unpack
 
-from typedspy.engine import check_inputs
+from typedspy.engine import Done, check_inputs, run_attempts, stepping_down
 from typedspy.errors import (
     ConfigurationError,
     LMUnsupportedFeatureError,
     SchemaError,
 )
-from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, RequestParams, check_params
+from typedspy.lm import BaseLM, ChatMessage, RequestBound, RequestParams, check_params
 from typedspy.modules import History, Predict, history_messages
 from typedspy.prediction import Prediction
 from typedspy.program import Module
 from typedspy.react._resume import ResumeStore, default_resume_store, restore, resumed_step
 from typedspy.react._run import MAX_TOOL_CALLS, Run
-from typedspy.react._state import (
-    PausedRun,
-    Trajectory,
-    read_paused,
-)
+from typedspy.react._state import PausedRun, Trajectory, TrajectoryStep, read_paused
 from typedspy.react._steps import (
     FINISH,
     TRAJECTORY_FIELD,
-    ask_native,
+    NativeStep,
     extraction_signature,
     step_signature,
 )
@@ -335,40 +331,51 @@ class ReAct(Module, Generic[SigT]):
     # -- one step --
 
     async def _step(self, run: Run[SigT], stream: bool) -> AsyncIterator[StreamEvent]:
-        """One model step and its tool calls (a valid ``finish`` sets ``run.answer``)."""
-        response: LMResponse | None = None
-        while run.mode == "tools":
-            try:
-                async with closing(ask_native(run, stream=stream)) as items:
-                    async for item in items:
-                        if isinstance(item, LMResponse):
-                            response = item
-                        else:
-                            yield item
-            except LMUnsupportedFeatureError as exc:
-                if exc.feature == "parallel_tool_calls" and run.parallel_tool_calls is not None:
-                    run.parallel_tool_calls = None  # the endpoint wants the parameter left out
-                    run.lm.profile.reject("parallel_tool_calls")
-                    continue
-                if self.mode != "auto" or exc.feature != "tools":
-                    raise
-                logger.warning(
-                    "%s rejected tool calling (%s); ReAct falls back to a union step for this LM",
-                    run.lm.model,
-                    exc,
-                )
-                run.lm.profile.reject("tools")
-                run.mode = "union"
-                continue
-            assert response is not None
-            if not run.reask_runaway(response):  # bounded: once per runaway kind and run
-                break
-        if run.mode == "tools":
-            assert response is not None
-            step = run.native_step(response)
-        else:
-            step = await union_step(run, stream=stream)
+        """One model step and its tool calls (a valid ``finish`` sets ``run.answer``).
+
+        A native step is an attempt of the engine's loop (`NativeStep`); an endpoint that
+        refuses a feature gets the step again without it (`_step_down`).
+        """
+        events = stepping_down(lambda: self._ask(run, stream), lambda e: self._step_down(run, e))
+        step: TrajectoryStep | None = None
+        async with closing(events) as items:
+            async for item in items:
+                if isinstance(item, Done):
+                    step = item.value
+                else:
+                    yield item
         if step is not None:
-            async with closing(run.run_calls(step, 0)) as events:
-                async for event in events:
+            async with closing(run.run_calls(step, 0)) as calls:
+                async for event in calls:
                     yield event
+
+    async def _ask(
+        self, run: Run[SigT], stream: bool
+    ) -> AsyncIterator[StreamEvent | Done[TrajectoryStep | None]]:
+        if run.mode == "union":
+            yield Done(await union_step(run, stream=stream))
+            return
+        async with closing(run_attempts(NativeStep(run), run.attempts, stream=stream)) as items:
+            async for item in items:
+                yield item
+
+    def _step_down(self, run: Run[SigT], exc: LMUnsupportedFeatureError) -> bool:
+        """Whether a native step the endpoint refused runs again on other terms (see `_step`).
+
+        ``parallel_tool_calls`` is left out from then on; an endpoint that rejects tools gets
+        the union step, in ``mode="auto"``. Both are remembered by the LM's profile (ADR-016).
+        """
+        if exc.feature == "parallel_tool_calls" and run.parallel_tool_calls is not None:
+            run.parallel_tool_calls = None  # the endpoint wants the parameter left out
+            run.lm.profile.reject("parallel_tool_calls")
+            return True
+        if run.mode != "tools" or self.mode != "auto" or exc.feature != "tools":
+            return False
+        logger.warning(
+            "%s rejected tool calling (%s); ReAct falls back to a union step for this LM",
+            run.lm.model,
+            exc,
+        )
+        run.lm.profile.reject("tools")
+        run.mode = "union"
+        return True

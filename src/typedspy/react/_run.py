@@ -14,8 +14,8 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from typedspy import callbacks
-from typedspy._types import Attempt, FieldError, Usage
-from typedspy.engine import raise_for_finish, remedy_turn, runaway_remedy, truncation_kind
+from typedspy._types import Attempt, Usage
+from typedspy.engine import Attempts
 from typedspy.errors import (
     TokenBudgetExceededError,
 )
@@ -32,12 +32,8 @@ from typedspy.react._state import (
     TrajectoryStep,
     paused_run,
 )
-from typedspy.react._steps import (
-    FINISH,
-    TRAJECTORY_FIELD,
-    answers_in_content,
-    step_output,
-)
+from typedspy.react._steps import FINISH, TRAJECTORY_FIELD, answers_in_content
+from typedspy.retry import RetryPolicy
 from typedspy.signature import Signature
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import ConfirmationRequired, Tool, Toolset
@@ -82,9 +78,8 @@ class Run(Generic[SigT]):
         token_budget: Tokens the run may spend on its own requests (None: no bound).
         requests: The bound on the HTTP requests of the run's own requests (None: no bound);
             active around every step that sends, never across a ``yield``.
-        reask, remedy_params, remedied, runaways: After a runaway native step (`reask_runaway`),
-            the remedy note the next step ends with, the parameters sent from then on, the
-            kinds re-asked once, and the steps cut off, as attempts with their kind.
+        attempts: The native steps' attempts (`typedspy.engine.run_attempts`): the steps cut
+            off, the runaway kinds re-asked once and a remedy's parameters, kept over the run.
         union_steps: The union fallback's step signatures built so far, by the tools they
             offer (`typedspy.react._union`).
     """
@@ -107,16 +102,16 @@ class Run(Generic[SigT]):
     max_tool_calls: int = MAX_TOOL_CALLS
     token_budget: int | None = None
     requests: RequestBound | None = None
-    reask: ChatMessage | None = None
-    remedy_params: dict[str, Any] = field(default_factory=dict)
-    remedied: set[str] = field(default_factory=set)
-    runaways: list[Attempt] = field(default_factory=list)
+    attempts: Attempts = field(init=False)
     union_steps: list[tuple[tuple[Tool, ...], type[Signature], dict[type[BaseModel], str]]] = field(
         default_factory=list
     )
 
     def __post_init__(self, tools: Toolset) -> None:
         self.calls = CallRunner(self.agent, tools, self.trajectory, self._pause, self.lm)
+        # A step is re-asked once per runaway kind and run (whitespace, repetition: ADR-027),
+        # never for its output: an invalid `finish` is an observation and the run goes on.
+        self.attempts = Attempts(self.lm, RetryPolicy(max_retries=2), self.requests)
 
     def record(self, usage: Usage, completion: LMResponse | None) -> None:
         """Count a response's tokens (and keep it as the last one)."""
@@ -235,40 +230,11 @@ class Run(Generic[SigT]):
 
     # -- a native step, and a run out of steps --
 
-    def reask_runaway(self, response: LMResponse) -> bool:
-        """Whether a native step cut off at the token limit is asked again, remedied.
-
-        A whitespace or repetition loop gets the profile's re-ask once per kind and run, as a
-        `Predict` attempt does (ADR-027); the runaway reply is not sent back. Otherwise the
-        step goes on to `native_step`, which raises for it.
-        """
-        self.reask = None
-        if response.refusal is not None or response.finish_reason != "length":
-            return False
-        text = step_output(response)
-        kind = truncation_kind(text)
-        number = len(self.runaways) + 1
-        cut = FieldError((), f"cut off at the token limit: {kind}")
-        self.runaways.append(Attempt(number, text, (cut,), response.usage, kind))
-        remedy = runaway_remedy(self.lm, self.signature.__name__, number, kind, self.remedied)
-        if remedy is None:
-            return False
-        self.record(response.usage, response)
-        self.reask = remedy_turn(remedy)
-        self.remedy_params.update(remedy.params)
-        return True
-
     def native_step(self, response: LMResponse) -> TrajectoryStep | None:
-        """Record a native step's response; the step whose calls are to run, if any."""
-        self.record(response.usage, response)
-        raise_for_finish(
-            self.signature.__name__,
-            response,
-            what="a ReAct step",
-            usage=self.usage,
-            attempts=tuple(self.runaways),
-            raw=step_output(response),
-        )
+        """Record a native step's response; the step whose calls are to run, if any.
+
+        The attempt loop has ended the run already on a refused, filtered or cut-off reply.
+        """
         if not response.tool_calls:
             if response.text and answers_in_content(self.lm.profile):
                 # An answer in content, shaped by the step's response_format: like `finish`.

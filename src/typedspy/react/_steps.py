@@ -16,30 +16,27 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
+from typedspy._types import FailureKind, Usage
 from typedspy.adapter import format_inputs, user_content, with_history
-from typedspy.engine import Pick, send
+from typedspy.engine import Attempts, Done, Pick
 from typedspy.errors import ConfigurationError
 from typedspy.lm import (
-    BaseLM,
     ChatMessage,
     LMChunk,
     LMRequest,
     LMResponse,
-    RequestBound,
     StreamAccumulator,
 )
 from typedspy.profiles import Profile
-from typedspy.react._state import Trajectory
+from typedspy.react._state import Trajectory, TrajectoryStep
 from typedspy.schema import compile_schema
 from typedspy.signature import InputField, OutputField, Signature, build_signature, without_role
-from typedspy.streaming import StreamEvent
 
 if TYPE_CHECKING:
     from typedspy.react._run import Run
@@ -48,12 +45,11 @@ if TYPE_CHECKING:
 __all__ = [
     "FINISH",
     "TRAJECTORY_FIELD",
+    "NativeStep",
     "answers_in_content",
-    "ask_native",
     "extraction_signature",
     "finish_tool",
     "native_request",
-    "native_response",
     "step_output",
     "step_signature",
 ]
@@ -247,48 +243,65 @@ def extraction_signature(sig: type[Signature]) -> type[Signature]:
     )
 
 
-def native_response(
-    lm: BaseLM,
-    request: LMRequest,
-    signature: type[Signature],
-    *,
-    stream: bool,
-    requests: RequestBound | None = None,
-) -> AsyncIterator[StreamEvent | LMResponse]:
-    """A native step's completion: its answer's partials when streaming, then the response.
+class NativeStep:
+    """A run's next native step, as the attempt loop's driver (`typedspy.engine.Driver`).
 
-    The answer is the arguments of the first ``finish`` call, or the content when the step
-    sent the outputs' ``response_format``.
+    Its request is `native_request`; while streaming, the output is the arguments of the first
+    ``finish`` call, or the content when the step sent the outputs' ``response_format``; a
+    reply is read into the trajectory (`Run.native_step`). A runaway step gets the profile's
+    re-ask through the loop, its note and parameters sent as a `Predict` retry's are.
     """
-    content = request.response_format is not None
-    tags = lm.profile.reasoning_tags if content else None  # split off as `native_step` does
-    pick = _finish_arguments(content=content)
-    return send(
-        lm, request, signature, stream=stream, pick=pick, requests=requests, reasoning_tags=tags
-    )
 
+    what = "a ReAct step"
 
-def ask_native(run: Run[Any], *, stream: bool) -> AsyncIterator[StreamEvent | LMResponse]:
-    """A run's next native step: its request sent (see `native_request`), as `native_response`.
+    def __init__(self, run: Run[Any]) -> None:
+        self.run = run
+        self.signature = run.signature
+        self._content = answers_in_content(run.lm.profile)
 
-    After a runaway step the profile's remedy goes with it: its note as the last turn (this
-    request only) and its parameters (from then on in the run).
-    """
-    request = native_request(
-        run.signature,
-        run.inputs,
-        history=run.history,
-        trajectory=run.trajectory,
-        tools=run.active_tools(),
-        parallel_tool_calls=run.parallel_tool_calls,
-        params={**run.params, **run.remedy_params},
-        target=run.lm.profile.target,
-        profile=run.lm.profile,
-        defaults=run.lm.defaults,
-    )
-    if run.reask is not None:
-        request = replace(request, messages=(*request.messages, run.reask))
-    return native_response(run.lm, request, run.signature, stream=stream, requests=run.requests)
+    def request(self) -> LMRequest:
+        run = self.run
+        return native_request(
+            run.signature,
+            run.inputs,
+            history=run.history,
+            trajectory=run.trajectory,
+            tools=run.active_tools(),
+            parallel_tool_calls=run.parallel_tool_calls,
+            params=run.params,
+            target=run.lm.profile.target,
+            profile=run.lm.profile,
+            defaults=run.lm.defaults,
+        )
+
+    def pick(self) -> Pick:
+        return _finish_arguments(content=self._content)
+
+    def reasoning_tags(self) -> tuple[str, str] | None:
+        # Split off the content as `Run.native_step` does (ADR-027).
+        return self.run.lm.profile.reasoning_tags if self._content else None
+
+    def output(self, response: LMResponse) -> tuple[str | None, str | None]:
+        return step_output(response), None
+
+    def usable_when_cut(self, text: str, kind: FailureKind) -> bool:
+        return False  # a step cut off is re-asked or ends the run
+
+    def received(self, response: LMResponse) -> None:
+        self.run.record(response.usage, response)
+
+    def spent(self, attempts: Attempts) -> Usage:
+        return self.run.usage
+
+    def read(
+        self,
+        attempts: Attempts,
+        number: int,
+        response: LMResponse,
+        text: str | None,
+        reasoning: str | None,
+    ) -> Done[TrajectoryStep | None]:
+        return Done(self.run.native_step(response))
 
 
 def step_output(response: LMResponse) -> str:

@@ -1,0 +1,201 @@
+"""A call of a signature: the output driver of the attempt loop, and its typed failures.
+
+Each attempt's reply is parsed and validated; a decode or validation failure is classified
+(ADR-027) and fed back to the model, within the retry bound; the bound reached, the call raises
+an `OutputError` that carries every attempt. `Predict` (and so `ChainOfThought`, LLM-backed
+tools, ReAct's union steps and extraction) and Batch API files run their calls here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from typedspy._types import Attempt, FailureKind, FieldError, Usage
+from typedspy.adapter import Mode, output_schema
+from typedspy.engine._attempts import Attempts, Done, Event, run_attempts
+from typedspy.engine._failures import enforcement_kind, log_failure
+from typedspy.engine._send import Pick, content, first_call_arguments
+from typedspy.errors import (
+    OutputDecodeError,
+    OutputError,
+    OutputValidationError,
+    TokenBudgetExceededError,
+)
+from typedspy.lm import LMRequest, LMResponse, ToolCall
+from typedspy.parse import ParseFailure, ParseResult, parse_outputs, split_reasoning
+from typedspy.prediction import Prediction
+from typedspy.retry import RetryableFailure, feedback_messages
+from typedspy.signature import Signature
+from typedspy.streaming import closing
+
+__all__ = ["CallPlan", "run_call"]
+
+
+@dataclass
+class CallPlan:
+    """One call of a signature: its request, mode and token budget, and its attempts."""
+
+    signature: type[Signature]
+    mode: Mode
+    base: LMRequest
+    attempts: Attempts
+    budget: int | None = None
+    what: str = "the completion"
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens spent by the call's attempts."""
+        return self.attempts.usage
+
+    # -- the attempt loop's driver --
+
+    def request(self) -> LMRequest:
+        return self.base
+
+    def pick(self) -> Pick:
+        return first_call_arguments if self.mode == "tools" else content
+
+    def reasoning_tags(self) -> tuple[str, str] | None:
+        # The final parse splits reasoning off the content only, never off a tool call's.
+        return None if self.mode == "tools" else self.attempts.lm.profile.reasoning_tags
+
+    def output(self, response: LMResponse) -> tuple[str | None, str | None]:
+        text, tool_call = _reply_text(response, self.mode)
+        reasoning = response.reasoning
+        if text is not None and tool_call is None:
+            text, inline = split_reasoning(text, self.attempts.lm.profile.reasoning_tags)
+            reasoning = reasoning if inline is None else inline
+        return text, reasoning
+
+    def usable_when_cut(self, text: str, kind: FailureKind) -> bool:
+        depth = self.attempts.lm.max_json_depth
+        return (
+            kind == "whitespace_loop"
+            and parse_outputs(self.signature, text, max_json_depth=depth).ok
+        )
+
+    def received(self, response: LMResponse) -> None:
+        del response  # every reply becomes one of the call's attempts
+
+    def spent(self, attempts: Attempts) -> Usage:
+        return attempts.usage
+
+    def read(
+        self,
+        attempts: Attempts,
+        number: int,
+        response: LMResponse,
+        text: str | None,
+        reasoning: str | None,
+    ) -> Done[Prediction[Any]]:
+        lm = attempts.lm
+        result = _parse(self.signature, text, response, lm.max_json_depth)
+        schema = output_schema(self.signature, self.mode, lm.profile).schema
+        kind = self._classify(number, text, result, schema)
+        attempts.made.append(
+            Attempt(number, text or "", result.errors, response.usage, kind, reasoning)
+        )
+        if result.ok:
+            assert result.value is not None
+            return Done(
+                Prediction(
+                    self.signature,
+                    result.value,
+                    attempts=tuple(attempts.made),
+                    raw=text or "",
+                    completion=response,
+                )
+            )
+        if self.budget is not None and attempts.usage.total_tokens >= self.budget:
+            raise _output_error(TokenBudgetExceededError, self, result.errors, budget=self.budget)
+        assert result.kind is not None  # the feedback says what the parser saw
+        # The schema goes in the feedback only where the prompt shows it too: response_format
+        # or the tool already carries it, and restating it doubled a large union's retry.
+        hint = schema if lm.profile.hint_schema(self.mode) else None
+        tool_call = response.tool_calls[0] if self.mode == "tools" and response.tool_calls else None
+        attempts.feedback = feedback_messages(
+            text or "", tool_call, result.kind, result.errors, hint
+        )
+        raise RetryableFailure(result)
+
+    def _classify(
+        self, number: int, text: str | None, result: ParseResult, schema: dict[str, Any]
+    ) -> FailureKind | None:
+        """The failure kind of a parsed attempt (``None`` when it succeeded)."""
+        if result.kind is None:
+            return None
+        if result.kind == "decode_failed":
+            self.attempts.undecoded.add(number)
+        lm = self.attempts.lm
+        kind = enforcement_kind(lm.profile, self.mode, text, schema, result.kind)
+        if kind == "not_enforced":
+            first = "not_enforced" not in lm.profile.observed
+            lm.profile.observe("not_enforced")
+            if first:
+                what = "the reply violates the schema the server accepted"
+                log_failure(lm, self.signature.__name__, number, kind, what)
+        return kind
+
+
+async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
+    """Run attempts until one validates; yield events, then the `Prediction`.
+
+    Raises:
+        OutputDecodeError, OutputValidationError: Every attempt failed (after retries).
+        RefusalError, TruncatedOutputError, ContentFilterError: Not retried.
+        TokenBudgetExceededError: The budget ran out first.
+        LMError: The endpoint could not be used.
+    """
+    try:
+        async with closing(run_attempts(plan, plan.attempts, stream=stream)) as events:
+            async for event in events:
+                yield event.value if isinstance(event, Done) else event
+    except RetryableFailure as exc:
+        result: ParseResult = exc.failure
+        all_decode = all(a.number in plan.attempts.undecoded for a in plan.attempts.made)
+        raise _output_error(
+            OutputDecodeError if all_decode else OutputValidationError, plan, result.errors
+        ) from None
+
+
+def _reply_text(response: LMResponse, mode: Mode) -> tuple[str | None, ToolCall | None]:
+    if mode == "tools" and response.tool_calls:
+        call = response.tool_calls[0]
+        return call.arguments, call
+    return response.text, None
+
+
+def _parse(
+    sig: type[Signature], text: str | None, response: LMResponse, max_json_depth: int
+) -> ParseResult:
+    if text is not None:
+        return parse_outputs(sig, text, max_json_depth=max_json_depth)
+    if response.tool_calls:
+        names = ", ".join(c.name for c in response.tool_calls)
+        message = f"the model called {names} instead of answering with the output JSON"
+    else:
+        message = "the model returned no content"
+    return ParseResult(error=ParseFailure("decode_failed", (FieldError((), message),)))
+
+
+def _output_error(
+    error_type: type[OutputError],
+    plan: CallPlan,
+    errors: tuple[FieldError, ...],
+    budget: int | None = None,
+) -> OutputError:
+    attempts = tuple(plan.attempts.made)
+    lines = "; ".join(str(e) for e in errors[:5])
+    if error_type is TokenBudgetExceededError:
+        head = f"token budget of {budget} spent after {len(attempts)} attempt(s)"
+    else:
+        head = f"no valid output after {len(attempts)} attempt(s)"
+    return error_type(
+        f"{plan.signature.__name__}: {head}: {lines}",
+        attempts=attempts,
+        usage=plan.usage,
+        raw=attempts[-1].raw if attempts else "",
+        errors=errors,
+    )
