@@ -100,7 +100,7 @@ def test_too_big_is_refused_before_sending() -> None:
 def test_a_tampered_saved_image_fails_its_hash_naming_the_field() -> None:
     demo = {"photo": ts.Image.from_bytes(PNG), "note": "n", "caption": "c"}
     state = ts.Predict(Describe, demos=[demo]).dump_state()
-    state["demos"][0]["photo"]["data"] = base64.b64encode(PNG + b"x").decode()
+    state["predictors"]["self"]["demos"][0]["photo"]["data"] = base64.b64encode(PNG + b"x").decode()
     with pytest.raises(ts.ConfigurationError, match=r"photo[\s\S]*does not match its sha256"):
         ts.Predict(Describe).load_state(state)
 
@@ -158,7 +158,7 @@ def test_a_demo_with_an_image_saves_and_loads(router: respx.MockRouter, tmp_path
     predict = ts.Predict(Describe, lm=make_lm(), demos=[demo])
     predict.save(tmp_path / "state.json")
     saved = json.loads((tmp_path / "state.json").read_text())
-    photo = saved["demos"][0]["photo"]
+    photo = saved["predictors"]["self"]["demos"][0]["photo"]
     assert photo["sha256"] == hashlib.sha256(PNG).hexdigest()
     assert photo["data"] == base64.b64encode(PNG).decode()
 

@@ -94,8 +94,13 @@ def test_predict_state_is_json_with_demo_values_as_the_prompt_shows_them(tmp_pat
     predict.save(path)
 
     saved = json.loads(path.read_text(encoding="utf-8"))
-    assert saved.pop("fingerprint") == ts.Predict(Measure).dump_state()["fingerprint"]
-    assert saved == {
+    assert sorted(saved) == ["predictors", "version"]
+    assert saved["version"] == 1
+    state = saved["predictors"].pop("self")  # a predictor saved on its own is at "self"
+    assert saved["predictors"] == {}
+    fresh = ts.Predict(Measure).dump_state()["predictors"]["self"]
+    assert state.pop("fingerprint") == fresh["fingerprint"]
+    assert state == {
         "signature": "Measure",
         "instructions": "Measure carefully; prefer exact values.",
         "demos": [
@@ -162,7 +167,7 @@ def test_composite_save_load_round_trip_over_the_wire(
     trained.experts["checker"].demos = [{"claim": "water is wet", "ok": True}]
     path = tmp_path / "pipeline.json"
     trained.save(path)
-    saved = json.loads(path.read_text(encoding="utf-8"))
+    saved = json.loads(path.read_text(encoding="utf-8"))["predictors"]
     assert sorted(saved) == ["experts['checker']", "measure", "steps[0]", "steps[1].check"]
     assert saved["steps[0]"]["instructions"] == "Summarize in five words."
 
@@ -205,8 +210,8 @@ def test_state_of_another_module_structure_is_refused_naming_the_paths(tmp_path:
 def test_state_for_another_signature_at_a_path_is_refused_and_nothing_loads() -> None:
     pipeline = Pipeline()
     state = pipeline.dump_state()
-    state["measure"]["instructions"] = "new"
-    state["steps[1].check"]["signature"] = "Summarize"
+    state["predictors"]["measure"]["instructions"] = "new"
+    state["predictors"]["steps[1].check"]["signature"] = "Summarize"
 
     with pytest.raises(ConfigurationError, match=r"steps\[1\]\.check.*Summarize") as caught:
         pipeline.load_state(state)
@@ -219,7 +224,7 @@ def test_single_predictor_state_and_composite_state_do_not_mix() -> None:
     single = ts.Predict(Measure).dump_state()
     composite = Pipeline().dump_state()
 
-    with pytest.raises(ConfigurationError, match="demos") as caught:
+    with pytest.raises(ConfigurationError, match=r"\['self'\]") as caught:
         Pipeline().load_state(single)
     assert "measure" in str(caught.value)
     with pytest.raises(ConfigurationError, match=r"steps\[0\]"):

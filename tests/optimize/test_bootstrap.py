@@ -54,7 +54,7 @@ def test_labelled_demos_fill_up_after_bootstrapped_ones_reproducibly() -> None:
         with served(nearest()):
             optimizer = quiet(max_bootstrapped_demos=2, max_labeled_demos=5, seed=3)
             compiled = optimizer.compile(ts.Predict(RouteTicket), TRAIN)
-        state: list[dict[str, Any]] = compiled.dump_state()["demos"]
+        state: list[dict[str, Any]] = compiled.dump_state()["predictors"]["self"]["demos"]
         return optimizer.result.passed, state
 
     passed, first = compile_once()

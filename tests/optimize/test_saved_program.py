@@ -38,7 +38,7 @@ def test_saved_state_is_json_with_tagged_typed_demos_per_predictor_path(tmp_path
     program = compiled_program()
     path = tmp_path / "optimized.json"
     program.save(path)
-    saved = json.loads(path.read_text())
+    saved = json.loads(path.read_text())["predictors"]
     assert sorted(saved) == ["explain", "route"]
     demo = saved["route"]["demos"][0]
     assert set(demo) == {"ticket", "reasoning", "route"}

@@ -5,9 +5,10 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
 
     TypedspyError
     ├── ConfigurationError (ValueError)   misuse: bad settings, sync call inside a running loop
-    │   └── InputError                    missing or unexpected inputs, caught before any request
-    │       └── MediaError                an image, audio or file input that cannot be sent
-    │           └── MediaNotSupportedError  the endpoint's profile takes no media of that kind
+    │   ├── InputError                    missing or unexpected inputs, caught before any request
+    │   │   └── MediaError                an image, audio or file input that cannot be sent
+    │   │       └── MediaNotSupportedError  the endpoint's profile takes no media of that kind
+    │   └── SavedStateError               a saved program that cannot be read or does not fit
     ├── SchemaError (TypeError)           a signature or model that cannot compile; names the path
     ├── LMError                           the endpoint could not be used (SDK error as __cause__)
     │   ├── LMConnectionError
@@ -38,9 +39,8 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │                                     (see typedspy.tools._approvals)
     ├── ResumeConflictError               a pause answered before with another answer, or
     │                                     whose resumption is still running (or was cut off)
-    ├── ExampleError (ValueError)         an example's values do not fit its signature
-    │   └── DatasetError                  dataset rows that do not fit; names row and field
-    └── SavedStateError (ValueError)      a saved program that does not fit this program
+    └── ExampleError (ValueError)         an example's values do not fit its signature
+        └── DatasetError                  dataset rows that do not fit; names row and field
 
 `ConfirmationRequired` is deliberately *not* in this tree: it pauses a run for a human decision,
 it does not report a failure, so ``except TypedspyError`` must not swallow it.

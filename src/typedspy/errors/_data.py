@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from typedspy._types import FieldError
-from typedspy.errors._base import TypedspyError
+from typedspy.errors._base import ConfigurationError, TypedspyError
 
 __all__ = [
     "DatasetError",
@@ -106,13 +106,31 @@ class DatasetError(ExampleError):
         self.source = source
 
 
-class SavedStateError(TypedspyError, ValueError):
-    """A saved program does not fit the program it is loaded into (nothing was changed).
+class SavedStateError(ConfigurationError):
+    """A saved program that cannot be loaded into this program; nothing was changed.
+
+    Raised by `Module.load` and `Module.load_state` for a file that cannot be read (missing,
+    a directory, not UTF-8, not JSON, nested too deep), a format version this typedspy does not
+    read, a value of the wrong type or an unknown key at any field, or state that does not fit
+    this program (other predictor paths, another signature). A `ConfigurationError`, so code
+    written against the earlier promise keeps catching it.
 
     Attributes:
+        source: The file read (``"<state>"`` for a dict given to `Module.load_state`).
         path: The predictor path the problem is at (``""`` for the file as a whole).
+        errors: One `FieldError` per problem; ``path`` runs from the top of the file
+            (``predictors``, the predictor path, ``demos``, the demo's index, the field ...).
     """
 
-    def __init__(self, message: str, *, path: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str = "<state>",
+        path: str = "",
+        errors: Sequence[FieldError] = (),
+    ) -> None:
         super().__init__(message)
+        self.source = source
         self.path = path
+        self.errors = tuple(errors)

@@ -12,6 +12,7 @@ from typedspy.modules._history import History
 # package, never from its modules (ADR-034, checked by import-linter).
 from typedspy.modules._history import history_messages as history_messages
 from typedspy.modules._predict import Predict
+from typedspy.modules._state import demo_errors as demo_errors
 from typedspy.modules._state import typed_demo as typed_demo
 from typedspy.program import Module
 

@@ -29,7 +29,7 @@ from typedspy.modules._history import History, history_messages
 from typedspy.modules._modes import MODES, checked_mode, run_stepping_down, start_mode
 from typedspy.modules._state import checked_demos, predictor_state, read_predictor_state
 from typedspy.prediction import Prediction
-from typedspy.program import Module
+from typedspy.program import Module, PredictorState
 from typedspy.schema import compile_schema
 from typedspy.settings import ModeSetting, resolve_lm
 from typedspy.signature import Returns, Signature
@@ -191,32 +191,23 @@ class Predict(Module, Generic[SigT, InputsT]):
     def instructions(self, text: str) -> None:
         self.signature = cast("type[SigT]", self.signature.with_instructions(text))
 
-    def dump_state(self) -> dict[str, Any]:
-        """Instructions and demos, JSON-ready (see `Module.save`).
+    def _state(self) -> PredictorState:
+        """Instructions and demos as saved state (see `Module.save`).
 
         The signature's name and fingerprint (a digest of its fields and types) go with them:
-        `load_state` refuses state saved for a different signature.
-
-        Demo values are written as the prompt shows them (`to_jsonable` with each field's
-        type: union members carry ``_type``); `load_state` validates them back into values.
+        loading refuses state saved for a different signature. Demo values are written as the
+        prompt shows them (`to_jsonable` with each field's type: union members carry
+        ``_type``); loading validates them back into values.
         """
         return predictor_state(self.signature, self.instructions, self.demos)
 
-    def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore `dump_state` output.
+    def _read_state(self, state: PredictorState) -> tuple[str, list[Mapping[str, Any]]]:
+        """Check saved state and type its demos; nothing is changed yet."""
+        return read_predictor_state(self.signature, state)
 
-        Raises:
-            ConfigurationError: The state is not a predictor's, or is for another signature.
-        """
-        self._apply_state(self._read_state(state))
-
-    def _read_state(self, state: object) -> tuple[str | None, list[Mapping[str, Any]]]:
-        """Check `dump_state` output and type its demos; nothing is changed yet."""
-        return read_predictor_state(self.signature, state, owner=self)
-
-    def _apply_state(self, read: tuple[str | None, list[Mapping[str, Any]]]) -> None:
+    def _apply_state(self, read: tuple[str, list[Mapping[str, Any]]]) -> None:
         instructions, demos = read
-        if instructions is not None and instructions != self.instructions:
+        if instructions != self.instructions:
             self.instructions = instructions
         self.demos = demos
 

@@ -1,4 +1,4 @@
-"""A predictor's learnable state: demos checked when set; saved as JSON with a fingerprint."""
+"""A predictor's learnable state: demos checked when set or loaded; saved with a fingerprint."""
 
 from __future__ import annotations
 
@@ -9,21 +9,22 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from typedspy.errors import ConfigurationError
+from typedspy._types import FieldError
+from typedspy.errors import ConfigurationError, SavedStateError
 from typedspy.parse import field_errors
+from typedspy.program import PredictorState, listed
 from typedspy.schema import compile_schema
 from typedspy.signature import Signature, to_jsonable
 
 __all__ = [
     "checked_demos",
+    "demo_errors",
     "fingerprint",
     "jsonable_demo",
     "predictor_state",
     "read_predictor_state",
     "typed_demo",
 ]
-
-_STATE_KEYS = ("signature", "fingerprint", "instructions", "demos")
 
 
 def fingerprint(sig: type[Signature]) -> str:
@@ -76,17 +77,36 @@ def _checked_demo(sig: type[Signature], index: int, demo: object) -> Mapping[str
     where = f"{sig.__name__} demo {index}"
     if not isinstance(demo, Mapping):
         raise ConfigurationError(f"{where} must be a mapping, not {type(demo).__name__}")
+    problems = _typed(sig, demo)[1]
+    if problems:
+        raise ConfigurationError(f"{where}: {listed(problems, 3)}")
+    return demo
+
+
+def demo_errors(sig: type[Signature], demo: Mapping[str, Any]) -> list[FieldError]:
+    """What is wrong with ``demo`` as a demo of ``sig`` (paths start at the field name).
+
+    Every key must name an input or output field, at least one output must be shown, and each
+    value must validate against its field's type. Empty when the demo fits.
+    """
+    return _typed(sig, demo)[1]
+
+
+def _typed(
+    sig: type[Signature], demo: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[FieldError]]:
+    """``demo`` with its values validated into typed values, and what is wrong with it."""
     inputs, outputs = sig.input_fields, sig.output_fields
     unknown = [k for k in demo if k not in inputs and k not in outputs]
     if unknown:
-        raise ConfigurationError(
-            f"{where}: unknown field(s) {', '.join(map(repr, unknown))} "
-            f"(inputs: {', '.join(inputs) or 'none'}; outputs: {', '.join(outputs)})"
-        )
+        fields = f"inputs: {', '.join(inputs) or 'none'}; outputs: {', '.join(outputs)}"
+        return dict(demo), [
+            FieldError((k,), f"unknown field of {sig.__name__} ({fields})") for k in unknown
+        ]
     if not any(k in outputs for k in demo):
-        raise ConfigurationError(
-            f"{where} shows no output: give at least one of {', '.join(outputs)}"
-        )
+        problem = f"shows no output: give at least one of {', '.join(outputs)}"
+        return dict(demo), [FieldError((), problem)]
+    typed, problems = dict(demo), []
     for model in (sig.input_model, sig.output_model):
         holder = model.model_construct()
         for name in model.model_fields:
@@ -95,9 +115,10 @@ def _checked_demo(sig: type[Signature], index: int, demo: object) -> Mapping[str
             try:
                 model.__pydantic_validator__.validate_assignment(holder, name, demo[name])
             except ValidationError as exc:
-                detail = "; ".join(str(e) for e in field_errors(exc)[:3])
-                raise ConfigurationError(f"{where}: field {name!r}: {detail}") from exc
-    return demo
+                problems += field_errors(exc)
+            else:
+                typed[name] = getattr(holder, name)
+    return typed, problems
 
 
 def jsonable_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,71 +135,54 @@ def typed_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         ConfigurationError: A key that is no field, or a value that does not validate.
     """
-    _checked_demo(sig, 0, demo)
-    typed = dict(demo)
-    for model, fields in (
-        (sig.input_model, sig.input_fields),
-        (sig.output_model, sig.output_fields),
-    ):
-        holder = model.model_construct()
-        for name in fields:
-            if name in demo:
-                model.__pydantic_validator__.validate_assignment(holder, name, demo[name])
-                typed[name] = getattr(holder, name)
+    typed, problems = _typed(sig, demo)
+    if problems:
+        raise ConfigurationError(f"{sig.__name__} demo: {listed(problems, 3)}")
     return typed
 
 
 def predictor_state(
     sig: type[Signature], instructions: str, demos: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
-    """A predictor's instructions and demos, JSON-ready (see `Predict.dump_state`).
+) -> PredictorState:
+    """A predictor's instructions and demos as its saved state (see `Module.dump_state`).
 
     The signature's name and fingerprint go with them, so state saved for another signature
     is refused when read back (`read_predictor_state`).
     """
-    return {
-        "signature": sig.__name__,
-        "fingerprint": fingerprint(sig),
-        "instructions": instructions,
-        "demos": [jsonable_demo(sig, demo) for demo in demos],
-    }
+    return PredictorState(
+        signature=sig.__name__,
+        fingerprint=fingerprint(sig),
+        instructions=instructions,
+        demos=[jsonable_demo(sig, demo) for demo in demos],
+    )
 
 
 def read_predictor_state(
-    sig: type[Signature], state: object, *, owner: object
-) -> tuple[str | None, list[Mapping[str, Any]]]:
-    """Check `predictor_state` output and type its demos: ``(instructions, demos)``.
-
-    Args:
-        sig: The signature of the predictor loading it.
-        state: The saved state.
-        owner: The predictor loading it (named in the messages).
+    sig: type[Signature], state: PredictorState
+) -> tuple[str, list[Mapping[str, Any]]]:
+    """Check saved state against ``sig`` and type its demos: ``(instructions, demos)``.
 
     Raises:
-        ConfigurationError: The state is not a predictor's, or is for another signature.
+        SavedStateError: The state is for another signature (its name or its fingerprint
+            differs), or a demo does not fit ``sig``; ``errors`` has every problem, with paths
+            from the predictor's state (``demos[0].result.low``).
     """
-    name = sig.__name__
-    if not isinstance(state, Mapping) or not set(state) <= set(_STATE_KEYS):
-        keys = sorted(state) if isinstance(state, Mapping) else type(state).__name__
-        raise ConfigurationError(
-            f"state for {owner!r} must hold {', '.join(_STATE_KEYS)}, not {keys} "
-            "(was it saved from a module with several predictors?)"
+    name, this = sig.__name__, fingerprint(sig)
+    if state.signature != name:
+        problem = f"saved for signature {state.signature}, this predictor's is {name}"
+        raise SavedStateError(problem, errors=[FieldError(("signature",), problem)])
+    if state.fingerprint != this:
+        problem = (
+            f"saved for another {name} (its fields or types differ): fingerprint "
+            f"{state.fingerprint}, this one's {this}"
         )
-    if state.get("signature", name) != name:
-        raise ConfigurationError(
-            f"state saved for signature {state['signature']} cannot load into {owner!r}"
-        )
-    saved = state.get("fingerprint")
-    if saved is not None and saved != fingerprint(sig):
-        raise ConfigurationError(
-            f"state saved for another {name} (its fields or types differ: fingerprint "
-            f"{saved}, this one's {fingerprint(sig)}) cannot load into {owner!r}"
-        )
-    demos = state.get("demos", [])
-    if not isinstance(demos, list) or not all(isinstance(d, Mapping) for d in demos):
-        raise ConfigurationError(f"state for {owner!r}: demos must be a list of objects")
-    instructions = state.get("instructions")
-    return (
-        None if instructions is None else str(instructions),
-        [typed_demo(sig, demo) for demo in demos],
-    )
+        raise SavedStateError(problem, errors=[FieldError(("fingerprint",), problem)])
+    demos: list[Mapping[str, Any]] = []
+    problems: list[FieldError] = []
+    for i, demo in enumerate(state.demos):
+        typed, errors = _typed(sig, demo)
+        demos.append(typed)
+        problems += [FieldError(("demos", i, *e.path), e.message) for e in errors]
+    if problems:
+        raise SavedStateError(listed(problems), errors=problems)
+    return state.instructions, demos

@@ -10,21 +10,24 @@ picks the same demos without embedding the training set again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Self, cast
+
+from pydantic import Field, FiniteFloat, JsonValue, model_validator
+from pydantic_core import PydanticCustomError
 
 from typedspy import _gate
+from typedspy._types import FieldError
 from typedspy.adapter import render_value
 from typedspy.errors import ConfigurationError
 from typedspy.evaluation import Example
 from typedspy.limits import Budget
 from typedspy.lm import BaseLM
-from typedspy.modules import Module, typed_demo
+from typedspy.modules import Module, demo_errors, typed_demo
 from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
+from typedspy.program import ProgramState, StateModel, state_error
 from typedspy.settings import resolve_lm
 
 __all__ = ["KNNFewShot", "KNNProgram"]
-
-_STATE_KEY = "knn"
 
 
 def _numpy() -> Any:
@@ -38,6 +41,53 @@ def _numpy() -> Any:
 def embedding_text(inputs: Mapping[str, Any]) -> str:
     """The text embedded for a set of inputs: ``name: value`` lines, in field order."""
     return "\n".join(f"{name}: {render_value(value)}" for name, value in inputs.items())
+
+
+class KNNExample(StateModel):
+    """A saved training example: the names of its inputs, and its values as JSON."""
+
+    inputs: list[str]
+    values: dict[str, JsonValue]
+
+    @model_validator(mode="after")
+    def _inputs_are_values(self) -> Self:
+        unknown = [name for name in self.inputs if name not in self.values]
+        if unknown:
+            raise PydanticCustomError(
+                "knn_inputs", "inputs {unknown} are not among the values", {"unknown": unknown}
+            )
+        return self
+
+
+class KNNState(StateModel):
+    """A saved `KNNProgram`'s own part: k, the training examples, one unit vector each."""
+
+    k: int = Field(ge=1)
+    embedding_model: str | None
+    examples: list[KNNExample]
+    vectors: list[list[FiniteFloat]]
+
+    @model_validator(mode="after")
+    def _one_vector_per_example(self) -> Self:
+        widths = {len(row) for row in self.vectors}
+        if len(self.vectors) != len(self.examples) or len(widths) > 1 or 0 in widths:
+            raise PydanticCustomError(
+                "knn_vectors",
+                "{vectors} vectors of {widths} values for {examples} examples: expected one "
+                "vector per example, all of one width",
+                {
+                    "vectors": len(self.vectors),
+                    "widths": "/".join(map(str, sorted(widths))) or "no",
+                    "examples": len(self.examples),
+                },
+            )
+        return self
+
+
+class KNNProgramState(ProgramState):
+    """A saved `KNNProgram`: its predictors' state and ``knn`` (ADR-039, ADR-054)."""
+
+    knn: KNNState
 
 
 class KNNProgram(Module):
@@ -67,6 +117,8 @@ class KNNProgram(Module):
         examples: The training examples.
         k: Demos per call.
     """
+
+    _state_model: ClassVar[type[ProgramState]] = KNNProgramState
 
     def __init__(
         self,
@@ -121,52 +173,42 @@ class KNNProgram(Module):
             predictor.demos = [typed_demo(sig, d) for d in demos if d is not None]
         return await compiled.acall(**inputs)
 
-    def dump_state(self) -> dict[str, Any]:
-        """The program's predictors' state, plus ``"knn"``: k, the examples and their vectors.
+    def _dump(self) -> KNNProgramState:
+        """The program's predictors' state, plus ``knn``: k, the examples and their vectors.
 
         Examples are written as `Example.to_dict` values (union members carry ``_type``) with
         their input names; the vectors as lists of floats (exact in JSON).
         """
-        return {
-            **super().dump_state(),
-            _STATE_KEY: {
-                "k": self.k,
-                "embedding_model": self._embedding_model,
-                "examples": [
-                    {"inputs": sorted(ex.inputs()), "values": ex.to_dict()} for ex in self.examples
+        return KNNProgramState(
+            predictors=super()._dump().predictors,
+            knn=KNNState(
+                k=self.k,
+                embedding_model=self._embedding_model,
+                examples=[
+                    KNNExample(inputs=sorted(ex.inputs()), values=ex.to_dict())
+                    for ex in self.examples
                 ],
-                "vectors": self._vectors.tolist(),
-            },
-        }
+                vectors=self._vectors.tolist(),
+            ),
+        )
 
-    def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore `dump_state` output: all of it, or nothing when it does not fit.
-
-        Raises:
-            ConfigurationError: Not a KNN program's state, or its predictors' state does not
-                fit (see `Module.load_state`).
-        """
-        if not isinstance(state, Mapping) or not isinstance(state.get(_STATE_KEY), Mapping):
-            raise ConfigurationError(
-                f"saved state for KNNProgram needs a {_STATE_KEY!r} entry (save it from a "
-                "compiled KNNProgram)"
-            )
-        knn = state[_STATE_KEY]
-        try:
-            k = knn["k"]
-            examples = [
-                Example(**row["values"]).with_inputs(*row["inputs"]) for row in knn["examples"]
-            ]
-            vectors = _numpy().asarray(knn["vectors"], dtype=float)
-            if len(vectors) != len(examples) or (examples and vectors.ndim != 2):
-                raise ValueError(f"{len(vectors)} vectors for {len(examples)} examples")
-            model = knn.get("embedding_model")
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ConfigurationError(f"saved state for KNNProgram: unreadable {exc!r}") from exc
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigurationError(f"saved state for KNNProgram: k={k!r}")
-        super().load_state({name: v for name, v in state.items() if name != _STATE_KEY})
-        self.k, self.examples, self._vectors, self._embedding_model = k, examples, vectors, model
+    def _load(self, state: ProgramState, source: str) -> None:
+        """Check the examples against the program's signatures, then load it all (or nothing)."""
+        knn = cast("KNNProgramState", state).knn
+        problems = [
+            FieldError(("knn", "examples", i, "values", *e.path), e.message)
+            for _, predictor in predictors(self.program)
+            for i, row in enumerate(knn.examples)
+            if (demo := demo_for(predictor.signature, row.values)) is not None
+            for e in demo_errors(predictor.signature, demo)
+        ]
+        if problems:
+            raise state_error(source, problems)
+        examples = [Example(**row.values).with_inputs(*row.inputs) for row in knn.examples]
+        vectors = _numpy().asarray(knn.vectors, dtype=float)
+        super()._load(state, source)
+        self.k, self.examples, self._vectors = knn.k, examples, vectors
+        self._embedding_model = knn.embedding_model
 
 
 class KNNFewShot(Optimizer):

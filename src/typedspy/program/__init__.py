@@ -6,4 +6,12 @@ build on it and do not import each other (ADR-042).
 
 from typedspy.program._module import Module
 
+# The package's interface to typedspy's other packages (not public API): the saved-state models
+# and their reader (ADR-054).
+from typedspy.program._state import PredictorState as PredictorState
+from typedspy.program._state import ProgramState as ProgramState
+from typedspy.program._state import StateModel as StateModel
+from typedspy.program._state import listed as listed
+from typedspy.program._state import state_error as state_error
+
 __all__ = ["Module"]

@@ -11,9 +11,12 @@ from typing_extensions import Unpack
 
 from typedspy import callbacks
 from typedspy._deadline import bounded
+from typedspy._json import MAX_JSON_DEPTH, depth_exceeded
 from typedspy._runtime import iterate_sync, run_sync
+from typedspy._types import FieldError
 from typedspy.batch import BatchOptions, BatchResult, run_batch
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, SavedStateError
+from typedspy.program._state import ProgramState, read_state, read_state_file, state_error
 from typedspy.settings import get_settings
 from typedspy.streaming import closing
 
@@ -38,6 +41,9 @@ class Module:
 
     _learnable: ClassVar[bool] = False
     """Whether instances hold learnable state of their own (`Predict` sets it)."""
+
+    _state_model: ClassVar[type[ProgramState]] = ProgramState
+    """The model of this class's saved state (a `KNNProgram`'s adds its examples)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -205,56 +211,78 @@ class Module:
         return [(n, m) for n, m in self.named_modules() if m._learnable]
 
     def dump_state(self) -> dict[str, Any]:
-        """The learnable state (instructions and demos) of every predictor, by attribute path."""
-        return {name: predictor.dump_state() for name, predictor in self._predictors()}
+        """The learnable state as JSON-ready data: what `save` writes (see there)."""
+        return self._dump().model_dump(mode="json")
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore state from `dump_state`: all of it, or nothing when it does not fit.
 
+        It is checked as `load` checks a file.
+
         Raises:
-            ConfigurationError: The state is for another module structure (it names predictors
-                this module does not have, lacks some it has, or holds another signature's
-                state at a path); the message names the paths.
+            SavedStateError: A `ConfigurationError`: another format version, a value of the
+                wrong type or an unknown key, or state for another module structure (paths
+                this module does not have or lacks, another signature at a path); the
+                message names the field paths.
         """
+        self._load(read_state(self._state_model, state), "<state>")
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the learnable state (every predictor's instructions and demos) as UTF-8 JSON.
+
+        The file is ``{"version": 1, "predictors": {path: state}}``: each predictor's attribute
+        path (``"draft"``, ``"steps[0]"``, ``"experts['math']"``; ``"self"`` for a `Predict`
+        saved on its own) maps to ``{"signature", "fingerprint", "instructions", "demos"}``
+        (`typedspy.program.ProgramState`, ADR-054).
+
+        Raises:
+            SavedStateError: The state nests deeper than `load` reads (256 levels); nothing
+                is written.
+        """
+        state = self.dump_state()
+        if depth_exceeded(state, MAX_JSON_DEPTH):
+            problem = f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth)"
+            raise state_error(os.fspath(path), [FieldError((), problem)])
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(state, f, ensure_ascii=False, indent=2)
+
+    def load(self, path: str | os.PathLike[str]) -> None:
+        """Read state written by `save`: all of it, or nothing when it does not fit.
+
+        Raises:
+            SavedStateError: A `ConfigurationError` naming the file and the field path: the
+                file cannot be read (missing, a directory), is not UTF-8 or not JSON, nests
+                deeper than 256 levels, is of another format version, holds a value of the
+                wrong type or an unknown key, or does not fit this module (see `load_state`).
+        """
+        self._load(read_state_file(self._state_model, path), os.fspath(path))
+
+    def _dump(self) -> ProgramState:
+        """The learnable state as a model: every predictor's, by path."""
+        return ProgramState(predictors={n: p._state() for n, p in self._predictors()})
+
+    def _load(self, state: ProgramState, source: str) -> None:
+        """Check ``state`` against this module's predictors, then apply it (or nothing)."""
         cls = type(self).__name__
-        if not isinstance(state, Mapping):
-            raise ConfigurationError(
-                f"saved state for {cls} must map predictor paths to their state, "
-                f"not be a {type(state).__name__}"
-            )
         predictors = dict(self._predictors())
-        unknown = sorted(set(state) - set(predictors))
-        missing = sorted(set(predictors) - set(state))
+        unknown = sorted(set(state.predictors) - set(predictors))
+        missing = sorted(set(predictors) - set(state.predictors))
         if unknown or missing:
             found = [f"paths {unknown} that {cls} does not have"] if unknown else []
             found += [f"no state for its paths {missing}"] if missing else []
-            raise ConfigurationError(
-                f"saved state does not fit {cls}: it has {' and '.join(found)} "
-                f"({cls}'s predictors are at {sorted(predictors)})"
+            problem = (
+                f"it has {' and '.join(found)} ({cls}'s predictors are at {sorted(predictors)})"
             )
+            raise state_error(source, [FieldError(("predictors",), problem)], about=f"for {cls}")
         read = {}
-        for name, value in state.items():
+        for name, value in state.predictors.items():
             try:
                 read[name] = predictors[name]._read_state(value)
-            except ConfigurationError as exc:
-                raise ConfigurationError(f"saved state at {name!r}: {exc}") from exc
+            except SavedStateError as exc:
+                errors = [FieldError(("predictors", name, *e.path), e.message) for e in exc.errors]
+                raise state_error(source, errors, path=name) from exc
         for name, value in read.items():
             predictors[name]._apply_state(value)
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write `dump_state` to a UTF-8 JSON file.
-
-        The file maps each predictor's attribute path (``"draft"``, ``"steps[0]"``,
-        ``"experts['math']"``) to ``{"signature", "instructions", "demos"}``; a `Predict` saved
-        on its own writes that object alone.
-        """
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.dump_state(), f, ensure_ascii=False, indent=2)
-
-    def load(self, path: str | os.PathLike[str]) -> None:
-        """Read state written by `save` (see `load_state` for the errors)."""
-        with open(path, encoding="utf-8") as f:
-            self.load_state(json.load(f))
 
     def _predictors(self) -> list[tuple[str, Any]]:
         return self.named_predictors()

@@ -1,0 +1,178 @@
+"""Saved program state: versioned Pydantic models, read strictly from JSON (ADR-054).
+
+`Module.save` writes a `ProgramState` (a KNN program a subclass of it) as UTF-8 JSON, and
+`Module.load` reads one back through `read_state_file`: the bytes as UTF-8, the text with the
+bounded JSON decoder (`typedspy._json`), the value with the model in strict mode (no value is
+coerced, no key is unknown). Every failure is a `SavedStateError` naming the file and the field
+path. Demo values stay JSON values here; the signature of the predictor loading them validates
+them (`typedspy.modules`), so the envelope knows nothing about any signature.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+
+from typedspy._json import MAX_JSON_DEPTH, JSONLimitError, depth_exceeded, loads
+from typedspy._types import FieldError
+from typedspy.errors import SavedStateError
+from typedspy.parse import field_errors
+
+__all__ = [
+    "FORMAT_VERSION",
+    "PredictorState",
+    "ProgramState",
+    "StateModel",
+    "listed",
+    "read_state",
+    "read_state_file",
+    "state_error",
+]
+
+FORMAT_VERSION = 1
+"""The saved-state format this typedspy writes and reads (files carry it as ``version``)."""
+
+_LISTED = 5  # problems spelled out in a message; `SavedStateError.errors` has them all
+
+StateT = TypeVar("StateT", bound="ProgramState")
+
+
+class StateModel(BaseModel):
+    """Base of the saved-state models: strict types, unknown keys refused.
+
+    The format is versioned (`FORMAT_VERSION`), so a key this version does not know is a typo
+    or a file of another version, never something to skip.
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class PredictorState(StateModel):
+    """One predictor's learnable state.
+
+    Attributes:
+        signature: The signature's class name.
+        fingerprint: A digest of the signature's fields and types: state saved for another
+            signature of the same name is refused.
+        instructions: The instructions sent as the system message.
+        demos: The demos, each a mapping of field names to JSON values as the prompt shows
+            them (union members carry ``_type``); the signature validates them when loaded.
+    """
+
+    signature: str
+    fingerprint: str
+    instructions: str
+    demos: list[dict[str, JsonValue]]
+
+
+class ProgramState(StateModel):
+    """A saved program: the format version and every predictor's state by its path.
+
+    Attributes:
+        version: `FORMAT_VERSION`.
+        predictors: Each predictor's attribute path (``"self"`` for a `Predict` saved on its
+            own, ``"draft"``, ``"steps[0]"``, ``"experts['math']"``) to its state.
+    """
+
+    version: int = FORMAT_VERSION
+    predictors: dict[str, PredictorState]
+
+
+def read_state_file(model: type[StateT], path: str | os.PathLike[str]) -> StateT:
+    """Read a file written by `Module.save` as ``model``.
+
+    Raises:
+        SavedStateError: The file cannot be read, is not UTF-8 JSON, is nested deeper than
+            `MAX_JSON_DEPTH`, is of another format version, or does not fit ``model``.
+    """
+    source = os.fspath(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise SavedStateError(
+            f"saved state {source!r} cannot be read: {exc.strerror or exc}", source=source
+        ) from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise state_error(
+            source, [FieldError((), f"not UTF-8 text (byte {exc.start}: {exc.reason})")]
+        ) from exc
+    if not text.strip():
+        raise state_error(source, [FieldError((), "the file is empty")])
+    try:
+        value = loads(text, max_depth=MAX_JSON_DEPTH)
+    except JSONLimitError as exc:
+        raise state_error(source, [FieldError(exc.path, str(exc))]) from exc
+    except ValueError as exc:
+        raise state_error(source, [FieldError((), f"not JSON: {exc}")]) from exc
+    return _validated(model, value, source)
+
+
+def read_state(model: type[StateT], state: object) -> StateT:
+    """``state`` (a dict from `Module.dump_state`) as ``model``, checked as a file is.
+
+    Raises:
+        SavedStateError: ``state`` is nested deeper than `MAX_JSON_DEPTH`, is of another
+            format version, or does not fit ``model``.
+    """
+    if depth_exceeded(state, MAX_JSON_DEPTH):
+        problem = f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth)"
+        raise state_error("<state>", [FieldError((), problem)])
+    return _validated(model, state, "<state>")
+
+
+def _validated(model: type[StateT], value: object, source: str) -> StateT:
+    if not isinstance(value, Mapping):
+        found = type(value).__name__
+        raise state_error(source, [FieldError((), f"expected an object, got {found}")])
+    version = value.get("version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        found = "no version" if "version" not in value else f"version {version!r}"
+        raise state_error(
+            source,
+            [
+                FieldError(
+                    ("version",),
+                    f"format {found}; this typedspy reads version {FORMAT_VERSION} only "
+                    "(save the program again with this version)",
+                )
+            ],
+        )
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise state_error(source, field_errors(exc)) from exc
+
+
+def state_error(
+    source: str, errors: Sequence[FieldError], *, path: str = "", about: str = ""
+) -> SavedStateError:
+    """The `SavedStateError` for ``errors`` in ``source``, the first few in its message.
+
+    Args:
+        source: The file (``"<state>"`` for a dict).
+        errors: The problems; their paths run from the top of the file.
+        path: The predictor path the problems are at, when they are at one.
+        about: What does not fit, for the message (``"does not fit Pipeline"``).
+    """
+    where = "saved state" if source == "<state>" else f"saved state {source!r}"
+    return SavedStateError(
+        f"{where}{' ' + about if about else ''}: {listed(errors)}",
+        source=source,
+        path=path,
+        errors=errors,
+    )
+
+
+def listed(errors: Sequence[FieldError], limit: int = _LISTED) -> str:
+    """The first ``limit`` of ``errors`` as ``path: message``, ``;``-separated, and how many more.
+
+    A problem with the whole value (an empty path) is its message alone.
+    """
+    shown = "; ".join(str(e) if e.path else e.message for e in errors[:limit])
+    return shown + (f"; ... and {len(errors) - limit} more" if len(errors) > limit else "")
