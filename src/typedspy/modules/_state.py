@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError, SavedStateError
 from typedspy.parse import field_errors
-from typedspy.program import PredictorState, listed
+from typedspy.program import PredictorState, listed, too_deep
 from typedspy.schema import compile_schema
 from typedspy.signature import Signature, to_jsonable
 
@@ -148,12 +148,19 @@ def predictor_state(
 
     The signature's name and fingerprint go with them, so state saved for another signature
     is refused when read back (`read_predictor_state`).
+
+    Raises:
+        SavedStateError: Demo values nested deeper than a saved program may be.
     """
+    values = [jsonable_demo(sig, demo) for demo in demos]
+    problem = too_deep(values, level=3)  # in the file: {"predictors": {path: {"demos": [...]}}}
+    if problem:
+        raise SavedStateError(problem.message, errors=[FieldError(("demos",), problem.message)])
     return PredictorState(
         signature=sig.__name__,
         fingerprint=fingerprint(sig),
         instructions=instructions,
-        demos=[jsonable_demo(sig, demo) for demo in demos],
+        demos=values,
     )
 
 

@@ -24,7 +24,7 @@ from typedspy.limits import Budget
 from typedspy.lm import BaseLM
 from typedspy.modules import Module, demo_errors, typed_demo
 from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
-from typedspy.program import ProgramState, StateModel, state_error
+from typedspy.program import ProgramState, StateModel, state_error, too_deep
 from typedspy.settings import resolve_lm
 
 __all__ = ["KNNFewShot", "KNNProgram"]
@@ -179,14 +179,19 @@ class KNNProgram(Module):
         Examples are written as `Example.to_dict` values (union members carry ``_type``) with
         their input names; the vectors as lists of floats (exact in JSON).
         """
+        values = [ex.to_dict() for ex in self.examples]
+        problem = too_deep(values, level=3)  # in the file: {"knn": {"examples": [{"values"...
+        if problem:
+            error = FieldError(("knn", "examples"), problem.message)
+            raise state_error("<state>", [error], about="cannot be written")
         return KNNProgramState(
             predictors=super()._dump().predictors,
             knn=KNNState(
                 k=self.k,
                 embedding_model=self._embedding_model,
                 examples=[
-                    KNNExample(inputs=sorted(ex.inputs()), values=ex.to_dict())
-                    for ex in self.examples
+                    KNNExample(inputs=sorted(ex.inputs()), values=v)
+                    for ex, v in zip(self.examples, values, strict=True)
                 ],
                 vectors=self._vectors.tolist(),
             ),

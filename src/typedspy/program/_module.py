@@ -11,7 +11,6 @@ from typing_extensions import Unpack
 
 from typedspy import callbacks
 from typedspy._deadline import bounded
-from typedspy._json import MAX_JSON_DEPTH, depth_exceeded
 from typedspy._runtime import iterate_sync, run_sync
 from typedspy._types import FieldError
 from typedspy.batch import BatchOptions, BatchResult, run_batch
@@ -211,7 +210,11 @@ class Module:
         return [(n, m) for n, m in self.named_modules() if m._learnable]
 
     def dump_state(self) -> dict[str, Any]:
-        """The learnable state as JSON-ready data: what `save` writes (see there)."""
+        """The learnable state as JSON-ready data: what `save` writes (see there).
+
+        Raises:
+            SavedStateError: Demo values nested deeper than a saved program may be.
+        """
         return self._dump().model_dump(mode="json")
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -236,13 +239,10 @@ class Module:
         (`typedspy.program.ProgramState`, ADR-054).
 
         Raises:
-            SavedStateError: The state nests deeper than `load` reads (256 levels); nothing
-                is written.
+            SavedStateError: Demo values nested so deep that the file would be nested deeper
+                than `load` reads (256 levels); nothing is written.
         """
         state = self.dump_state()
-        if depth_exceeded(state, MAX_JSON_DEPTH):
-            problem = f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth)"
-            raise state_error(os.fspath(path), [FieldError((), problem)])
         with open(path, "w", encoding="utf-8") as f:
             json.dump(state, f, ensure_ascii=False, indent=2)
 
@@ -259,7 +259,14 @@ class Module:
 
     def _dump(self) -> ProgramState:
         """The learnable state as a model: every predictor's, by path."""
-        return ProgramState(predictors={n: p._state() for n, p in self._predictors()})
+        predictors = {}
+        for name, predictor in self._predictors():
+            try:
+                predictors[name] = predictor._state()
+            except SavedStateError as exc:
+                errors = [FieldError(("predictors", name, *e.path), e.message) for e in exc.errors]
+                raise state_error("<state>", errors, path=name, about="cannot be written") from exc
+        return ProgramState(predictors=predictors)
 
     def _load(self, state: ProgramState, source: str) -> None:
         """Check ``state`` against this module's predictors, then apply it (or nothing)."""

@@ -31,6 +31,7 @@ __all__ = [
     "read_state",
     "read_state_file",
     "state_error",
+    "too_deep",
 ]
 
 FORMAT_VERSION = 1
@@ -106,8 +107,8 @@ def read_state_file(model: type[StateT], path: str | os.PathLike[str]) -> StateT
         raise state_error(source, [FieldError((), "the file is empty")])
     try:
         value = loads(text, max_depth=MAX_JSON_DEPTH)
-    except JSONLimitError as exc:
-        raise state_error(source, [FieldError(exc.path, str(exc))]) from exc
+    except JSONLimitError as exc:  # its message names the path
+        raise state_error(source, [FieldError((), str(exc))]) from exc
     except ValueError as exc:
         raise state_error(source, [FieldError((), f"not JSON: {exc}")]) from exc
     return _validated(model, value, source)
@@ -132,17 +133,13 @@ def _validated(model: type[StateT], value: object, source: str) -> StateT:
         raise state_error(source, [FieldError((), f"expected an object, got {found}")])
     version = value.get("version")
     if version != FORMAT_VERSION or isinstance(version, bool):
-        found = "no version" if "version" not in value else f"version {version!r}"
-        raise state_error(
-            source,
-            [
-                FieldError(
-                    ("version",),
-                    f"format {found}; this typedspy reads version {FORMAT_VERSION} only "
-                    "(save the program again with this version)",
-                )
-            ],
+        found = (
+            f"format version {version!r}"
+            if "version" in value
+            else "missing (not a saved program, or one saved before the format had versions)"
         )
+        problem = f"{found}; this typedspy reads format version {FORMAT_VERSION} only"
+        raise state_error(source, [FieldError(("version",), problem)])
     try:
         return model.model_validate(value)
     except ValidationError as exc:
@@ -167,6 +164,16 @@ def state_error(
         path=path,
         errors=errors,
     )
+
+
+def too_deep(value: object, level: int) -> FieldError | None:
+    """The problem when ``value``, ``level`` containers deep in a saved file, nests it too deep.
+
+    A file nested deeper than `MAX_JSON_DEPTH` does not load, so it is not written either.
+    """
+    if not depth_exceeded(value, MAX_JSON_DEPTH - level):
+        return None
+    return FieldError((), f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth)")
 
 
 def listed(errors: Sequence[FieldError], limit: int = _LISTED) -> str:
