@@ -47,7 +47,7 @@ def main() -> None:
         caption.demos = [{"photo": image, "caption": "a black square"}]
         caption.save(Path(tmp) / "caption.json")
         saved = json.loads((Path(tmp) / "caption.json").read_text())
-        photo = saved["demos"][0]["photo"]
+        photo = saved["predictors"]["self"]["demos"][0]["photo"]
         print("saved demo photo keys:", sorted(k for k, v in photo.items() if v))
         restored = ts.Predict(Caption, lm=lm)
         restored.load(Path(tmp) / "caption.json")
