@@ -339,3 +339,14 @@ def test_state_nested_deeper_than_load_reads_is_not_saved(tmp_path: Path) -> Non
     with pytest.raises(ts.SavedStateError, match="nested deeper than 256 levels"):
         predict.save(path)
     assert not path.exists()
+
+
+def test_a_vector_that_is_not_finite_is_not_saved(tmp_path: Path) -> None:
+    program = knn_program()
+    program._vectors[0][0] = float("nan")  # an endpoint that sent NaN in an embedding
+    path = tmp_path / "program.json"
+    with pytest.raises(
+        ts.SavedStateError, match=r"knn\.vectors\[0\]\[0\]: Input should be a finite"
+    ):
+        program.save(path)
+    assert not path.exists()

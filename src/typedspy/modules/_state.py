@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError, SavedStateError
 from typedspy.parse import field_errors
-from typedspy.program import PredictorState, listed, too_deep
+from typedspy.program import PredictorState, listed, too_deep, under
 from typedspy.schema import compile_schema
 from typedspy.signature import Signature, to_jsonable
 
@@ -189,7 +189,7 @@ def read_predictor_state(
     for i, demo in enumerate(state.demos):
         typed, errors = _typed(sig, demo)
         demos.append(typed)
-        problems += [FieldError(("demos", i, *e.path), e.message) for e in errors]
+        problems += under(("demos", i), errors)
     if problems:
         raise SavedStateError(listed(problems), errors=problems)
     return state.instructions, demos

@@ -24,7 +24,7 @@ from typedspy.limits import Budget
 from typedspy.lm import BaseLM
 from typedspy.modules import Module, demo_errors, typed_demo
 from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
-from typedspy.program import ProgramState, StateModel, state_error, too_deep
+from typedspy.program import ProgramState, StateModel, state_error, too_deep, under
 from typedspy.settings import resolve_lm
 
 __all__ = ["KNNFewShot", "KNNProgram"]
@@ -184,29 +184,29 @@ class KNNProgram(Module):
         if problem:
             error = FieldError(("knn", "examples"), problem.message)
             raise state_error("<state>", [error], about="cannot be written")
-        return KNNProgramState(
-            predictors=super()._dump().predictors,
-            knn=KNNState(
-                k=self.k,
-                embedding_model=self._embedding_model,
-                examples=[
-                    KNNExample(inputs=sorted(ex.inputs()), values=v)
-                    for ex, v in zip(self.examples, values, strict=True)
-                ],
-                vectors=self._vectors.tolist(),
-            ),
+        knn = {
+            "k": self.k,
+            "embedding_model": self._embedding_model,
+            "examples": [
+                {"inputs": sorted(ex.inputs()), "values": v}
+                for ex, v in zip(self.examples, values, strict=True)
+            ],
+            "vectors": self._vectors.tolist(),
+        }  # validated as one value, so an error's path starts at "knn"
+        return KNNProgramState.model_validate(
+            {"predictors": super()._dump().predictors, "knn": knn}
         )
 
     def _load(self, state: ProgramState, source: str) -> None:
         """Check the examples against the program's signatures, then load it all (or nothing)."""
         knn = cast("KNNProgramState", state).knn
-        problems = [
-            FieldError(("knn", "examples", i, "values", *e.path), e.message)
-            for _, predictor in predictors(self.program)
-            for i, row in enumerate(knn.examples)
-            if (demo := demo_for(predictor.signature, row.values)) is not None
-            for e in demo_errors(predictor.signature, demo)
-        ]
+        problems: list[FieldError] = []
+        for _, predictor in predictors(self.program):
+            sig = predictor.signature
+            for i, row in enumerate(knn.examples):
+                demo = demo_for(sig, row.values)
+                if demo is not None:  # as `aforward` makes demos of it
+                    problems += under(("knn", "examples", i, "values"), demo_errors(sig, demo))
         if problems:
             raise state_error(source, problems)
         examples = [Example(**row.values).with_inputs(*row.inputs) for row in knn.examples]

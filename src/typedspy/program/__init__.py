@@ -14,5 +14,6 @@ from typedspy.program._state import StateModel as StateModel
 from typedspy.program._state import listed as listed
 from typedspy.program._state import state_error as state_error
 from typedspy.program._state import too_deep as too_deep
+from typedspy.program._state import under as under
 
 __all__ = ["Module"]

@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, cast
 
+from pydantic import ValidationError
 from typing_extensions import Unpack
 
 from typedspy import callbacks
@@ -15,7 +16,14 @@ from typedspy._runtime import iterate_sync, run_sync
 from typedspy._types import FieldError
 from typedspy.batch import BatchOptions, BatchResult, run_batch
 from typedspy.errors import ConfigurationError, SavedStateError
-from typedspy.program._state import ProgramState, read_state, read_state_file, state_error
+from typedspy.parse import field_errors
+from typedspy.program._state import (
+    ProgramState,
+    read_state,
+    read_state_file,
+    state_error,
+    under,
+)
 from typedspy.settings import get_settings
 from typedspy.streaming import closing
 
@@ -213,9 +221,14 @@ class Module:
         """The learnable state as JSON-ready data: what `save` writes (see there).
 
         Raises:
-            SavedStateError: Demo values nested deeper than a saved program may be.
+            SavedStateError: State a saved program cannot hold: demo values nested deeper than
+                it may be, or a value its model refuses (a vector that is not finite).
         """
-        return self._dump().model_dump(mode="json")
+        try:
+            state = self._dump()
+        except ValidationError as exc:
+            raise state_error("<state>", field_errors(exc), about="cannot be written") from exc
+        return state.model_dump(mode="json")
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore state from `dump_state`: all of it, or nothing when it does not fit.
@@ -264,7 +277,7 @@ class Module:
             try:
                 predictors[name] = predictor._state()
             except SavedStateError as exc:
-                errors = [FieldError(("predictors", name, *e.path), e.message) for e in exc.errors]
+                errors = under(("predictors", name), exc.errors)
                 raise state_error("<state>", errors, path=name, about="cannot be written") from exc
         return ProgramState(predictors=predictors)
 
@@ -286,8 +299,9 @@ class Module:
             try:
                 read[name] = predictors[name]._read_state(value)
             except SavedStateError as exc:
-                errors = [FieldError(("predictors", name, *e.path), e.message) for e in exc.errors]
-                raise state_error(source, errors, path=name) from exc
+                raise state_error(
+                    source, under(("predictors", name), exc.errors), path=name
+                ) from exc
         for name, value in read.items():
             predictors[name]._apply_state(value)
 

@@ -32,6 +32,7 @@ __all__ = [
     "read_state_file",
     "state_error",
     "too_deep",
+    "under",
 ]
 
 FORMAT_VERSION = 1
@@ -94,8 +95,8 @@ def read_state_file(model: type[StateT], path: str | os.PathLike[str]) -> StateT
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise SavedStateError(
-            f"saved state {source!r} cannot be read: {exc.strerror or exc}", source=source
+        raise state_error(
+            source, [FieldError((), f"cannot be read: {exc.strerror or exc}")]
         ) from exc
     try:
         text = data.decode("utf-8-sig")
@@ -155,7 +156,7 @@ def state_error(
         source: The file (``"<state>"`` for a dict).
         errors: The problems; their paths run from the top of the file.
         path: The predictor path the problems are at, when they are at one.
-        about: What does not fit, for the message (``"does not fit Pipeline"``).
+        about: Words after "saved state" in the message (``"for Pipeline"``).
     """
     where = "saved state" if source == "<state>" else f"saved state {source!r}"
     return SavedStateError(
@@ -174,6 +175,11 @@ def too_deep(value: object, level: int) -> FieldError | None:
     if not depth_exceeded(value, MAX_JSON_DEPTH - level):
         return None
     return FieldError((), f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth)")
+
+
+def under(prefix: tuple[str | int, ...], errors: Sequence[FieldError]) -> list[FieldError]:
+    """``errors`` with ``prefix`` before each path (a predictor's problems within the file)."""
+    return [FieldError((*prefix, *e.path), e.message) for e in errors]
 
 
 def listed(errors: Sequence[FieldError], limit: int = _LISTED) -> str:
