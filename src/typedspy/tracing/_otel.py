@@ -9,7 +9,9 @@ headers; prompt and completion text only with ``capture_content=True``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -86,11 +88,11 @@ class OpenTelemetry(BaseCallback):
 
     def _start(self, call_id: str, name: str, attributes: Callable[[], Mapping[str, Any]]) -> Span:
         span = self._tracer.start_span(name)
+        token = self._context.attach(self._trace.set_span_in_context(span))
+        with self._lock:  # open before its attributes: nothing they do loses the span
+            self._open[call_id] = _Open(span, token)
         if span.is_recording():  # a no-op tracer costs no attribute work
             span.set_attributes(dict(attributes()))
-        token = self._context.attach(self._trace.set_span_in_context(span))
-        with self._lock:
-            self._open[call_id] = _Open(span, token)
         return span
 
     def _end(self, call_id: str, exception: BaseException | None) -> _Open | None:
@@ -236,8 +238,14 @@ _LM_ATTRIBUTES: weakref.WeakKeyDictionary[BaseLM, dict[str, Any]] = weakref.Weak
 
 
 def _lm_attributes(lm: BaseLM) -> dict[str, Any]:
-    """The attributes of requests to ``lm``, worked out once per LM."""
-    cached = _LM_ATTRIBUTES.get(lm)
+    """The attributes of requests to ``lm``, worked out once per LM.
+
+    An LM that cannot be weakly referenced or hashed (a user's class) is described each time.
+    """
+    try:
+        cached = _LM_ATTRIBUTES.get(lm)
+    except TypeError:
+        return _describe_lm(lm)
     if cached is None:
         cached = _LM_ATTRIBUTES[lm] = _describe_lm(lm)
     return cached
@@ -255,15 +263,50 @@ def _describe_lm(lm: BaseLM) -> dict[str, Any]:
     except ConfigurationError:
         endpoint = None
     if endpoint:
-        url = urlsplit(endpoint.split(" | ")[0])
-        if url.hostname:
-            attributes["server.address"] = url.hostname
-        if url.port:
-            attributes["server.port"] = url.port
+        attributes.update(_server(endpoint.split(" | ")[0]))  # a chain: its first endpoint
     return attributes
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _server(url: str) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of ``url``, those it can read; never raises.
+
+    Only the host and port are read: whatever stands before an ``@`` is dropped unread (a
+    redacted ``user:[redacted]@`` is no valid URL part), and an unreadable host or port is left
+    out. The port is the scheme's when the URL names none (the conventions want one with
+    ``server.address``).
+    """
+    scheme, _, rest = url.partition("://")
+    host_port = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    try:
+        parts = urlsplit(f"//{host_port}")
+        host = parts.hostname
+    except ValueError:  # a broken IPv6 literal
+        return {}
+    try:
+        port = parts.port or _DEFAULT_PORTS.get(scheme.lower())
+    except ValueError:  # a port out of range, or not a number
+        port = None
+    if not host:
+        return {}
+    return {"server.address": host} | ({"server.port": port} if port else {})
+
+
 def _json(value: object) -> str:
+    """``value`` as JSON text for an attribute; never raises.
+
+    Types nothing serialises are rendered as their ``str``; a value that still cannot be
+    rendered (circular, a failing ``__str__``) is named by its type, so the span keeps its
+    other attributes.
+    """
+    from pydantic_core import to_jsonable_python
+
     from typedspy.signature import to_jsonable
 
-    return json.dumps(to_jsonable(value), ensure_ascii=False, default=str)
+    with contextlib.suppress(Exception):
+        return json.dumps(to_jsonable(value), ensure_ascii=False, default=str)
+    with contextlib.suppress(Exception):  # an unknown type somewhere inside
+        return json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False)
+    return json.dumps(f"<{type(value).__name__}: not serialisable>")
