@@ -93,7 +93,7 @@ def test_too_big_is_refused_before_sending() -> None:
     class Tiny(ts.Image):
         max_bytes = 16
 
-    with pytest.raises(ts.MediaError, match="more than the 16 accepted"):
+    with pytest.raises(ts.MediaError, match="more than the 16 bytes accepted"):
         Tiny.from_bytes(PNG)
 
 

@@ -12,18 +12,37 @@ import binascii
 import hashlib
 import os
 import pathlib
+import re
+import stat
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from typedspy._types import format_path
 from typedspy.errors import MediaError
 from typedspy.media._sniff import ACCEPTED, AUDIO_FORMATS, EXTENSIONS, sniff
 
 __all__ = ["Audio", "File", "Image", "Media"]
 
 _MIB = 1024 * 1024
+_CHUNK = _MIB  # read past a file's reported size in pieces of this many bytes
+# Never block in open() (a FIFO swapped in after the stat), never take a controlling terminal.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # what URL parsers drop or read differently
 
 
 class Media(BaseModel):
@@ -60,7 +79,7 @@ class Media(BaseModel):
             MediaError: Not a URL, a type this kind does not take, or a kind that cannot be
                 sent by URL.
         """
-        return _validated(cls, {**_from_url(cls.kind, url), **extra})
+        return _validated(cls, {**_from_url(cls, url), **extra})
 
     @classmethod
     def from_bytes(cls, data: bytes, *, mime_type: str | None = None, **extra: Any) -> Any:
@@ -69,29 +88,47 @@ class Media(BaseModel):
         Raises:
             MediaError: An unknown or unaccepted MIME type, or more than `max_bytes`.
         """
-        return _validated(cls, {**_from_bytes(data, mime_type), **extra})
+        return _validated(cls, {**_from_bytes(cls, data, mime_type), **extra})
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], **extra: Any) -> Any:
         """A value holding the file at ``path`` (type from its bytes, else its extension).
 
+        At most `max_bytes` + 1 bytes are read. A FIFO, a device, a directory or a socket is
+        refused without being read (or opened in a way that could block).
+
         Raises:
-            MediaError: The file cannot be read, its type is not accepted, or it is too big.
+            MediaError: The path is not a regular file or cannot be read, its type is not
+                accepted, or it holds more than `max_bytes`.
         """
-        return _validated(cls, {**_from_path(pathlib.Path(path)), **extra})
+        return _validated(cls, {**_from_path(cls, pathlib.Path(path)), **extra})
 
     @model_validator(mode="before")
     @classmethod
     def _coerce(cls, value: Any) -> Any:
         if isinstance(value, (bytes, bytearray, memoryview)):
-            value = _from_bytes(bytes(value), None)
+            value = _from_bytes(cls, bytes(value), None)
         elif isinstance(value, pathlib.PurePath):
-            value = _from_path(pathlib.Path(value))
+            value = _from_path(cls, pathlib.Path(value))
         elif isinstance(value, str):
-            value = _from_url(cls.kind, value)
+            value = _from_url(cls, value)
         if isinstance(value, Mapping):
             return _checked_mapping(cls, dict(value))
         return value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str | None) -> str | None:
+        # Here, not in the coercion above: a mapping (a saved demo, a dataset row, a tool
+        # argument, model_validate_json) reaches the endpoint through this check too.
+        if url is None:
+            return None
+        if _is_data_url(url):  # still here only when `data` is given beside it
+            raise MediaError(
+                f"{cls.__name__} needs exactly one source: a url or base64 data", kind=cls.kind
+            )
+        _http_url(cls, url)
+        return url
 
     @model_validator(mode="after")
     def _check(self) -> Media:
@@ -211,11 +248,24 @@ def _validated(cls: type[Media], fields: dict[str, Any]) -> Any:
     try:
         return cls.model_validate(fields)
     except ValidationError as exc:
-        detail = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        detail = "; ".join(
+            (f"{format_path(tuple(e['loc']))}: " if e["loc"] else "")
+            + str(e["msg"]).removeprefix("Value error, ")
+            for e in exc.errors()
+        )
         raise MediaError(f"{cls.__name__}: {detail}", kind=cls.kind) from exc
 
 
-def _from_bytes(data: bytes, mime_type: str | None) -> dict[str, Any]:
+def _too_big(cls: type[Media], what: str) -> MediaError:
+    return MediaError(
+        f"{cls.__name__}: {what} is more than the {cls.max_bytes:,} bytes accepted (max_bytes)",
+        kind=cls.kind,
+    )
+
+
+def _from_bytes(cls: type[Media], data: bytes, mime_type: str | None) -> dict[str, Any]:
+    if len(data) > cls.max_bytes:
+        raise _too_big(cls, f"{len(data):,} bytes")
     return {
         "data": base64.b64encode(data).decode("ascii"),
         "mime_type": mime_type or sniff(data),
@@ -223,50 +273,117 @@ def _from_bytes(data: bytes, mime_type: str | None) -> dict[str, Any]:
     }
 
 
-def _from_path(path: pathlib.Path) -> dict[str, Any]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MediaError(f"cannot read media file {str(path)!r}: {exc.strerror}") from exc
-    fields = _from_bytes(data, sniff(data) or EXTENSIONS.get(path.suffix.lower()))
+def _from_path(cls: type[Media], path: pathlib.Path) -> dict[str, Any]:
+    data = _read_regular(cls, path)
+    fields = _from_bytes(cls, data, sniff(data) or EXTENSIONS.get(path.suffix.lower()))
     return {**fields, "filename": path.name}
 
 
-def _from_url(kind: str, url: str) -> dict[str, Any]:
-    if url.startswith("data:"):
+def _read_regular(cls: type[Media], path: pathlib.Path) -> bytes:
+    """The bytes of the regular file at ``path``, reading at most ``max_bytes + 1`` of them.
+
+    The path is checked before it is opened (opening a FIFO waits for a writer, reading
+    ``/dev/zero`` never ends), opened without blocking, and checked again on the open file, so
+    a special file swapped in between is refused too. The size the file reports is not
+    trusted: a file that grows, or reports none, is still read only up to the bound.
+    """
+    shown = repr(str(path))
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise _unreadable(cls, shown, exc) from exc
+    _check_regular(cls, shown, mode)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise _unreadable(cls, shown, exc) from exc
+    with open(fd, "rb") as file:  # closes fd, whatever happens below
+        try:
+            status = os.fstat(fd)
+            _check_regular(cls, shown, status.st_mode)
+            if status.st_size > cls.max_bytes:
+                raise _too_big(cls, f"{shown} ({status.st_size:,} bytes)")
+            data = file.read(status.st_size + 1)
+            while len(data) <= cls.max_bytes and (
+                more := file.read(min(_CHUNK, cls.max_bytes + 1 - len(data)))
+            ):
+                data += more
+        except OSError as exc:
+            raise _unreadable(cls, shown, exc) from exc
+    if len(data) > cls.max_bytes:
+        raise _too_big(cls, shown)
+    return data
+
+
+def _unreadable(cls: type[Media], shown: str, exc: OSError | ValueError) -> MediaError:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return MediaError(f"cannot read media file {shown}: {reason}", kind=cls.kind)
+
+
+def _check_regular(cls: type[Media], shown: str, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "a special file")
+        raise MediaError(f"{cls.__name__}: {shown} is {what}, not a regular file", kind=cls.kind)
+
+
+def _is_data_url(url: str) -> bool:
+    return url[:5].lower() == "data:"
+
+
+def _from_url(cls: type[Media], url: str) -> dict[str, Any]:
+    if _is_data_url(url):
         head, sep, payload = url.partition(",")
         if not sep or not head.endswith(";base64"):
-            raise MediaError("a data: URL must be base64 (data:<type>;base64,<data>)", kind=kind)
+            raise MediaError(
+                "a data: URL must be base64 (data:<type>;base64,<data>)", kind=cls.kind
+            )
         return {"data": payload, "mime_type": head[5:-7] or None}
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    path = pathlib.PurePosixPath(_http_url(cls, url).path)
+    return {"url": url, "mime_type": EXTENSIONS.get(path.suffix)}
+
+
+def _http_url(cls: type[Media], url: str) -> SplitResult:
+    """``url`` split, when the endpoint may fetch it (http(s), a host); else a `MediaError`."""
+    parts: SplitResult | None
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:  # an unparseable host ("http://[::1")
+        parts, host = None, None
+    if parts is None or parts.scheme not in ("http", "https") or not host or _CONTROL.search(url):
         raise MediaError(
             f"{url[:80]!r} is not an http(s) or data: URL; pass a pathlib.Path for a file",
-            kind=kind,
+            kind=cls.kind,
         )
-    if kind != "image":
+    if cls.kind != "image":
         raise MediaError(
-            f"a {kind} input cannot be sent by URL (its content part carries the data); "
+            f"{cls.__name__} cannot be sent by URL (its content part carries the data); "
             "pass bytes or a path",
-            kind=kind,
+            kind=cls.kind,
         )
-    return {"url": url, "mime_type": EXTENSIONS.get(pathlib.PurePosixPath(parts.path).suffix)}
+    return parts
 
 
 def _checked_mapping(cls: type[Media], value: dict[str, Any]) -> dict[str, Any]:
-    """A saved value: decode its data, check size and hash (fill the hash when absent)."""
+    """A saved value: decode its data, check size and hash (fill the hash when absent).
+
+    A ``data:`` URL given as ``url`` becomes ``data``, so it is checked the same way.
+    """
+    url = value.get("url")
+    if isinstance(url, str) and _is_data_url(url) and value.get("data") is None:
+        fields = _from_url(cls, value.pop("url"))
+        value = {**value, **fields, "mime_type": value.get("mime_type") or fields["mime_type"]}
     data = value.get("data")
     if not isinstance(data, str):
         return value
+    if len(data) // 4 * 3 - data[-2:].count("=") > cls.max_bytes:  # before decoding it
+        raise _too_big(cls, f"{len(data):,} characters of base64")
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise MediaError(f"{cls.__name__}: data is not valid base64", kind=cls.kind) from exc
     if len(raw) > cls.max_bytes:
-        raise MediaError(
-            f"{cls.__name__}: {len(raw):,} bytes is more than the {cls.max_bytes:,} accepted",
-            kind=cls.kind,
-        )
+        raise _too_big(cls, f"{len(raw):,} bytes")
     digest = hashlib.sha256(raw).hexdigest()
     if value.get("sha256") not in (None, digest):
         raise MediaError(
