@@ -253,7 +253,7 @@ def test_a_hostile_url_in_a_saved_demo_fails_to_load(
     server, lm = standin
     demo = {"photo": ts.Image.from_url("https://example.invalid/cat.png"), "caption": "a cat"}
     state = ts.Predict(Describe, demos=[demo]).dump_state()
-    state["demos"][0]["photo"]["url"] = url
+    state["predictors"]["self"]["demos"][0]["photo"]["url"] = url  # the saved format (ADR-054)
     predict = ts.Predict(Describe, lm=lm)
     with pytest.raises(ts.ConfigurationError, match=r"photo[\s\S]*not an http\(s\) or data: URL"):
         predict.load_state(state)
