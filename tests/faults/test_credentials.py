@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import traceback
+from typing import Any
 
 import pytest
 
@@ -88,3 +90,54 @@ def test_an_unreachable_endpoint_with_a_password_is_redacted() -> None:
         ts.Predict(Answer)(question="q")
     lm.close()
     assert PASSWORD not in everything_shown(caught.value)
+
+
+def deep_echo(depth: int, copies: int = 1) -> Any:
+    """A 401 whose body holds the ``Authorization`` header ``depth`` objects deep."""
+
+    def reply(seen: Seen) -> Reply:
+        inner: Any = {"seen": [seen.headers["authorization"]] * copies}
+        for _ in range(depth):
+            inner = {"d": inner}
+        return Reply.json({"error": {"message": "bad key", "detail": inner}}, status=401)
+
+    return reply
+
+
+def leaves(value: Any) -> list[Any]:
+    """Every value in a nested body that is not a dict or a list, without recursion."""
+    found, pending = [], [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, dict):
+            pending.extend(current.values())
+        elif isinstance(current, list):
+            pending.extend(current)
+        else:
+            found.append(current)
+    return found
+
+
+def test_a_key_echoed_deep_in_an_error_body_is_redacted() -> None:
+    # Was: the scrubber stopped 16 levels deep, leaving the key in exc.__cause__.body.
+    with FaultServer(Reply(echo=deep_echo(40))) as server:
+        lm = ts.LM("m", base_url=server.url, api_key=KEY, max_retries=0)
+        with ts.context(lm=lm), pytest.raises(ts.LMStatusError) as caught:
+            ts.Predict(Answer)(question="q")
+        lm.close()
+    body = getattr(caught.value.__cause__, "body", None)
+    assert sorted(leaves(body)) == ["Bearer [redacted]", "bad key"]
+    assert KEY not in everything_shown(caught.value) + json.dumps(body)
+
+
+def test_a_body_too_large_to_walk_is_redacted_not_kept() -> None:
+    # Past the scrubber's bound on work (100,000 values), what is left is replaced unread.
+    with FaultServer(Reply(echo=deep_echo(3, copies=150_000))) as server:
+        lm = ts.LM("m", base_url=server.url, api_key=KEY, max_retries=0)
+        with ts.context(lm=lm), pytest.raises(ts.LMStatusError) as caught:
+            ts.Predict(Answer)(question="q")
+        lm.close()
+    body = getattr(caught.value.__cause__, "body", None)
+    seen = leaves(body)
+    assert len(seen) == 150_001 and KEY not in json.dumps(body)
+    assert set(seen) == {"Bearer [redacted]", "[redacted]", "bad key"}

@@ -31,6 +31,9 @@ from typedspy.lm._requests import (
 from typedspy.lm._requests import (
     counted_stream as counted_stream,
 )
+from typedspy.lm._scrub import (
+    scrub_chain as scrub_chain,
+)
 from typedspy.lm._stream import (
     LMChunk as LMChunk,
 )

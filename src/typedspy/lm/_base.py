@@ -17,13 +17,17 @@ from typedspy._runtime import run_sync
 from typedspy.errors import ConfigurationError, RefusalError
 from typedspy.lm._messages import ChatMessage, EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import RequestParams, check_params
+from typedspy.lm._wordings import redact_patterns
 from typedspy.profiles import Profile, resolve_profile
 
 if TYPE_CHECKING:
     from typedspy.lm._fallback import FallbackLM, Trigger
     from typedspy.lm._stream import LMChunk
 
-__all__ = ["BaseLM"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "BaseLM"]
+
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+"""Decoded bytes one response body may have (64 MiB): far past any completion's text."""
 
 
 class BaseLM(abc.ABC):
@@ -69,6 +73,22 @@ class BaseLM(abc.ABC):
         Model output is parsed within it (`Predict`, streaming, ReAct's tool arguments).
         """
         return MAX_JSON_DEPTH
+
+    @property
+    def max_response_bytes(self) -> int:
+        """Most bytes one reply from this endpoint may have (64 MiB).
+
+        A line of a Batch API output file is held to it too (`read_batch_file`).
+        """
+        return DEFAULT_MAX_RESPONSE_BYTES
+
+    def redact(self, text: str) -> str:
+        """``text`` with this endpoint's credentials, and anything shaped like one, replaced.
+
+        Each is replaced by ``[redacted]`` (ADR-028): for text an endpoint sent back, which
+        may quote the key it was given.
+        """
+        return redact_patterns(text)
 
     @staticmethod
     def fallback(

@@ -169,6 +169,17 @@ class FallbackLM(BaseLM):
         return self.lms[0].max_json_depth
 
     @property
+    def max_response_bytes(self) -> int:
+        """The primary's."""
+        return self.lms[0].max_response_bytes
+
+    def redact(self, text: str) -> str:
+        """``text`` without the credentials of any endpoint of the chain."""
+        for lm in self.lms:
+            text = lm.redact(text)
+        return text
+
+    @property
     def endpoint(self) -> str | None:
         """Every endpoint of the chain, joined (a cache key never mixes chains and LMs)."""
         return " | ".join(str(lm.endpoint) for lm in self.lms)

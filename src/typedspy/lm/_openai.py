@@ -23,7 +23,7 @@ from typedspy.errors import (
     ConfigurationError,
     LMResponseError,
 )
-from typedspy.lm._base import BaseLM
+from typedspy.lm._base import DEFAULT_MAX_RESPONSE_BYTES, BaseLM
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import LMDefaults, check_params
 from typedspy.lm._request import as_sent, create_kwargs
@@ -39,9 +39,6 @@ if TYPE_CHECKING:  # the SDK is imported on first use (ADR-034): `import typedsp
     from typedspy.lm._openai_send import Sender
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "LM", "unsupported_feature"]
-
-DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-"""Decoded bytes one response body may have (64 MiB): far past any completion's text."""
 
 
 class LM(BaseLM):
@@ -169,6 +166,11 @@ class LM(BaseLM):
         return self._max_depth
 
     @property
+    def max_response_bytes(self) -> int:
+        """Most decoded bytes of one reply (and of one line of a Batch API output file)."""
+        return self._max_bytes
+
+    @property
     def client(self) -> AsyncOpenAI:
         """The ``AsyncOpenAI`` client: the injected one, else the current event loop's.
 
@@ -232,7 +234,7 @@ class LM(BaseLM):
         Raises:
             ConfigurationError: No client could be built.
         """
-        return self._redact(str(self.client.base_url)).rstrip("/")
+        return self.redact(str(self.client.base_url)).rstrip("/")
 
     def request_body(self, request: LMRequest) -> dict[str, Any]:
         """The JSON body `acomplete` sends for ``request`` (``extra_body`` merged in).
@@ -369,9 +371,10 @@ class LM(BaseLM):
             return self._sending.shown_base_url()
         url = str(self._client.base_url) if self._client is not None else None
         url = url or self._base_url or os.environ.get("OPENAI_BASE_URL")
-        return None if url is None else self._redact(url)
+        return None if url is None else self.redact(url)
 
-    def _redact(self, text: str) -> str:
+    def redact(self, text: str) -> str:
+        """``text`` with this LM's key and base-URL password (and credential shapes) replaced."""
         if self._sending is not None:
             return self._sending.redact(text)
         return endpoint_redactor(self._api_key, self._base_url, self._client)(text)

@@ -11,8 +11,9 @@ and pickles of the chain then show ``[redacted]`` (ADR-028).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -22,7 +23,8 @@ __all__ = ["Redactor", "endpoint_redactor", "redactor", "scrub_chain", "url_secr
 
 _MIN_SECRET = 6  # shorter strings would redact ordinary words
 _MAX_CHAIN = 32  # exceptions walked per chain (a cycle or a hostile chain stops there)
-_MAX_DEPTH = 16  # nesting of a body walked for strings
+_MAX_ITEMS = 100_000  # values one walk redacts; past it, strings and containers are replaced
+_REDACTED = "[redacted]"
 _HTTP_KINDS = ("Request", "Response")
 _CREDENTIAL_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization"})
 
@@ -84,7 +86,7 @@ def scrub_chain(exc: BaseException, redact: Redactor) -> None:
 
 def _scrub_one(exc: BaseException, redact: Redactor) -> None:
     with contextlib.suppress(Exception):  # an exception refusing new args keeps its own
-        exc.args = tuple(_scrub_value(a, redact, 0) for a in exc.args)
+        exc.args = tuple(_scrub_value(a, redact) for a in exc.args)
     notes = getattr(exc, "__notes__", None)
     if isinstance(notes, list):
         exc.__notes__ = [redact(n) if isinstance(n, str) else n for n in notes]
@@ -96,19 +98,54 @@ def _scrub_one(exc: BaseException, redact: Redactor) -> None:
         elif kind == "Response":
             state[name] = _scrub_response(value, redact)
         elif name != "__notes__":
-            state[name] = _scrub_value(value, redact, 0)
+            state[name] = _scrub_value(value, redact)
 
 
-def _scrub_value(value: Any, redact: Redactor, depth: int) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if depth >= _MAX_DEPTH:
-        return value
-    if isinstance(value, dict):
-        return {k: _scrub_value(v, redact, depth + 1) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
-    if isinstance(value, (list, tuple)):
-        return type(value)(_scrub_value(v, redact, depth + 1) for v in value)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
-    return value
+def _scrub_value(value: Any, redact: Redactor) -> Any:
+    """``value`` with every string in it redacted, however deep (ADR-058).
+
+    Dicts (keys too), lists and tuples are copied, walked with a stack rather than recursion.
+    The walk is bounded: past ``_MAX_ITEMS`` values, each further string or container is
+    replaced by ``[redacted]`` unread, never kept as it was. Other objects are kept as they are.
+    """
+    budget = _MAX_ITEMS
+    # One frame per container being copied: the container, its items left, the copies made.
+    frames: list[tuple[Any, Iterator[Any], list[Any]]] = [((), iter((value,)), [])]
+    while True:
+        source, items, copies = frames[-1]
+        item = next(items, _END)
+        if item is _END:
+            frames.pop()
+            if not frames:
+                return copies[0]
+            frames[-1][2].append(_rebuilt(source, copies))
+            continue
+        budget -= 1
+        if budget < 0 and isinstance(item, (str, dict, list, tuple)):
+            copies.append(_REDACTED)
+        elif isinstance(item, str):
+            copies.append(redact(item))
+        elif isinstance(item, dict):
+            pairs = itertools.chain.from_iterable(item.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+            frames.append((item, pairs, []))  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(item, (list, tuple)):
+            frames.append((item, iter(item), []))  # pyright: ignore[reportUnknownArgumentType]
+        else:
+            copies.append(item)
+
+
+_END = object()
+
+
+def _rebuilt(source: Any, copies: list[Any]) -> Any:
+    if isinstance(source, dict):
+        return dict(zip(copies[::2], copies[1::2], strict=True))
+    if isinstance(source, list):
+        return copies
+    if hasattr(source, "_make"):  # a named tuple
+        with contextlib.suppress(Exception):
+            return source._make(copies)
+    return tuple(copies)
 
 
 def _http_kind(value: object) -> str | None:
