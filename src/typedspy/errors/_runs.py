@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 
 from typedspy._types import Usage
@@ -121,11 +122,14 @@ class BatchFileError(TypedspyError):
 
     Attributes:
         custom_id: The input's ``custom_id``.
+        lines: The numbers (from 1) of the file's lines holding it: none when it has no
+            line, more than one when the file holds it twice (then none of them is used).
     """
 
-    def __init__(self, message: str, *, custom_id: str) -> None:
+    def __init__(self, message: str, *, custom_id: str, lines: Sequence[int] = ()) -> None:
         super().__init__(message)
         self.custom_id = custom_id
+        self.lines = tuple(lines)
 
 
 class RequestLimitError(TypedspyError):

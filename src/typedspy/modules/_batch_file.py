@@ -6,14 +6,20 @@
 through the same finish-reason checks, parsing and validation as a live call, into the same
 per-item results as `Module.abatch`. Only the first attempt can be in a file, so a reply that
 fails validation is that item's `OutputValidationError` (no feedback retry offline).
+
+An output file is endpoint output, read as a live reply is: each line within the LM's
+``max_response_bytes`` (read in bounded pieces, an over-long line is refused unread) and
+``max_json_depth``, and every error it causes redacted with the LM's credentials (ADR-058).
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from typedspy._json import JSONLimitError, loads
@@ -22,7 +28,7 @@ from typedspy._types import Usage
 from typedspy.batch import BatchItem, BatchResult
 from typedspy.engine import check_inputs, run_call
 from typedspy.errors import BatchFileError, ConfigurationError, InputError, LMStatusError
-from typedspy.lm import BaseLM, LMRequest, LMResponse
+from typedspy.lm import BaseLM, LMRequest, LMResponse, scrub_chain
 from typedspy.modules._predict import Predict
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryPolicy
@@ -31,6 +37,8 @@ from typedspy.settings import context
 __all__ = ["aread_batch_file", "read_batch_file", "write_batch_file"]
 
 _URL = "/v1/chat/completions"
+_MAX_QUOTED = 500  # characters of an endpoint's error message quoted in an item's error
+_MAX_LISTED = 5  # line numbers named for a custom_id on many lines
 
 
 def write_batch_file(
@@ -100,8 +108,9 @@ async def aread_batch_file(
     Each completion goes through the same checks, parsing and validation as a live call:
     the result is a `Prediction`, or the item's error (`OutputValidationError`,
     `RefusalError`, `TruncatedOutputError`, ...; `LMStatusError` for a line the endpoint
-    answered with an error status; `BatchFileError` for an input with no line or a line
-    whose request failed).
+    answered with an error status; `BatchFileError` for an input with no line, a line whose
+    request failed, or a ``custom_id`` on more than one line: then none of its lines is
+    used, and the error names them all). Every error is redacted with the LM's credentials.
 
     Args:
         predict: The `Predict` the file was written for.
@@ -110,23 +119,28 @@ async def aread_batch_file(
         custom_ids: The ids given to `write_batch_file`, if any.
 
     Raises:
-        ConfigurationError: A line that is not JSON (or nested past the LM's
-            ``max_json_depth``), or whose ``custom_id`` is not one of the inputs' (the file
-            belongs to another batch).
+        ConfigurationError: A line (named by file and number) that is longer than the LM's
+            ``max_response_bytes``, not UTF-8, not JSON (or nested past ``max_json_depth``),
+            without a string ``custom_id``, or whose ``custom_id`` is not one of the inputs'
+            (the file belongs to another batch).
     """
     items = list(inputs)
     ids = _ids(custom_ids, len(items))
     lm = predict._lm()
-    lines = _read_lines(os.fspath(path), set(ids), lm.max_json_depth)
+    try:  # a thread: a line may take a while to read
+        found = await asyncio.to_thread(_read_lines, os.fspath(path), set(ids), lm)
+    except ConfigurationError as exc:
+        scrub_chain(exc, lm.redact)  # it may quote the line, and a line may echo the key
+        raise
     mode = predict._start_mode(lm)
     results = []
     with context(cache=None, budget=None, rate_limit=None):  # nothing is sent
         for index, (custom_id, item) in enumerate(zip(ids, items, strict=True)):
-            line = lines.get(custom_id)
+            lines = found.get(custom_id)
             result: Any
             usage = Usage()
             try:
-                completion = _completion(custom_id, line)
+                completion = _completion(custom_id, lines, lm.redact)
                 response = LMResponse.from_completion(completion, model=lm.model)
                 usage = response.usage
                 plan = predict._plan(
@@ -136,8 +150,10 @@ async def aread_batch_file(
                 async for event in run_call(plan, stream=False):
                     result = event
             except Exception as exc:  # the item's outcome, as in a live batch
+                scrub_chain(exc, lm.redact)
                 result = exc
-            results.append(BatchItem(index, item, result, usage, 1 if line else 0))
+            used = lines is not None and lines.line is not None
+            results.append(BatchItem(index, item, result, usage, 1 if used else 0))
     return BatchResult(results)
 
 
@@ -181,47 +197,132 @@ def _ids(custom_ids: Sequence[str] | None, count: int) -> list[str]:
     return ids
 
 
-def _read_lines(path: str, known: set[str], max_depth: int) -> dict[str, Mapping[str, Any]]:
-    lines: dict[str, Mapping[str, Any]] = {}
-    with open(path, encoding="utf-8") as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                line = loads(text, max_depth=max_depth)  # bounded: a line is endpoint output
-            except JSONLimitError as exc:
+class _Lines:
+    """The lines of an output file for one ``custom_id``: one, or (a duplicate) more."""
+
+    __slots__ = ("line", "numbers")
+
+    def __init__(self, number: int, line: Mapping[str, Any]) -> None:
+        self.numbers = [number]
+        self.line: Mapping[str, Any] | None = line
+
+    def add(self, number: int) -> None:
+        self.numbers.append(number)
+        self.line = None  # which line is the result is ambiguous: none is used
+
+
+def _read_lines(path: str, known: set[str], lm: BaseLM) -> dict[str, _Lines]:
+    cap = lm.max_response_bytes
+    found: dict[str, _Lines] = {}
+    with open(path, "rb") as f:
+        # At most cap + 1 bytes at a time: an over-long line is refused, never held whole.
+        pieces = iter(functools.partial(f.readline, cap + 1), b"")
+        for number, raw in enumerate(pieces, start=1):
+            where = f"{path}:{number}"
+            if len(raw) > cap and not raw.endswith(b"\n"):
                 raise ConfigurationError(
-                    f"{path}:{number}: {exc}; LM(max_json_depth=...) raises the limit"
-                ) from exc
-            except ValueError as exc:
-                raise ConfigurationError(f"{path}:{number}: not a JSON line ({exc})") from exc
-            custom_id = line.get("custom_id") if isinstance(line, dict) else None
-            if custom_id not in known:
-                raise ConfigurationError(
-                    f"{path}:{number}: custom_id {custom_id!r} is not one of this batch's "
-                    "inputs (is the file from another batch?)"
+                    f"{where}: the line is longer than max_response_bytes={cap} bytes (read no "
+                    "further); LM(max_response_bytes=...) raises the limit"
                 )
-            lines[custom_id] = line
-    return lines
+            if not raw.strip():
+                continue
+            custom_id, line = _parse(_decoded(raw, where), where, known, lm)
+            if custom_id in found:
+                found[custom_id].add(number)
+            else:
+                found[custom_id] = _Lines(number, line)
+    return found
 
 
-def _completion(custom_id: str, line: Mapping[str, Any] | None) -> object:
-    if line is None:
+def _decoded(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problem = f"{where}: the line is not UTF-8 (byte {exc.start + 1}: {exc.reason})"
+    raise ConfigurationError(problem)  # not chained: the decode error holds the whole line
+
+
+def _parse(text: str, where: str, known: set[str], lm: BaseLM) -> tuple[str, Mapping[str, Any]]:
+    try:
+        line = loads(text, max_depth=lm.max_json_depth)  # bounded: a line is endpoint output
+    except JSONLimitError as exc:
+        raise ConfigurationError(
+            f"{where}: {exc}; LM(max_json_depth=...) raises the limit"
+        ) from exc
+    except ValueError as exc:
+        raise ConfigurationError(f"{where}: not a JSON line ({exc})") from exc
+    if not isinstance(line, dict):
+        raise ConfigurationError(f"{where}: the line is {_kind(line)}, not a JSON object")
+    custom_id = line.get("custom_id")
+    if not isinstance(custom_id, str):
+        raise ConfigurationError(
+            f"{where}: the line's custom_id is {_kind(custom_id)}, not a string"
+        )
+    if custom_id not in known:
+        raise ConfigurationError(
+            f"{where}: custom_id {_quoted(custom_id, lm.redact)!r} is not one of this batch's "
+            "inputs (is the file from another batch?)"
+        )
+    return custom_id, line
+
+
+def _completion(custom_id: str, lines: _Lines | None, redact: Callable[[str], str]) -> object:
+    if lines is None:
         raise BatchFileError(f"{custom_id}: no line in the output file", custom_id=custom_id)
+    numbers = lines.numbers
+    if lines.line is None:
+        raise BatchFileError(
+            f"{custom_id}: {len(numbers)} lines of the output file hold it ({_listed(numbers)}); "
+            "none is used, as which one is the result is ambiguous",
+            custom_id=custom_id,
+            lines=numbers,
+        )
+    line, at = lines.line, f"{custom_id} (line {numbers[0]})"
     error = line.get("error")
     if error:
         said = error.get("message") if isinstance(error, dict) else error
-        raise BatchFileError(f"{custom_id}: the request failed: {said}", custom_id=custom_id)
+        raise BatchFileError(
+            f"{at}: the request failed: {_quoted(said, redact)}", custom_id=custom_id, lines=numbers
+        )
     response = line.get("response")
     if not isinstance(response, dict):
-        raise BatchFileError(f"{custom_id}: the line has no response", custom_id=custom_id)
+        raise BatchFileError(f"{at}: the line has no response", custom_id=custom_id, lines=numbers)
     status, body = response.get("status_code"), response.get("body")
     if status != 200:
-        detail = body.get("error", {}) if isinstance(body, dict) else {}
-        message = detail.get("message") if isinstance(detail, dict) else None
+        detail = body.get("error") if isinstance(body, dict) else None
+        detail = detail if isinstance(detail, dict) else {}
+        message, code = detail.get("message"), detail.get("code")
+        said = message if isinstance(message, str) else body
         raise LMStatusError(
-            f"{custom_id}: HTTP {status}: {message or body!r}",
+            f"{at}: HTTP {_quoted(status, redact)}: {_quoted(said, redact)}",
             status_code=status if isinstance(status, int) else 0,
-            code=detail.get("code") if isinstance(detail, dict) else None,
+            code=code if isinstance(code, str) else None,
         )
     return body
+
+
+def _quoted(value: object, redact: Callable[[str], str]) -> str:
+    """A value from the file as text (JSON unless a string), redacted, then shortened."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (RecursionError, TypeError, ValueError):  # nested past what json.dumps writes
+            text = f"({type(value).__name__})"
+    text = redact(text)  # before shortening, which could cut a secret in two
+    return text if len(text) <= _MAX_QUOTED else f"{text[:_MAX_QUOTED]}..."
+
+
+def _listed(numbers: Sequence[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:_MAX_LISTED])
+    more = f" and {len(numbers) - _MAX_LISTED} more" if len(numbers) > _MAX_LISTED else ""
+    return f"lines {shown}{more}"
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "missing or null"
+    if isinstance(value, (dict, list, str)):
+        return {dict: "an object", list: "a list"}.get(type(value), "a string")
+    return "a boolean" if isinstance(value, bool) else "a number"
