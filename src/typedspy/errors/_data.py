@@ -81,7 +81,8 @@ class RowError:
     """One problem in one dataset row.
 
     Attributes:
-        row: The row's number, from 1 (for a JSONL or CSV file: see `DatasetError.source`).
+        row: The row's number, from 1 (for a JSONL or CSV file: see `DatasetError.source`);
+            0 for a CSV file's header row.
         error: The field path and message.
     """
 

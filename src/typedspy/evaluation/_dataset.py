@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typedspy.signature import Signature
 __all__ = ["load_dataset"]
 
 _MAX_LISTED = 10
+_ESCAPED = re.compile("[\udc80-\udcff]")  # a byte that was not UTF-8, read with surrogateescape
 
 
 def load_dataset(
@@ -50,7 +52,9 @@ def load_dataset(
 
     Raises:
         DatasetError: Rows that do not fit; ``rows`` holds a `RowError` (row number from 1,
-            field path, message) per problem, and the message lists the first ones.
+            field path, message) per problem, and the message lists the first ones. Also a
+            row that is not JSON or not UTF-8, or a CSV cell longer than
+            ``csv.field_size_limit()``, naming the row (and line, or column).
         ConfigurationError: A file of an unknown type.
         OSError: The file cannot be read.
     """
@@ -67,6 +71,10 @@ def load_dataset(
             continue
         values = {renames.get(str(k), str(k)): v for k, v in row.items()}
         if from_csv:
+            not_utf8 = _not_utf8(values)
+            if not_utf8:
+                problems.extend(RowError(number, e) for e in not_utf8)
+                continue
             values = {k: _cell(v, signature, k) for k, v in values.items()}
         try:
             examples.append(Example(signature, **values))
@@ -99,11 +107,10 @@ def _rows(
         raise ConfigurationError(
             f"{path}: unknown dataset type {suffix!r}; use .jsonl, .json or .csv"
         )
-    text = path.read_text(encoding="utf-8")
     if suffix == ".jsonl":
-        return str(path), list(_jsonl(text, str(path)))
+        return str(path), _jsonl(path)
     if suffix == ".json":
-        data = _json(text, str(path), 1)
+        data = _json(_decoded(path.read_bytes(), str(path), 1, 1), str(path), 1)
         if not isinstance(data, list):
             raise DatasetError(
                 f"{path}: expected a JSON list of objects, got {_kind(data)}",
@@ -111,15 +118,34 @@ def _rows(
                 source=str(path),
             )
         return str(path), list(enumerate(data, start=1))
-    return str(path), list(_csv(text))
+    return str(path), _csv(path)
 
 
-def _jsonl(text: str, name: str) -> Iterable[tuple[int, Any]]:
-    number = 0
-    for line in text.splitlines():
-        if line.strip():
-            number += 1
-            yield number, _json(line, name, number)
+def _jsonl(path: Path) -> list[tuple[int, Any]]:
+    rows: list[tuple[int, Any]] = []
+    with path.open("rb") as f:  # lines end at "\n" only: JSON strings may hold U+2028
+        for line, raw in enumerate(f, start=1):
+            if raw.strip():
+                number = len(rows) + 1
+                text = _decoded(raw, str(path), number, line)
+                rows.append((number, _json(text, str(path), number)))
+    return rows
+
+
+def _decoded(raw: bytes, name: str, number: int, line: int) -> str:
+    """``raw`` (row ``number``, from the file's line ``line``) as text, or a `DatasetError`."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line += raw.count(b"\n", 0, exc.start)
+        column = exc.start - raw.rfind(b"\n", 0, exc.start)
+        problem = f"not valid UTF-8 at line {line}, byte {column} ({exc.reason})"
+    # Not chained: the decode error holds the whole text.
+    raise DatasetError(
+        f"{name}: row {number} is {problem}",
+        rows=[RowError(number, FieldError((), problem))],
+        source=name,
+    )
 
 
 def _json(text: str, name: str, number: int) -> Any:
@@ -133,10 +159,55 @@ def _json(text: str, name: str, number: int) -> Any:
         ) from exc
 
 
-def _csv(text: str) -> Iterable[tuple[int, dict[str, Any]]]:
-    reader = csv.DictReader(text.splitlines())
-    for number, row in enumerate(reader, start=1):
-        yield number, {k: v for k, v in row.items() if k is not None and v not in ("", None)}
+def _csv(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of a CSV file, bytes that are not UTF-8 kept as lone surrogates (`_not_utf8`)."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    with path.open(encoding="utf-8", errors="surrogateescape", newline="") as f:
+        reader = csv.DictReader(f)
+        number = 0  # the row being read: 0 for the header
+        try:
+            header = reader.fieldnames or ()
+            bad = _not_utf8({f"column {i}": name for i, name in enumerate(header, start=1)})
+            if bad:
+                raise DatasetError(
+                    f"{path}: the header row is not valid UTF-8: {bad[0]}",
+                    rows=[RowError(0, e) for e in bad],
+                    source=str(path),
+                )
+            number = 1
+            for row in reader:
+                cells = {k: v for k, v in row.items() if k is not None and v not in ("", None)}
+                rows.append((number, cells))
+                number += 1
+        except csv.Error as exc:  # a cell past csv.field_size_limit(), a NUL, ...
+            raise _unreadable(str(path), number, reader.reader.line_num, exc) from exc
+    return rows
+
+
+def _unreadable(name: str, number: int, line: int, exc: csv.Error) -> DatasetError:
+    limit = csv.field_size_limit()
+    if "field limit" in str(exc):
+        problem = f"a cell is longer than csv.field_size_limit() ({limit:,} characters)"
+    else:
+        problem = f"not readable as CSV: {exc}"
+    where = f"row {number}" if number else "the header row"
+    return DatasetError(
+        f"{name}: {where} (line {line}): {problem}",
+        rows=[RowError(number, FieldError((), problem))],
+        source=name,
+    )
+
+
+def _not_utf8(values: Mapping[str, Any]) -> list[FieldError]:
+    """A problem for each text value holding bytes that were not UTF-8 (read as surrogates)."""
+    problems = []
+    for key, value in values.items():
+        found = _ESCAPED.search(value) if isinstance(value, str) else None
+        if found is not None:
+            byte = ord(found.group()) - 0xDC00
+            where = f"byte 0x{byte:02x} at character {found.start() + 1}"
+            problems.append(FieldError((key,), f"not valid UTF-8 ({where})"))
+    return problems
 
 
 def _cell(text: Any, signature: type[Signature], name: str) -> Any:

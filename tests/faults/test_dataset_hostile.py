@@ -1,0 +1,96 @@
+"""Issue 21, D8: a malformed dataset file is a `ts.DatasetError` naming the row, never untyped.
+
+Each case writes a real file to ``tmp_path`` and loads it with `ts.load_dataset`: the result is
+examples or a `DatasetError` (``rows`` naming row, field and problem), within seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+
+import pytest
+
+import typedspy as ts
+
+
+class Ask(ts.Signature):
+    """Answer the question."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+def refused(path: Path) -> ts.DatasetError:
+    start = time.monotonic()
+    with pytest.raises(ts.DatasetError) as caught:
+        ts.load_dataset(path, Ask)
+    assert time.monotonic() - start < 10
+    assert caught.value.source == str(path)
+    return caught.value
+
+
+def test_a_jsonl_row_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    # Was: UnicodeDecodeError, naming no row.
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b'{"question": "a", "answer": "b"}\n\n{"question": "\xff", "answer": "x"}\n')
+    error = refused(path)
+    assert [r.row for r in error.rows] == [2]  # the second row, on the file's third line
+    assert "row 2 is not valid UTF-8 at line 3, byte 15 (invalid start byte)" in str(error)
+    assert error.__context__ is None  # the decode error, holding the whole line, is not kept
+
+
+def test_a_json_file_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "data.json"
+    path.write_bytes(b'[\n  {"question": "a", "answer": "b"},\n  {"question": "\xc3"}\n]\n')
+    assert "not valid UTF-8 at line 3, byte 17" in str(refused(path))
+
+
+def test_csv_cells_that_are_not_utf8_are_named_by_row_and_column(tmp_path: Path) -> None:
+    # Was: UnicodeDecodeError for the whole file.
+    path = tmp_path / "data.csv"
+    path.write_bytes(b"question,answer\nfine,ok\nq\xff,ok\nq,\xe2\x82\n")
+    error = refused(path)
+    assert [str(r) for r in error.rows] == [
+        "row 2: question: not valid UTF-8 (byte 0xff at character 2)",
+        "row 3: answer: not valid UTF-8 (byte 0xe2 at character 1)",
+    ]
+
+
+def test_a_csv_header_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_bytes(b"question,ans\xffwer\nq,a\n")
+    error = refused(path)
+    assert [str(r) for r in error.rows] == [
+        "row 0: column 2: not valid UTF-8 (byte 0xff at character 4)"
+    ]
+    assert "the header row is not valid UTF-8" in str(error)
+
+
+def test_a_csv_cell_past_the_field_size_limit_is_named(tmp_path: Path) -> None:
+    # Was: _csv.Error ('field larger than field limit (131072)'), naming no row.
+    limit = csv.field_size_limit()
+    path = tmp_path / "data.csv"
+    path.write_text(f"question,answer\nq,a\n{'x' * (limit + 1)},y\n", encoding="utf-8")
+    error = refused(path)
+    assert [r.row for r in error.rows] == [2]
+    assert f"row 2 (line 3): a cell is longer than csv.field_size_limit() ({limit:,} " in str(error)
+
+
+def test_a_csv_cell_at_the_field_size_limit_is_read(tmp_path: Path) -> None:
+    limit = csv.field_size_limit()
+    path = tmp_path / "data.csv"
+    path.write_text(f"question,answer\n{'x' * limit},y\n", encoding="utf-8")
+    [example] = ts.load_dataset(path, Ask)
+    assert len(example.question) == limit
+
+
+def test_a_line_separator_inside_a_value_stays_in_its_row(tmp_path: Path) -> None:
+    # U+2028 is a line break to str.splitlines, not to JSON Lines or CSV.
+    jsonl, table = tmp_path / "data.jsonl", tmp_path / "data.csv"
+    jsonl.write_text('{"question": "a\u2028b", "answer": "c"}\n', encoding="utf-8")
+    table.write_text('question,answer\n"a\u2028b",c\n', encoding="utf-8")
+    for path in (jsonl, table):
+        [example] = ts.load_dataset(path, Ask)
+        assert example.question == "a\u2028b"
