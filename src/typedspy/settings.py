@@ -22,12 +22,13 @@ import dataclasses
 import difflib
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal, TypedDict, TypeGuard, get_args
 
 from typing_extensions import Unpack
 
+from typedspy._signing import Secrets, secret_keys
 from typedspy.cache import Cache, CacheMode
 from typedspy.errors import ConfigurationError
 from typedspy.limits import Budget, RateLimit
@@ -77,6 +78,11 @@ class Settings:
             retries inside each attempt included (6 by default; without it a call could send
             ``(max_retries + 1) * (LM max_retries + 1)`` = 9); ``None`` for no bound. Past it:
             `RequestLimitError`.
+        resume_secret: The keys a saved `ResumeState` is signed and checked with (set as a
+            secret of at least 32 bytes, or a list of them, newest first: the first signs,
+            each verifies); empty (set as None or ``[]``): none, and `ResumeState.to_json`
+            and ``from_json`` refuse to run without a ``secret=`` of their own. Never shown
+            in a repr.
     """
 
     lm: BaseLM | None = None
@@ -93,6 +99,7 @@ class Settings:
     deadline: float | None = None
     stream_deadline: float | None = 600.0
     max_requests: int | None = 6
+    resume_secret: tuple[bytes, ...] = field(default=(), repr=False)
 
 
 class SettingsKeywords(TypedDict, total=False):
@@ -112,6 +119,7 @@ class SettingsKeywords(TypedDict, total=False):
     deadline: float | None
     stream_deadline: float | None
     max_requests: int | None
+    resume_secret: Secrets | None
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
@@ -133,7 +141,7 @@ def configure(**kwargs: Unpack[SettingsKeywords]) -> None:
         **kwargs: Any of the `Settings` fields (``lm``, ``max_retries``, ``mode``,
             ``token_budget``, ``callbacks``, ``retry_wait``, ``budget``, ``rate_limit``,
             ``cache``, ``cache_mode``, ``cache_salt``, ``deadline``, ``stream_deadline``,
-            ``max_requests``).
+            ``max_requests``, ``resume_secret``).
 
     Raises:
         ConfigurationError: An unknown key, or a value of the wrong type.
@@ -222,6 +230,10 @@ def _checked(values: Mapping[str, object]) -> dict[str, Any]:
         if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
             raise ConfigurationError(f"callbacks must be a sequence, got {callbacks!r}")
         checked["callbacks"] = tuple(callbacks)
+    if "resume_secret" in checked:  # checked here, never echoed in a message below
+        secret = checked["resume_secret"]
+        none = secret is None or (isinstance(secret, (tuple, list)) and not secret)
+        checked["resume_secret"] = () if none else secret_keys(secret, name="setting resume_secret")
     for key, value in checked.items():
         problem = _problem(key, value)
         if problem:

@@ -10,7 +10,13 @@ import pytest
 from pydantic import BaseModel
 
 import typedspy as ts
-from typedspy.errors import ConfigurationError, ToolArgumentsError, ToolError, TypedspyError
+from typedspy.errors import (
+    ConfigurationError,
+    ResumeStateError,
+    ToolArgumentsError,
+    ToolError,
+    TypedspyError,
+)
 from typedspy.tools import (
     ConfirmationRejected,
     ConfirmationRequired,
@@ -25,6 +31,8 @@ from typedspy.tools import (
     resume,
     tool,
 )
+
+SECRET = "test-secret-for-signing-resume-states"
 
 
 class Calls:
@@ -227,7 +235,7 @@ def test_resume_state_json_round_trip_resumes_in_a_fresh_object() -> None:
     exc = pause(make_delete(calls), {"path": "/a"})
     exc.context["trajectory"] = [{"step": 1, "note": Note(text="paused here")}]
     exc.tool_call["id"] = "call_7"
-    saved = ResumeState(exc, {"force": True}).to_json()
+    saved = ResumeState(exc, {"force": True}).to_json(secret=SECRET)
 
     data = json.loads(saved)  # plain JSON, nothing Python-specific
     assert data["context"] == {
@@ -235,14 +243,16 @@ def test_resume_state_json_round_trip_resumes_in_a_fresh_object() -> None:
     }
     assert data["tool_call"]["id"] == "call_7"
 
-    restored = ResumeState.from_json(saved)
+    restored = ResumeState.from_json(saved, secret=SECRET)
     assert restored.confirmation_id == exc.confirmation_id
     assert restored.question == exc.question
     assert restored.tool_call == {**exc.tool_call}
     assert restored.action == "edit"
     assert restored.edited_arguments == {"force": True}
     assert restored.context["trajectory"][0]["note"] == {"_type": "Note", "text": "paused here"}
-    assert ResumeState.from_json(restored.to_dict()).to_json() == saved
+    again = ResumeState.from_json(restored.to_dict(secret=SECRET), secret=SECRET)
+    assert again == restored
+    assert again.to_json(secret=SECRET) == saved
 
     fresh = make_delete(calls)  # a new tool object, as after a restart
 
@@ -257,13 +267,81 @@ def test_resume_state_json_round_trip_resumes_in_a_fresh_object() -> None:
 def test_context_that_is_not_json_ready_cannot_be_saved() -> None:
     exc = ConfirmationRequired("Run?", confirmation_id="c1", context={"lock": object()})
     with pytest.raises(ConfigurationError, match="JSON-ready"):
-        ResumeState(exc, "yes").to_json()
+        ResumeState(exc, "yes").to_json(secret=SECRET)
 
 
-@pytest.mark.parametrize("data", ["not json", "[]", '{"question": "q"}', {"question": "q"}])
-def test_from_json_rejects_what_is_not_a_saved_state(data: Any) -> None:
-    with pytest.raises(ConfigurationError, match="not a saved ResumeState"):
-        ResumeState.from_json(data)
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("not json", "not a saved ResumeState: not JSON"),
+        (b"\xff{}", "not a saved ResumeState: not JSON"),
+        ("[]", "not a saved ResumeState: expected a JSON object, not list"),
+        ('{"question": "q"}', "the state is not signed"),
+        ({"question": "q"}, "the state is not signed"),
+        ({"question": "q", "signature": 7}, "signature does not match"),
+        ({"question": float("nan"), "signature": "0" * 64}, "not a saved ResumeState: "),
+        (5, "expected JSON text or a mapping, not int"),
+    ],
+)
+def test_from_json_rejects_what_is_not_a_saved_state(data: Any, message: str) -> None:
+    with pytest.raises(ResumeStateError, match=message):
+        ResumeState.from_json(data, secret=SECRET)
+
+
+def test_saving_and_reading_need_a_secret() -> None:
+    state = ResumeState(ConfirmationRequired("Run?", confirmation_id="c1"), "yes")
+    with pytest.raises(ConfigurationError, match="to_json needs the secret"):
+        state.to_json()
+    with pytest.raises(ConfigurationError, match="from_json needs the secret"):
+        ResumeState.from_json("{}")
+    with pytest.raises(ConfigurationError, match="4 bytes is too short"):
+        state.to_json(secret="abcd")
+    with pytest.raises(
+        ConfigurationError, match="setting resume_secret: a secret of 6 bytes"
+    ) as info:
+        ts.configure(resume_secret="hunter")
+    assert "hunter" not in str(info.value)  # a secret is never shown
+    with pytest.raises(ConfigurationError, match="non-empty list"):
+        state.to_json(secret=[])
+
+
+def test_the_setting_signs_and_rotated_secrets_still_verify() -> None:
+    state = ResumeState(ConfirmationRequired("Run?", confirmation_id="c1"), "yes")
+    old, new = "o" * 32, "n" * 32
+    with ts.context(resume_secret=old) as settings:
+        saved = state.to_json()
+        assert "o" * 32 not in repr(settings) and settings.resume_secret == (old.encode(),)
+    with ts.context(resume_secret=[new, old]):  # newest first: it signs, both verify
+        assert ResumeState.from_json(saved) == state
+        assert state.to_json() == state.to_json(secret=new) != saved
+    with pytest.raises(ResumeStateError, match="signature does not match"):
+        ResumeState.from_json(saved, secret=new)  # the old secret was dropped
+
+
+def test_a_resume_state_is_one_pydantic_model() -> None:
+    exc = ConfirmationRequired(
+        "Run?", confirmation_id="c1", tool_call={"name": "t"}, context={"step": 2}
+    )
+    state = ResumeState(exc, "yes")
+    assert isinstance(state, BaseModel)
+    assert state.model_dump() == {
+        "version": 2,
+        "question": "Run?",
+        "confirmation_id": "c1",
+        "tool_call": {"name": "t"},
+        "context": {"step": 2},
+        "response": "yes",
+    }
+    rebuilt = state.exception
+    assert (rebuilt.question, rebuilt.confirmation_id, rebuilt.context) == (
+        "Run?",
+        "c1",
+        {"step": 2},
+    )
+    assert pickle.loads(pickle.dumps(state)) == state
+    # Pydantic's own reader does not check signatures: a signed text does not pass it.
+    with pytest.raises(ValueError, match="signature"):
+        ResumeState.model_validate_json(state.to_json(secret=SECRET))
 
 
 def test_confirmation_required_pickles_with_its_data() -> None:

@@ -15,7 +15,7 @@ from react_wire import BASE_URL, assistant, bodies, calls_reply, make_lm, tool_m
 from react_wire import finish_reply as finish_with
 
 import typedspy as ts
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, ResumeStateError
 from typedspy.react import ReAct
 from typedspy.tools import ConfirmationRequired, ResumeState, Tool, confirm_first, tool
 
@@ -23,6 +23,7 @@ QUESTION = "Tell Bob the launch moved."
 SEARCH = ("call_s", "search", {"query": "launch date"})
 EMAIL = ("call_e", "send_email", {"to": "bob@example.com", "body": "The launch moved."})
 EMAIL_ARGS = {"to": "bob@example.com", "body": "The launch moved."}
+SECRET = "test-secret-for-signing-resume-states"  # at least 32 bytes
 
 
 class Notify(ts.Signature):
@@ -178,10 +179,12 @@ def test_resume_from_json_in_a_fresh_agent(
     route = router.post("/chat/completions").mock(
         side_effect=[calls_reply(SEARCH), calls_reply(EMAIL), finish_reply()]
     )
-    saved = ResumeState(paused(ReAct(Notify, tools=tools, lm=make_lm())), "approve").to_json()
+    pause = paused(ReAct(Notify, tools=tools, lm=make_lm()))
+    saved = ResumeState(pause, "approve").to_json(secret=SECRET)
 
     fresh = ReAct(Notify, tools=tools, lm=make_lm())  # as a new process would build it
-    pred = fresh(resume_state=ResumeState.from_json(saved))  # the saved inputs are used
+    state = ResumeState.from_json(saved, secret=SECRET)
+    pred = fresh(resume_state=state)  # the saved inputs are used
 
     assert pred.summary == "Bob was told."
     assert counts == Counter(search=1, send_email=1)
@@ -279,10 +282,10 @@ def test_resuming_twice_from_one_saved_state_runs_the_side_effect_once(
     route = router.post("/chat/completions").mock(
         side_effect=[calls_reply(EMAIL), finish_reply(), finish_reply()]
     )
-    saved = ResumeState(paused(ReAct(Notify, tools=tools, lm=make_lm())), "yes").to_json()
-
-    first = ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState.from_json(saved))
-    again = ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState.from_json(saved))
+    with ts.context(resume_secret=SECRET):  # the setting instead of secret=
+        saved = ResumeState(paused(ReAct(Notify, tools=tools, lm=make_lm())), "yes").to_json()
+        first = ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState.from_json(saved))
+        again = ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState.from_json(saved))
 
     assert sent == [("bob@example.com", "The launch moved.")]  # the email went out once
     assert first.summary == again.summary == "Bob was told."
@@ -337,15 +340,37 @@ def test_the_memory_store_is_bounded() -> None:
         ts.MemoryResumeStore(max_entries=0)
 
 
-def test_a_state_saved_before_pause_ids_is_resumed_once(
+def test_a_state_without_a_pause_id_is_refused(
     router: respx.MockRouter, tools: list[Tool], sent: list[Any]
 ) -> None:
-    router.post("/chat/completions").mock(
-        side_effect=[calls_reply(EMAIL), finish_reply(), finish_reply()]
-    )
-    saved = ResumeState(paused(ReAct(Notify, tools=tools, lm=make_lm())), "yes").to_dict()
-    del saved["context"]["react"]["pause_id"]  # the format before pause ids
+    # Before signing, a state without a pause id (the format before pause ids) was keyed by a
+    # hash of its content, so removing the id from a used state ran its approval again (D10).
+    router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL)])
+    pause = paused(ReAct(Notify, tools=tools, lm=make_lm()))
+    saved = ResumeState(pause, "yes").to_dict(secret=SECRET)
+    del saved["context"]["react"]["pause_id"]
+    with pytest.raises(ResumeStateError, match="signature does not match"):
+        ResumeState.from_json(saved, secret=SECRET)
 
-    for _ in range(2):
-        ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState.from_json(saved))
-    assert len(sent) == 1
+    del saved["signature"]  # signed again by the app itself: the id is still required
+    resigned = ResumeState.model_validate(saved).to_dict(secret=SECRET)
+    state = ResumeState.from_json(resigned, secret=SECRET)
+    with pytest.raises(ConfigurationError, match="malformed ReAct state at pause_id"):
+        ReAct(Notify, tools=tools, lm=make_lm())(resume_state=state)
+    assert sent == []
+
+
+def test_a_state_for_another_call_of_the_run_is_refused(
+    router: respx.MockRouter, tools: list[Tool], sent: list[Any]
+) -> None:
+    router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL)])
+    pause = paused(ReAct(Notify, tools=tools, lm=make_lm()))
+    other = ConfirmationRequired(
+        pause.question,
+        confirmation_id=pause.confirmation_id,
+        tool_call={**pause.tool_call, "id": "call_other"},
+        context=pause.context,
+    )
+    with pytest.raises(ConfigurationError, match="paused at a call to 'send_email' \\(id 'call_e'"):
+        ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState(other, "yes"))
+    assert sent == []

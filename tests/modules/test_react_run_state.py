@@ -1,7 +1,9 @@
-"""A paused ReAct run's saved state: Pydantic models, the JSON format kept, errors with paths."""
+"""A paused ReAct run's saved state: Pydantic models, the signed JSON format, errors with paths."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from typing import Any
 
@@ -10,13 +12,14 @@ import respx
 from react_wire import BASE_URL, bodies, finish_reply, make_lm, tool_message
 
 import typedspy as ts
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, ResumeStateError
 from typedspy.react import ReAct
 from typedspy.tools import ConfirmationRequired, ResumeState, Tool, confirm_first, tool
 from typedspy.tools import confirmation_id as make_confirmation_id
 
 QUESTION = "Tell Bob the launch moved."
 EMAIL_ARGS = {"to": "bob@example.com", "body": "The launch moved."}
+SECRET = "test-secret-for-signing-resume-states"
 
 
 class Notify(ts.Signature):
@@ -43,8 +46,15 @@ def tools(sent: list[tuple[str, str]]) -> list[Tool]:
     return [send_email]
 
 
+def signed(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with its signature, computed by hand as ADR-052 specifies it."""
+    payload = json.dumps(state, sort_keys=True, separators=(",", ":")).encode()
+    message = b"typedspy.ResumeState\n" + payload
+    return {**state, "signature": hmac.new(SECRET.encode(), message, hashlib.sha256).hexdigest()}
+
+
 def saved_state(**react: Any) -> dict[str, Any]:
-    """A ResumeState as the JSON format of version 1 has it (written out by hand)."""
+    """A ResumeState as the JSON format of version 2 has it (written out by hand, signed)."""
     pending = {
         "id": "call_e",
         "name": "send_email",
@@ -64,18 +74,21 @@ def saved_state(**react: Any) -> dict[str, Any]:
         "tools": ["send_email"],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
-    return {
-        "version": 1,
-        "question": "Send an email to bob@example.com?",
-        "confirmation_id": make_confirmation_id("send_email", EMAIL_ARGS),
-        "tool_call": {"name": "send_email", "arguments": EMAIL_ARGS, "id": "call_e"},
-        "context": {"react": {**state, **react}},
-        "response": "yes",
-    }
+    return signed(
+        {
+            "version": 2,
+            "question": "Send an email to bob@example.com?",
+            "confirmation_id": make_confirmation_id("send_email", EMAIL_ARGS),
+            "tool_call": {"name": "send_email", "arguments": EMAIL_ARGS, "id": "call_e"},
+            "context": {"react": {**state, **react}},
+            "response": "yes",
+        }
+    )
 
 
 def resume(tools: list[Tool], data: dict[str, Any] | str) -> Any:
-    return ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState.from_json(data))
+    state = ResumeState.from_json(data, secret=SECRET)
+    return ReAct(Notify, tools=tools, lm=make_lm())(resume_state=state)
 
 
 def test_a_state_in_the_saved_json_format_resumes(
@@ -102,7 +115,7 @@ def test_the_saved_state_is_dumped_in_the_same_format(tools: list[Tool]) -> None
         with pytest.raises(ConfirmationRequired) as info:
             ReAct(Notify, tools=tools, lm=make_lm())(question=QUESTION)
 
-    state = ResumeState(info.value, "yes").to_dict()
+    state = ResumeState(info.value, "yes").to_dict(secret=SECRET)
     expected = saved_state()
     assert state.keys() == expected.keys()
     assert state["context"]["react"].keys() == expected["context"]["react"].keys()
@@ -137,6 +150,9 @@ def test_a_malformed_saved_state_names_the_path(
 
 
 def test_a_malformed_resume_state_names_the_field() -> None:
-    data = {**saved_state(), "tool_call": "send_email"}
-    with pytest.raises(ConfigurationError, match="not a saved ResumeState: tool_call: "):
-        ResumeState.from_json(data)
+    data = saved_state()
+    del data["signature"]
+    data = signed({**data, "tool_call": "send_email"})  # signed, but malformed
+    with pytest.raises(ResumeStateError, match="not a saved ResumeState: tool_call: ") as info:
+        ResumeState.from_json(data, secret=SECRET)
+    assert info.value.path == "tool_call"

@@ -131,3 +131,14 @@ def request_parameters_are_typed(lm: ts.LM) -> None:
     ts.ChainOfThought(Decide, temprature=0)  # type: ignore[call-overload]
     ts.ChainOfThought(Decide, max_retries="2")  # type: ignore[call-overload]
     ts.ChainOfThought("task", output=SpawnTask | Continue)(task="Ship it")
+
+
+def resume_states_are_typed(pause: ts.ConfirmationRequired) -> None:
+    ts.configure(resume_secret=["new-secret-of-at-least-32-bytes!", b"old" * 11])
+    state = ts.ResumeState(pause, "yes")
+    ts.ResumeState(pause, {"path": "/tmp/copy.pdf"})
+    ts.ResumeState(pause, 42)  # type: ignore[call-overload]
+    assert_type(state.to_json(secret="s" * 32), str)
+    assert_type(ts.ResumeState.from_json("{}", secret=b"s" * 32), ts.ResumeState)
+    assert_type(state.exception, ts.ConfirmationRequired)
+    state.to_json(secret=3)  # type: ignore[arg-type]

@@ -39,6 +39,8 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │                                     (see typedspy.tools._approvals)
     ├── ResumeConflictError               a pause answered before with another answer, or
     │                                     whose resumption is still running (or was cut off)
+    ├── ResumeStateError (ValueError)     a saved ResumeState refused: not signed, a signature
+    │                                     that does not match, not JSON, or malformed
     └── ExampleError (ValueError)         an example's values do not fit its signature
         └── DatasetError                  dataset rows that do not fit; names row and field
 
@@ -59,6 +61,7 @@ from typedspy.errors._base import (
 from typedspy.errors._data import (
     DatasetError,
     ExampleError,
+    ResumeStateError,
     RowError,
     SavedStateError,
     ToolArgumentsError,
@@ -123,6 +126,7 @@ __all__ = [
     "RefusalError",
     "RequestLimitError",
     "ResumeConflictError",
+    "ResumeStateError",
     "RowError",
     "SavedStateError",
     "SchemaError",

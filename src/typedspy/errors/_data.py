@@ -1,4 +1,4 @@
-"""Errors of tools, examples, datasets and saved programs."""
+"""Errors of tools, examples, datasets, saved programs and saved resume states."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typedspy.errors._base import ConfigurationError, TypedspyError
 __all__ = [
     "DatasetError",
     "ExampleError",
+    "ResumeStateError",
     "RowError",
     "SavedStateError",
     "ToolArgumentsError",
@@ -135,3 +136,20 @@ class SavedStateError(ConfigurationError):
         self.source = source
         self.path = path
         self.errors = tuple(errors)
+
+
+class ResumeStateError(TypedspyError, ValueError):
+    """A saved `ResumeState` was refused: nothing of it was used, and no tool ran.
+
+    Raised by ``ResumeState.from_json`` for text that is not JSON, a state that is not signed,
+    a signature that does not match the content (changed after it was signed, or signed with
+    another secret), and a signed state that is not a ResumeState (ADR-052).
+
+    Attributes:
+        path: The field at fault: ``"signature"`` for a missing or wrong signature, a field
+            path such as ``"tool_call"`` for a malformed state, ``""`` for the text as a whole.
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path

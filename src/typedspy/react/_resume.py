@@ -9,6 +9,8 @@ first resumption claims that id in a `ResumeStore` before the approved tool runs
 the call returned; a second resumption from the same saved state finds the record and replays
 that observation instead of running the tool again (ADR-036). The default store lives in the
 process; a web app that resumes in several processes passes a shared one (docs/confirmations.md).
+A saved state's signature covers the pause id (ADR-052): a state cannot be given a new id to
+pass for another pause.
 """
 
 from __future__ import annotations

@@ -8,16 +8,14 @@ for answer extraction (ADR-037).
 When a tool asks for a confirmation, the run's state goes into
 ``ConfirmationRequired.context["react"]`` as a `PausedRun` dumped to JSON-ready data: the
 inputs, the trajectory (the paused step included, its pending call without an observation),
-the step and call that paused, the mode, the tools in use and the tokens spent so far. A web
-app can store the `ResumeState` and resume in another process with a fresh agent; reading it
-back is Pydantic validation, and a malformed state is a `ConfigurationError` naming the path
-of what is wrong (ADR-043).
+the step and call that paused, the mode, the tools in use and the tokens spent so far, with the
+pause's random ``pause_id``. A web app can store the `ResumeState` (signed, ADR-052) and resume
+in another process with a fresh agent; reading it back is Pydantic validation, and a malformed
+state is a `ConfigurationError` naming the path of what is wrong (ADR-043).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, Self, TypeVar, overload
@@ -247,13 +245,14 @@ class PausedRun(BaseModel):
     """A ReAct run paused at ``trajectory[step].calls[call]``, as saved in a `ResumeState`.
 
     The JSON it dumps to is the format ReAct has saved since pauses could be resumed (version
-    1); states saved before pauses had ids (no ``pause_id``) still load.
+    1). Its ``pause_id`` is what the `ResumeStore` keys an answer by; a saved state's signature
+    covers it (ADR-052), so it is required: states saved before pauses had ids do not load.
     """
 
     model_config = ConfigDict(extra="ignore")
 
     version: Literal[1] = 1
-    pause_id: str = ""
+    pause_id: str = Field(min_length=1)
     signature: str
     inputs: dict[str, Any]
     trajectory: list[TrajectoryStep]
@@ -310,8 +309,9 @@ def read_paused(state: ResumeState, signature: type[Signature]) -> PausedRun:
     """ReAct's saved state in ``state`` (as raised, or rebuilt from JSON), validated.
 
     Raises:
-        ConfigurationError: The state was not raised by a ReAct run with this signature, or
-            it is malformed (the message names the path).
+        ConfigurationError: The state was not raised by a ReAct run with this signature, it
+            is malformed (the message names the path), or its tool call is not the call the
+            run paused at.
     """
     saved = state.context.get(CONTEXT_KEY)
     if not isinstance(saved, Mapping):
@@ -324,8 +324,12 @@ def read_paused(state: ResumeState, signature: type[Signature]) -> PausedRun:
             f"resume_state belongs to a ReAct run over {name!r}, not {signature.__name__!r}"
         )
     paused = _validated(PausedRun, saved, "resume_state holds a malformed ReAct state")
-    if not paused.pause_id:
-        # Saved before pauses had ids: the state's own content stands for it.
-        canonical = json.dumps(to_jsonable(dict(saved)), sort_keys=True, separators=(",", ":"))
-        paused.pause_id = "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    # The answer applies to the call it was asked for: the state's tool call is the paused one.
+    pending = paused.trajectory[paused.step].calls[paused.call]
+    shown = (state.tool_call.get("name"), state.tool_call.get("id"))
+    if shown != (pending.name, pending.id):
+        raise ConfigurationError(
+            f"resume_state answers a call to {shown[0]!r} (id {shown[1]!r}), but the run paused "
+            f"at a call to {pending.name!r} (id {pending.id!r})"
+        )
     return paused

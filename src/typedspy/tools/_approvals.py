@@ -23,7 +23,7 @@ from typedspy.errors import TypedspyError
 from typedspy.signature import to_jsonable
 
 if TYPE_CHECKING:
-    from typedspy.tools._confirm import ResumeState
+    from typedspy.tools._resume_state import ResumeState
 
 __all__ = [
     "MARK",
