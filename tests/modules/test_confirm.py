@@ -264,9 +264,10 @@ def test_resume_state_json_round_trip_resumes_in_a_fresh_object() -> None:
     assert calls.made == [{"path": "/a", "force": True}]
 
 
-def test_context_that_is_not_json_ready_cannot_be_saved() -> None:
-    exc = ConfirmationRequired("Run?", confirmation_id="c1", context={"lock": object()})
-    with pytest.raises(ConfigurationError, match="JSON-ready"):
+@pytest.mark.parametrize("value", [object(), float("nan")], ids=["object", "NaN"])
+def test_context_that_is_not_json_ready_cannot_be_saved(value: object) -> None:
+    exc = ConfirmationRequired("Run?", confirmation_id="c1", context={"value": value})
+    with pytest.raises(ConfigurationError, match="JSON-ready"):  # NaN is not turned into null
         ResumeState(exc, "yes").to_json(secret=SECRET)
 
 

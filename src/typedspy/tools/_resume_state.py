@@ -71,7 +71,7 @@ class ResumeState(BaseModel):
         response: The answer as given.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
     version: Literal[2] = 2
     question: StrictStr
