@@ -4,12 +4,13 @@ Run: ``python examples/04_react_tools.py``
 
 The model is typedspy's stand-in server (real HTTP on 127.0.0.1) with scripted replies, so the
 run is the same every time: the agent searches flights, wants to book one, pauses for a
-confirmation, is resumed from JSON by a brand-new agent object (as a web app would after a
+confirmation, is resumed from signed JSON by a brand-new agent object (as a web app would after a
 restart), and finishes with a typed answer.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
 
 from pydantic import BaseModel
@@ -18,6 +19,9 @@ import typedspy as ts
 from typedspy.testing import Reply, StandIn
 
 ran: Counter[str] = Counter()
+# The key saved states are signed with, so nobody can edit one on its way (docs/confirmations.md,
+# trust model). A web app reads it from its configuration: the same in every process.
+RESUME_SECRET = secrets.token_hex(32)
 
 
 class Booking(BaseModel):
@@ -85,12 +89,12 @@ def main() -> None:
             print(f"agent paused at step {pause.context['react']['step'] + 1}: {pause.question}")
             print(f"  pending call: {pause.tool_call}")
             answer = "yes"  # a person would be asked here
-            saved = ts.ResumeState(pause, answer).to_json()
-            print(f"  person answered {answer!r}; state saved ({len(saved)} characters of JSON)")
+            saved = ts.ResumeState(pause, answer).to_json(secret=RESUME_SECRET)
+            print(f"  person answered {answer!r}; signed state saved ({len(saved)} characters)")
 
         # Later, maybe in another process: a fresh agent continues from the saved state.
         fresh = ts.ReAct(PlanTrip, tools=[search_flights, book_flight], max_iters=5, lm=lm)
-        pred = fresh(resume_state=ts.ResumeState.from_json(saved))
+        pred = fresh(resume_state=ts.ResumeState.from_json(saved, secret=RESUME_SECRET))
 
         print("\ntrajectory:")
         for number, step in enumerate(pred.trajectory, 1):
