@@ -48,7 +48,7 @@ def test_without_the_sdk_importing_typedspy_mcp_is_one_line_naming_the_extra() -
 def test_mcp_is_an_extra_and_in_dev_but_not_a_core_dependency() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert not any(d.startswith("mcp") for d in project["dependencies"])
-    assert project["optional-dependencies"]["mcp"] == ["mcp>=2.3,<3"]
+    assert project["optional-dependencies"]["mcp"] == ["mcp>=2.3,<3", "google-re2>=1.1"]
     dev = project["optional-dependencies"]["dev"]
     in_dev = {e for d in dev if d.startswith("typedspy[") for e in d[9:-1].split(",")}
     assert "mcp" in in_dev

@@ -9,6 +9,13 @@ try:
     import mcp as _mcp  # noqa: F401
 except ImportError as _exc:  # pragma: no cover - the extra is installed where tests run
     raise ImportError("typedspy.mcp needs the MCP SDK: pip install 'typedspy[mcp]'") from _exc
+try:
+    import re2 as _re2  # type: ignore[import-untyped]  # noqa: F401
+except ImportError as _exc:  # pragma: no cover - the extra is installed where tests run
+    raise ImportError(
+        "typedspy.mcp needs google-re2 (remote schemas' patterns run on RE2): "
+        "pip install 'typedspy[mcp]'"
+    ) from _exc
 
 from typedspy.mcp._connect import RemoteTools, Source, tools
 from typedspy.mcp._errors import RemoteResultError, RemoteToolError

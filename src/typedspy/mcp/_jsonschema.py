@@ -1,13 +1,23 @@
 """Validation of remote values against schemas that have no Pydantic model (jsonschema).
 
 A remote MCP tool's ``inputSchema`` and ``outputSchema`` are plain JSON Schema; `jsonschema`
-checks instances against them and reports each violation's path (ADR-019).
+checks instances against them and reports each violation's path (ADR-019). The schemas come
+from the server, so checking with them must not do what the server asks (ADR-053):
+
+- nothing is retrieved: a ``$ref`` resolves within the schema itself (an empty
+  ``referencing.Registry``), and one that does not is a `SchemaError` when the tool is listed;
+- patterns run on RE2 (`typedspy.mcp._patterns`): ``pattern``, ``patternProperties`` and
+  ``additionalProperties`` beside them are replaced with keywords that match in linear time,
+  and a pattern RE2 cannot compile is a `SchemaError` when the tool is listed.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator
 from typing import Any
 
+import referencing.jsonschema
 from jsonschema import validators  # type: ignore[import-untyped]
 from jsonschema.exceptions import (  # type: ignore[import-untyped]
     SchemaError as _MetaError,
@@ -15,34 +25,75 @@ from jsonschema.exceptions import (  # type: ignore[import-untyped]
 from jsonschema.exceptions import (
     ValidationError as _Violation,
 )
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
-from typedspy._types import FieldError
+from typedspy._types import FieldError, Path, format_path
 from typedspy.errors import SchemaError
+from typedspy.mcp._patterns import PatternError, compiled
 
 __all__ = ["Checker", "violation_errors"]
 
 _MAX_ERRORS = 20
+_MAX_MESSAGE = 300
+# Where a schema holds subschemas (every draft's applicators): one, a map of, a list of.
+_ONE = (
+    "additionalItems",
+    "additionalProperties",
+    "contains",
+    "else",
+    "if",
+    "items",
+    "not",
+    "propertyNames",
+    "then",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
+_MAP = (
+    "$defs",
+    "definitions",
+    "dependencies",
+    "dependentSchemas",
+    "patternProperties",
+    "properties",
+)
+_LIST = ("allOf", "anyOf", "items", "oneOf", "prefixItems")
+_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
 class Checker:
     """A compiled validator for one schema (draft chosen by ``$schema``, 2020-12 by default)."""
 
     def __init__(self, schema: dict[str, Any], *, where: str) -> None:
-        """Compile ``schema``.
+        """Compile ``schema``; check that every reference resolves and every pattern compiles.
 
         Raises:
-            SchemaError: It is not valid JSON Schema; ``where`` names it in the message.
+            SchemaError: It is not valid JSON Schema, a ``$ref`` points outside it, or a
+                pattern cannot run on RE2; ``where`` and the schema path name it.
         """
         cls = validators.validator_for(schema, default=validators.Draft202012Validator)
         try:
             cls.check_schema(schema)
         except _MetaError as exc:
             raise SchemaError(f"{where} is not valid JSON Schema: {exc.message}") from exc
-        self._validator = cls(schema)
+        _check_evaluable(schema, cls, where)
+        self._where = where
+        self._validator = _on_re2(cls)(schema, registry=Registry())
 
     def errors(self, instance: Any) -> list[FieldError]:
-        """One `FieldError` per violation (at most 20), deepest paths first; empty when valid."""
-        found = sorted(self._validator.iter_errors(instance), key=_depth, reverse=True)
+        """One `FieldError` per violation (at most 20), deepest paths first; empty when valid.
+
+        Raises:
+            SchemaError: The schema cannot be evaluated (a reference or pattern the listing
+                check did not reach); nothing is retrieved and nothing backtracks.
+        """
+        try:
+            found = sorted(self._validator.iter_errors(instance), key=_depth, reverse=True)
+        except Unresolvable as exc:
+            raise SchemaError(f"{self._where}: {_unresolved(str(exc.ref), None)}") from None
+        except PatternError as exc:
+            raise SchemaError(f"{self._where}: a pattern {_cannot_run(exc)}") from None
         return [_field_error(err) for err in found[:_MAX_ERRORS]]
 
 
@@ -51,9 +102,156 @@ def violation_errors(error: BaseException | None) -> list[FieldError]:
     return [_field_error(error)] if isinstance(error, _Violation) else []
 
 
+def _check_evaluable(schema: dict[str, Any], cls: Any, where: str) -> None:
+    """Every reference resolves within ``schema`` and every pattern compiles on RE2."""
+    specification = referencing.jsonschema.specification_with(cls.ID_OF(cls.META_SCHEMA))
+    root = Registry().resolver_with_root(specification.create_resource(schema))
+    unevaluated: Path | None = None
+    patterned: Path | None = None
+    for path, sub, resolver in _subschemas(schema, root, specification):
+        _check_refs(sub, path, resolver, where)
+        _check_patterns(sub, path, where)
+        if "unevaluatedProperties" in sub:
+            unevaluated = unevaluated or path
+        if isinstance(sub.get("patternProperties"), dict):
+            patterned = patterned or path
+    if unevaluated is not None and patterned is not None:
+        # jsonschema matches patternProperties with `re` when it looks for unevaluated ones.
+        raise SchemaError(
+            f"{where}: unevaluatedProperties (at {format_path(unevaluated)}) in a schema with "
+            f"patternProperties (at {format_path(patterned)}) is not supported: its patterns "
+            "would run on Python's backtracking `re`"
+        )
+
+
+def _check_refs(sub: dict[str, Any], path: Path, resolver: Any, where: str) -> None:
+    for keyword in _REFS:
+        ref = sub.get(keyword)
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                located = format_path((*path, keyword))
+                raise SchemaError(f"{where}: {_unresolved(ref, located)}") from None
+
+
+def _check_patterns(sub: dict[str, Any], path: Path, where: str) -> None:
+    located: list[tuple[Path, object]] = [((*path, "pattern"), sub.get("pattern"))]
+    patterns = sub.get("patternProperties")
+    if isinstance(patterns, dict):
+        located += [((*path, "patternProperties", key), key) for key in patterns]
+    for at, pattern in located:
+        if isinstance(pattern, str):
+            try:
+                compiled(pattern)
+            except PatternError as exc:
+                raise SchemaError(
+                    f"{where}: the pattern {pattern!r} at {format_path(at)} {_cannot_run(exc)}"
+                ) from None
+
+
+def _subschemas(
+    schema: dict[str, Any], root: Any, specification: Any
+) -> Iterator[tuple[Path, dict[str, Any], Any]]:
+    """Each subschema (object) with its path and the resolver in its scope (``$id``)."""
+    pending: list[tuple[Path, Any, Any]] = [((), schema, root)]
+    while pending:  # a stack, not recursion: as deep as the schema, bounded by its size
+        path, sub, parent = pending.pop()
+        if not isinstance(sub, dict):
+            continue
+        resolver = parent.in_subresource(specification.create_resource(sub)) if path else parent
+        yield path, sub, resolver
+        for key in _ONE:
+            pending.append(((*path, key), sub.get(key), resolver))
+        for key in _MAP:
+            children = sub.get(key)
+            if isinstance(children, dict):
+                pending += [((*path, key, k), v, resolver) for k, v in children.items()]
+        for key in _LIST:
+            children = sub.get(key)
+            if isinstance(children, list):
+                pending += [((*path, key, i), v, resolver) for i, v in enumerate(children)]
+
+
+def _unresolved(ref: str, located: str | None) -> str:
+    at = f" at {located}" if located else ""
+    return (
+        f"$ref {ref!r}{at} does not resolve within the schema (references to other "
+        "documents are never retrieved)"
+    )
+
+
+def _cannot_run(exc: PatternError) -> str:
+    return (
+        f"cannot run on RE2 ({exc}): patterns from an MCP server must be RE2 patterns "
+        "(no backreferences or lookaround), which match in linear time"
+    )
+
+
+@functools.cache
+def _on_re2(cls: Any) -> Any:
+    """``cls`` with the keywords that match patterns replaced by RE2 ones."""
+    return validators.extend(
+        cls,
+        {
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties,
+        },
+    )
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not compiled(pattern).search(instance):
+        yield _Violation(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        regex = compiled(pattern)
+        for key, value in instance.items():
+            if regex.search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = [compiled(p) for p in schema.get("patternProperties", {})]
+    extras = sorted(
+        (k for k in instance if k not in properties and not any(r.search(k) for r in patterns)),
+        key=str,
+    )
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        shown = ", ".join(repr(extra) for extra in extras)
+        if patterns:
+            verb = "does" if len(extras) == 1 else "do"
+            regexes = ", ".join(repr(p) for p in sorted(schema["patternProperties"]))
+            yield _Violation(f"{shown} {verb} not match any of the regexes: {regexes}")
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            yield _Violation(f"Additional properties are not allowed ({shown} {verb} unexpected)")
+
+
 def _depth(err: Any) -> int:
     return len(err.absolute_path)
 
 
 def _field_error(err: Any) -> FieldError:
-    return FieldError(tuple(err.absolute_path), str(err.message))
+    message = str(err.message)  # quotes the value first: a long one is cut in the middle
+    if len(message) > _MAX_MESSAGE:
+        half = _MAX_MESSAGE // 2
+        message = (
+            f"{message[:half]} [... {len(message) - 2 * half} characters ...] {message[-half:]}"
+        )
+    return FieldError(tuple(err.absolute_path), message)
