@@ -4,6 +4,11 @@ One task owns the connection for its whole life (the SDK's client is built on ta
 which must be entered and left by the same task); calls from the agent's tasks send through
 it. Leaving the ``with``/``async with`` block closes the connection and ends a stdio server's
 process, so an agent run inside the block never leaves a connection behind.
+
+The server is not trusted (ADR-053): a listed tool whose schemas cannot be checked safely fails
+the listing with a `SchemaError` naming it (``include=`` leaves it out); on a connection opened
+here, results are checked by `RemoteTool` alone (the SDK's own check runs patterns on ``re``),
+and a line the server sends that is not JSON-RPC fails the calls waiting for replies at once.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from typedspy._runtime import await_on_thread, background_loop, run_in_background
-from typedspy.errors import ConfigurationError, ToolError
+from typedspy.errors import ConfigurationError, SchemaError, ToolError
 from typedspy.mcp._errors import RemoteResultError, RemoteToolError
 from typedspy.mcp._jsonschema import violation_errors
 from typedspy.mcp._remote import RemoteTool
@@ -95,9 +100,14 @@ class RemoteTools:
             source
             if isinstance(source, Client)
             else Client(
-                source, elicitation_callback=elicitation_callback, read_timeout_seconds=timeout
+                source,
+                elicitation_callback=elicitation_callback,
+                read_timeout_seconds=timeout,
+                message_handler=self._on_message,
             )
         )
+        self._in_flight: set[anyio.CancelScope] = set()  # calls waiting for their replies
+        self._garbled: Exception | None = None  # the last message the server sent unreadable
         self._include = None if include is None else list(include)
         self._max_result_chars = max_result_chars
         self._closing: asyncio.Event | None = None
@@ -111,6 +121,8 @@ class RemoteTools:
         Raises:
             RemoteToolError: The server cannot be reached (``kind="connection"``).
             ToolError: A tool named in ``include`` does not exist.
+            SchemaError: Chosen tools whose schemas cannot be used (invalid, a ``$ref`` outside
+                the schema, a pattern RE2 cannot run); the message names each one.
         """
         self._loop = asyncio.get_running_loop()
         if self._own:
@@ -183,6 +195,11 @@ class RemoteTools:
     async def _hold(self, ready: asyncio.Future[None], closing: asyncio.Event) -> None:
         try:
             async with self._client:
+                # RemoteTool checks results itself, with patterns on RE2 (ADR-053); the SDK's
+                # own check of the same result uses `re` on this loop, a hostile pattern in
+                # the outputSchema could stall it, so connections opened here skip it.
+                session = self._client.session
+                session.validate_tool_result = _checked_by_remote_tool  # type: ignore[method-assign]
                 ready.set_result(None)
                 await closing.wait()
         except BaseException as exc:
@@ -212,9 +229,23 @@ class RemoteTools:
                 f"it has: {', '.join(sorted(by_name)) or 'none'}"
             )
         chosen = [by_name[n] for n in self._include] if self._include is not None else listed
-        return Toolset(
-            RemoteTool(tool, self._call, max_result_chars=self._max_result_chars) for tool in chosen
-        )
+        built: list[RemoteTool] = []
+        unusable: list[SchemaError] = []
+        for tool in chosen:
+            try:
+                built.append(RemoteTool(tool, self._call, max_result_chars=self._max_result_chars))
+            except SchemaError as exc:
+                unusable.append(exc)
+        if unusable:
+            raise _unusable(unusable, [tool.name for tool in built])
+        return Toolset(built)
+
+    async def _on_message(self, message: types.ServerNotification | Exception) -> None:
+        """A server's line that is not JSON-RPC: it may be any call's reply, so they all fail."""
+        if isinstance(message, Exception):
+            self._garbled = message
+            for scope in self._in_flight:
+                scope.cancel()
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         if not self._open:
@@ -235,6 +266,20 @@ class RemoteTools:
         return await self._send(name, arguments)
 
     async def _send(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        with anyio.CancelScope() as scope:
+            self._in_flight.add(scope)
+            try:
+                return await self._send_once(name, arguments)
+            finally:
+                self._in_flight.discard(scope)
+        raise RemoteToolError(
+            f"{name}: the MCP server sent a message that is not valid JSON-RPC while this call "
+            f"waited for its reply ({_first_line(self._garbled)}); the reply was lost",
+            tool=name,
+            kind="protocol",
+        )
+
+    async def _send_once(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         try:
             return await self._client.call_tool(name, arguments)
         except MCPError as exc:
@@ -261,6 +306,34 @@ class RemoteTools:
                 tool=name,
                 kind="connection",
             ) from exc
+
+
+async def _checked_by_remote_tool(name: str, result: types.CallToolResult) -> None:
+    """Stands in for ``ClientSession.validate_tool_result``: `RemoteTool` checks the result."""
+
+
+def _unusable(errors: list[SchemaError], usable: list[str]) -> SchemaError:
+    """One error for every listed tool whose schemas cannot be used, with the way around."""
+    shown = "; ".join(str(e) for e in errors)
+    hint = f"; to use the others, pass include={usable!r}" if usable else ""
+    count = (
+        f"{len(errors)} of the MCP server's tools"
+        if len(errors) > 1
+        else "a tool of the MCP server"
+    )
+
+    return SchemaError(f"{count} cannot be used: {shown}{hint}")
+
+
+def _first_line(exc: Exception | None) -> str:
+    """What was wrong with the message, in one short line."""
+    if exc is None:
+        return "unreadable"
+    if isinstance(exc, pydantic.ValidationError) and exc.error_count():
+        text = exc.errors(include_url=False, include_input=False)[0]["msg"]
+    else:
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return text[:200]
 
 
 def _leaf(exc: BaseException) -> BaseException:

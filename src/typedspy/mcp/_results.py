@@ -4,12 +4,15 @@ A success is ``structuredContent`` (the outputs as JSON, union members tagged wi
 plus the same JSON as one text block for clients that read only text. A failure is an
 ``isError`` result whose text lists ``path: message`` lines and whose ``structuredContent``
 carries the same facts as data: ``{"error": {"kind", "message", "errors": [{"path", "message"}]}}``.
-The client side (`typedspy.mcp.tools`) reads that shape back into typed errors.
+The client side (`typedspy.mcp.tools`) reads that shape back into typed errors. A failure the
+tool did not word for its caller (``kind="error"``: an LM's, or any exception) is sent without
+the URLs in its text: they name the server's internal endpoints.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -20,6 +23,9 @@ from typedspy.errors import OutputError, ToolArgumentsError, ToolError
 from typedspy.tools import ConfirmationRejected
 
 __all__ = ["ErrorKind", "error_result", "failure_result", "success_result"]
+
+# A URL; the scheme's length is bounded so a long word is scanned once, not once per letter.
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'\"<>]*[^\s'\"<>.,:;)]")
 
 ErrorKind = Literal["invalid_arguments", "invalid_result", "output_error", "rejected", "error"]
 """Why a served call failed: arguments, the tool's own result, the model's output, a person's
@@ -57,4 +63,4 @@ def failure_result(exc: Exception) -> types.CallToolResult:
         return error_result("output_error", str(exc), exc.errors)
     if isinstance(exc, ToolError):
         return error_result("invalid_result", str(exc), exc.errors)
-    return error_result("error", f"{type(exc).__name__}: {exc}")
+    return error_result("error", _URL.sub("[url]", f"{type(exc).__name__}: {exc}"))
