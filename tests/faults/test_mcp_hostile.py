@@ -1,0 +1,337 @@
+"""The MCP client against hostile MCP servers (issue 21: D11, D12 and the observations).
+
+A remote tool's schemas come from the server: checking with them must not fetch what they name
+(D11) nor run their patterns on a backtracking engine (D12). Each case drives the real SDK
+client against a real server (in process, or a stdio subprocess) and ends in a value or a typed
+error. The old code blocked the loop inside ``re`` for these inputs (for ever, in practice);
+`hang_guard` turns such a hang into a failure after 30 s, since ``re`` checks signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import itertools
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+import typedspy as ts
+import typedspy.mcp
+from typedspy.mcp import RemoteResultError, RemoteToolError
+
+HERE = Path(__file__).parent
+EVIL = "^(a+)+$"  # ~2^n steps on "a" * n + "!" for a backtracking engine
+LONG = "a" * 5000 + "!"
+OBJECT = {"type": "object", "properties": {"x": {"type": "integer"}}}
+
+
+def hostile(tools: dict[str, dict[str, Any]], reply: Any = None) -> Server[Any]:
+    """An in-process server listing ``tools`` (name: Tool fields); every call answers ``reply``
+    as structured content (``ran`` as text when None)."""
+    listing = [types.Tool.model_validate({"name": n, **spec}) for n, spec in tools.items()]
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: Any) -> types.CallToolResult:
+        text = [types.TextContent(type="text", text="ran")]
+        return types.CallToolResult(content=text, structured_content=reply)
+
+    return Server("hostile", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def outcome(body: Callable[[], Awaitable[Any]]) -> Any:
+    """What ``body`` returned, or the `TypedspyError` it raised."""
+
+    async def main() -> Any:
+        try:
+            return await body()
+        except ts.TypedspyError as exc:
+            return exc
+
+    return asyncio.run(main())
+
+
+def call(server: Any, name: str, arguments: dict[str, Any], **options: Any) -> Any:
+    async def body() -> Any:
+        async with ts.mcp.tools(server, **options) as remote:
+            return await remote.acall(name, arguments)
+
+    return outcome(body)
+
+
+@pytest.fixture
+def hang_guard() -> Iterator[None]:
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("still running after 30 s: the event loop was blocked")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, 30)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# D11: a $ref names what the client would fetch.
+
+
+class Counting(http.server.BaseHTTPRequestHandler):
+    hits: list[str]
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        body = b'{"type": "integer"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def counting_url() -> Iterator[tuple[str, list[str]]]:
+    hits: list[str] = []
+    handler = type("Handler", (Counting,), {"hits": hits})
+    with http.server.HTTPServer(("127.0.0.1", 0), handler) as httpd:
+        thread = threading.Thread(target=httpd.serve_forever)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{httpd.server_port}/internal/admin?token=1", hits
+        finally:
+            httpd.shutdown()
+            thread.join()
+
+
+@pytest.mark.parametrize("where", ["http", "file"])
+def test_a_remote_ref_is_never_retrieved_and_is_a_schema_error_naming_tool_and_ref(
+    where: str, counting_url: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    url, hits = counting_url
+    if where == "file":
+        (tmp_path / "schema.json").write_text('{"type": "integer"}')
+        url = (tmp_path / "schema.json").as_uri()
+    local = {
+        "type": "object",
+        "$defs": {"count": {"type": "integer"}},
+        "properties": {"x": {"$ref": "#/$defs/count"}},
+    }
+    server = hostile(
+        {
+            "fetching": {"inputSchema": {"type": "object", "properties": {"x": {"$ref": url}}}},
+            "local": {"inputSchema": local},
+        }
+    )
+
+    failed = call(server, "fetching", {"x": 1})
+
+    assert hits == []  # the old code fetched the URL while checking the arguments
+    assert isinstance(failed, ts.SchemaError), failed
+    assert str(failed).startswith(
+        f"a tool of the MCP server cannot be used: fetching's inputSchema: $ref {url!r} "
+        "at properties.x.$ref does not resolve within the schema"
+    )
+    assert "never retrieved" in str(failed)
+    assert "include=['local']" in str(failed)
+    # A reference inside the schema still resolves, and checks.
+    assert call(server, "local", {"x": 1}, include=["local"]) == {"result": "ran"}
+    refused = call(server, "local", {"x": "one"}, include=["local"])
+    assert isinstance(refused, ts.ToolArgumentsError)
+    assert [str(e) for e in refused.errors] == ["x: 'one' is not of type 'integer'"]
+
+
+# D12: patterns run on RE2; what RE2 cannot run is refused when the tool is listed.
+
+
+async def beside_a_ticker(work: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
+    """``work``'s outcome and the longest gap between the ticks of a task run beside it."""
+    ticks = [time.monotonic()]
+
+    async def tick() -> None:
+        while True:
+            await asyncio.sleep(0.005)
+            ticks.append(time.monotonic())
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0.02)
+    try:
+        result: Any = await work()
+    except ts.TypedspyError as exc:
+        result = exc
+    await asyncio.sleep(0.02)
+    ticker.cancel()
+    ticks.append(time.monotonic())
+    return result, max(b - a for a, b in itertools.pairwise(ticks))
+
+
+INPUTS = {
+    "pattern": ({"properties": {"s": {"type": "string", "pattern": EVIL}}}, {"s": LONG}),
+    "patternProperties": (
+        {"patternProperties": {EVIL: {"type": "integer"}}},
+        {LONG[:-1]: "not an integer"},
+    ),
+    "additionalProperties": (
+        {"patternProperties": {EVIL: {}}, "additionalProperties": False},
+        {LONG: 1},
+    ),
+    "propertyNames": ({"propertyNames": {"pattern": EVIL}}, {LONG: 1}),
+}
+
+
+@pytest.mark.parametrize("keyword", sorted(INPUTS))
+def test_a_backtracking_input_pattern_answers_at_once_and_the_loop_keeps_ticking(
+    keyword: str, hang_guard: None
+) -> None:
+    schema, arguments = INPUTS[keyword]
+    server = hostile({"t": {"inputSchema": {"type": "object", **schema}}})
+
+    async def body() -> tuple[Any, float]:
+        async with ts.mcp.tools(server, timeout=1) as remote:
+            return await beside_a_ticker(lambda: remote.acall("t", arguments))
+
+    refused, gap = asyncio.run(body())
+
+    assert isinstance(refused, ts.ToolArgumentsError), refused
+    assert refused.errors, refused
+    assert gap < 5  # the old code held the loop for ever (2^5000 steps)
+
+
+def test_a_backtracking_output_pattern_answers_at_once_and_the_loop_keeps_ticking(
+    hang_guard: None,
+) -> None:
+    # The SDK checks results against the outputSchema too, with `re`, on the same loop.
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": EVIL}}}
+    server = hostile({"t": {"inputSchema": OBJECT, "outputSchema": schema}}, reply={"s": LONG})
+
+    async def body() -> tuple[Any, float]:
+        async with ts.mcp.tools(server, timeout=1) as remote:
+            return await beside_a_ticker(lambda: remote.acall("t", {"x": 1}))
+
+    refused, gap = asyncio.run(body())
+
+    assert isinstance(refused, RemoteResultError), refused
+    assert refused.errors[0].path == ("s",)
+    assert "does not match '^(a+)+$'" in refused.errors[0].message
+    assert len(refused.errors[0].message) < 400  # the 5,001 characters are cut
+    assert gap < 5
+
+
+@pytest.mark.parametrize(
+    ("schema", "named"),
+    [
+        ({"properties": {"s": {"pattern": "^(?=a)a+$"}}}, "'^(?=a)a+$' at properties.s.pattern"),
+        ({"properties": {"s": {"pattern": r"(a)\1"}}}, r"'(a)\\1' at properties.s.pattern"),
+        (
+            {"patternProperties": {"(?<!x)y": {}}},
+            "'(?<!x)y' at patternProperties.(?<!x)y",
+        ),
+        (
+            {"patternProperties": {"^x": {}}, "unevaluatedProperties": False},
+            "unevaluatedProperties (at <root>) in a schema with patternProperties",
+        ),
+    ],
+)
+def test_a_pattern_re2_cannot_run_is_a_schema_error_when_listed(
+    schema: dict[str, Any], named: str
+) -> None:
+    where = "inputSchema"
+    tools = {"t": {"inputSchema": {"type": "object", **schema}}, "fine": {"inputSchema": OBJECT}}
+    if "unevaluated" in named:  # and in an outputSchema as well
+        where = "outputSchema"
+        tools["t"] = {"inputSchema": OBJECT, "outputSchema": {"type": "object", **schema}}
+
+    failed = call(hostile(tools), "fine", {"x": 1})
+
+    assert isinstance(failed, ts.SchemaError), failed
+    assert f"t's {where}: " in str(failed)
+    assert named in str(failed)
+    assert "include=['fine']" in str(failed)
+
+
+# Observations: a broken listing, an unreadable reply, the served error's URL.
+
+
+def test_a_listing_with_unusable_tools_names_every_one_and_the_way_to_use_the_rest() -> None:
+    server = hostile(
+        {
+            "ok": {"inputSchema": OBJECT},
+            "bad_type": {"inputSchema": {"type": "object", "required": 5}},
+            "bad_pattern": {"inputSchema": {"type": "object", "pattern": "(?=x)"}},
+        }
+    )
+
+    failed = call(server, "ok", {"x": 1})
+
+    assert isinstance(failed, ts.SchemaError), failed
+    assert str(failed).startswith("2 of the MCP server's tools cannot be used: ")
+    assert "bad_type's inputSchema is not valid JSON Schema" in str(failed)
+    assert "bad_pattern's inputSchema: the pattern '(?=x)' at pattern" in str(failed)
+    assert str(failed).endswith("; to use the others, pass include=['ok']")
+    assert call(server, "ok", {"x": 1}, include=["ok"]) == {"result": "ran"}
+
+
+@pytest.mark.parametrize("tool", ["garbled", "deep"])
+def test_an_unreadable_reply_is_a_protocol_error_when_it_arrives(tool: str) -> None:
+    params = StdioServerParameters(command=sys.executable, args=[str(HERE / "hostile_mcp.py")])
+
+    async def body() -> tuple[Any, Any]:
+        async with ts.mcp.tools(params, timeout=30) as remote:
+            try:
+                await remote.acall(tool, {"x": 1})
+            except RemoteToolError as exc:
+                failed: Any = exc
+            return failed, await remote.acall("echo", {"x": 1})
+
+    failed, after = outcome(body)
+
+    # The old code waited for the whole timeout, then said "timed out".
+    assert isinstance(failed, RemoteToolError), failed
+    assert failed.kind == "protocol"
+    assert f"{tool}: the MCP server sent a message that is not valid JSON-RPC" in str(failed)
+    assert after == {"result": "fine"}  # the connection goes on
+
+
+def test_a_served_failure_does_not_show_the_internal_endpoint() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}/internal/v1"
+
+    class Answer(ts.Signature):
+        """Answer."""
+
+        question: str = ts.InputField()
+        answer: str = ts.OutputField()
+
+    lm = ts.LM("m", base_url=base_url, api_key="sk-test", max_retries=0)
+    server = ts.mcp.serve(ts.Predict(Answer, lm=lm))
+
+    async def body() -> types.CallToolResult:
+        async with Client(server) as client:
+            return await client.call_tool("answer", {"question": "q"})
+
+    try:
+        result = outcome(body)
+    finally:
+        lm.close()
+
+    assert result.is_error
+    text = result.content[0].text
+    assert text.startswith("LMConnectionError: m at [url]: could not connect")
+    assert result.structured_content["error"]["message"] == text
+    assert str(port) not in text and "internal" not in text
