@@ -182,8 +182,8 @@ async def beside_a_ticker(work: Callable[[], Awaitable[Any]]) -> tuple[Any, floa
 INPUTS = {
     "pattern": ({"properties": {"s": {"type": "string", "pattern": EVIL}}}, {"s": LONG}),
     "patternProperties": (
-        {"patternProperties": {EVIL: {"type": "integer"}}},
-        {LONG[:-1]: "not an integer"},
+        {"patternProperties": {EVIL: {}, "!$": {"type": "integer"}}},
+        {LONG: "not an integer"},
     ),
     "additionalProperties": (
         {"patternProperties": {EVIL: {}}, "additionalProperties": False},
