@@ -195,7 +195,8 @@ def number_too_long(text: str, offset: int, start: int = 0) -> JSONLimitError:
     where = "/".join(map(str, path)) or "<root>"
     return JSONLimitError(
         f"{where}: a number of {count if count <= allowed else f'more than {allowed}'} digits; "
-        f"JSON numbers may have at most {allowed} (sys.get_int_max_str_digits())",
+        f"JSON numbers may have at most {allowed} (max_number_digits, "
+        "sys.set_int_max_str_digits())",
         limit="max_number_digits",
         allowed=allowed,
         offset=offset,

@@ -67,11 +67,16 @@ class Extraction:
         candidates: In order of appearance in the text; possibly empty.
         error: When there are no candidates, a short reason; otherwise None.
         error_path: The field the reason concerns, when it names one.
+        limit: A region past a limit (nesting, a number's digits), said as ``error`` says it,
+            even beside candidates (they may be its fragments' neighbours, not the answer).
+        limit_path: The field ``limit`` concerns, when it names one.
     """
 
     candidates: tuple[Candidate, ...]
     error: str | None
     error_path: tuple[str | int, ...] = ()
+    limit: str | None = None
+    limit_path: tuple[str | int, ...] = ()
 
 
 _FENCE_OPEN = re.compile(r"```[ \t]*(?:[A-Za-z][\w+.#-]*)?[ \t]*\r?\n")
@@ -119,8 +124,9 @@ class _Walk:
         self.skip = skip
         self.found: list[Candidate] = []
         self.error: str | None = None
-        self.depth_error: str | None = None
         self.error_path: tuple[str | int, ...] = ()
+        self.limit_error: str | None = None  # the first region past a limit (depth, digits)
+        self.limit_path: tuple[str | int, ...] = ()
 
     def run(self) -> None:
         text, forest = self.text, self.forest
@@ -163,11 +169,12 @@ class _Walk:
                 strict_first=strict_first,
             )
         except LenientDecodeError as exc:
-            if exc.kind == "depth" and self.depth_error is None:
-                self.depth_error = exc.message
+            if exc.kind in ("depth", "digits") and self.limit_error is None:
+                self.limit_error, self.limit_path = exc.message, exc.path
             if self.error is None:
                 self.error, self.error_path = exc.message, exc.path
-            # Truncated or too deep: whatever is nested inside is a fragment, not an answer.
+            # Truncated or past a limit: whatever is nested inside is a fragment, not an answer
+            # (an answer with a 5,000-digit number is not its "action" object alone).
             return exc.offset if exc.kind == "syntax" else -1
         self.found.append(Candidate(value, start, stop, repaired))
         return -1
@@ -225,14 +232,18 @@ def _extract(text: str) -> Extraction:
     regions = _strict_chain(text, spans)
     error: str | None = None
     path: tuple[str | int, ...] = ()
+    limit: str | None = None
+    limit_path: tuple[str | int, ...] = ()
     if regions is None:
         walk = _Walk(text, Forest(text), spans)
         walk.run()
-        regions, error = walk.found, walk.depth_error or walk.error
-        path = () if walk.depth_error else walk.error_path
+        regions, error, path = walk.found, walk.error, walk.error_path
+        limit, limit_path = walk.limit_error, walk.limit_path
     merged = sorted(strings + regions, key=lambda c: c.start)[-MAX_CANDIDATES:]
     if merged:
-        return Extraction(tuple(merged), None)
+        return Extraction(tuple(merged), None, (), limit, limit_path)
+    if limit is not None:
+        return Extraction((), limit, limit_path, limit, limit_path)
     return Extraction((), error or NO_JSON, path)
 
 

@@ -12,7 +12,7 @@ __all__ = ["MAX_DEPTH", "ErrorKind", "LenientDecodeError", "NonFinite", "depth_m
 MAX_DEPTH = MAX_JSON_DEPTH
 """Deepest nesting of objects and arrays accepted by default (``max_json_depth``, ADR-048)."""
 
-ErrorKind = Literal["syntax", "truncated", "depth"]
+ErrorKind = Literal["syntax", "truncated", "depth", "digits"]
 
 
 @dataclass(frozen=True, repr=False, slots=True)
@@ -43,7 +43,8 @@ class LenientDecodeError(Exception):
         message: What went wrong, and at which offset.
         offset: Where the decoder gave up.
         kind: ``"truncated"`` (the text ended mid-value), ``"depth"`` (nesting deeper than
-            the active ``max_json_depth``) or ``"syntax"``.
+            the active ``max_json_depth``), ``"digits"`` (a number with more digits than
+            Python converts: ``max_number_digits``) or ``"syntax"``.
         path: The keys and indices leading to the value at fault, when known (a number with
             more digits than Python converts names its field).
     """

@@ -55,6 +55,10 @@ class _Frame:
         self.closer = "}" if is_object else "]"
         self.container: dict[str, object] | list[object] = {} if is_object else []
 
+    def here(self) -> str | int:
+        """The key or index of the member being parsed."""
+        return self.key if isinstance(self.container, dict) else len(self.container)
+
     def add(self, value: object) -> None:
         if isinstance(self.container, dict):
             self.container[self.key] = value
@@ -62,19 +66,19 @@ class _Frame:
             self.container.append(value)
 
 
+_MAX_PATH = 64  # path parts reported, as `typedspy._json.path_at` reports them
 _OPENED = object()  # "a container was opened": its first member is parsed next, not attached
 
 
 class _Parser:
     """Iterative lenient parser over ``text[:stop]``; records whether any lenient rule fired."""
 
-    __slots__ = ("max_depth", "number_end", "repaired", "root", "stop", "text")
+    __slots__ = ("max_depth", "number_end", "repaired", "stop", "text")
 
     def __init__(self, text: str, stop: int) -> None:
         self.text = text
         self.stop = stop
         self.max_depth = active_depth()
-        self.root = 0
         self.repaired = False
         self.number_end = -1
 
@@ -113,7 +117,12 @@ class _Parser:
         frames: list[_Frame] = []
         pos = self.skip(pos)
         while True:
-            value, pos = self.value(pos, frames)
+            try:
+                value, pos = self.value(pos, frames)
+            except LenientDecodeError as exc:
+                if exc.kind == "digits":  # name the field by the keys read (quoted or not)
+                    exc.path = tuple(frame.here() for frame in frames[:_MAX_PATH])
+                raise
             if value is _OPENED:
                 continue
             while frames:
@@ -258,10 +267,9 @@ class _Parser:
             try:
                 return int(match.group()), end
             except ValueError:  # more digits than int() accepts from text
-                limit = number_too_long(text, pos, self.root)
-                error = self.error(f"{limit.args[0].split(': ', 1)[1]} (offset {pos})", pos)
-                error.path = limit.path
-                raise error from None
+                limit = number_too_long(text, pos, pos)  # the path: see `parse`
+                message = f"{limit.args[0].split(': ', 1)[1]} (offset {pos})"
+                raise LenientDecodeError(message, pos, "digits") from None
         return finite_or_not(match.group()), end
 
 
@@ -294,7 +302,7 @@ def scan_value(
     if not 0 <= start <= limit:
         raise LenientDecodeError(f"start offset {start} is outside the text", start)
     parser = _Parser(text, limit)
-    pos = parser.root = parser.skip(start)
+    pos = parser.skip(start)
     if strict_first and pos < limit:
         strict = scan_strict(text, pos, limit, sliced=stop is not None)
         if strict is not None:

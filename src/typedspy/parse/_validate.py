@@ -174,6 +174,8 @@ def _parse(sig: type[Signature], text: str) -> ParseResult:
             return result
         first_failure = first_failure or result
     assert first_failure is not None
+    if extraction.limit is not None:  # the answer itself was past a limit: say that
+        return _failure("decode_failed", [FieldError(extraction.limit_path, extraction.limit)])
     return first_failure
 
 
