@@ -134,7 +134,7 @@ def test_unreadable_reset_durations_are_ignored(value: str) -> None:
 def test_rate_limit_needs_a_positive_limit() -> None:
     with pytest.raises(ts.ConfigurationError, match="needs requests_per_minute"):
         ts.RateLimit()
-    with pytest.raises(ts.ConfigurationError, match="expected > 0"):
+    with pytest.raises(ts.ConfigurationError, match="expected a number > 0"):
         ts.RateLimit(requests_per_minute=0)
 
 
@@ -232,7 +232,7 @@ def test_an_input_token_budget_refuses_a_prompt_that_would_not_fit(
     ("limits", "message"),
     [
         ({}, "at least one limit"),
-        ({"requests": -1}, "expected 0 or more"),
+        ({"requests": -1}, "expected an int >= 0"),
         ({"requests": 1.5}, "int"),
     ],
 )

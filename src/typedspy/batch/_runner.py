@@ -17,7 +17,14 @@ from typing import Any, Protocol, TypedDict
 
 from typedspy.batch._progress import BatchProgress, ProgressBar, notify
 from typedspy.batch._result import BatchItem, BatchResult, failure_kind
-from typedspy.errors import BatchStoppedError, ConfigurationError, InputError, ItemTimeoutError
+from typedspy.errors import (
+    BatchStoppedError,
+    ConfigurationError,
+    InputError,
+    ItemTimeoutError,
+    check_int,
+    check_number,
+)
 from typedspy.limits import Budget, RateLimit, UsageMeter, metering
 from typedspy.settings import context
 
@@ -103,12 +110,9 @@ class _Run:
         progress: bool = False,
     ) -> None:
         del rate_limit, budget  # applied through the settings by run_batch
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigurationError(f"concurrency={concurrency!r}: expected an int >= 1")
-        if timeout is not None and not timeout > 0:
-            raise ConfigurationError(f"timeout={timeout!r}: expected seconds > 0 or None")
-        if max_errors is not None and (isinstance(max_errors, bool) or max_errors < 1):
-            raise ConfigurationError(f"max_errors={max_errors!r}: expected an int >= 1 or None")
+        check_int("batch", "concurrency", concurrency, optional=False)
+        check_number("batch", "timeout", timeout, unit="seconds")
+        check_int("batch", "max_errors", max_errors)
         self.items = items
         self.concurrency = concurrency
         self.timeout = timeout

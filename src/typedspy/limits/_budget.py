@@ -6,7 +6,7 @@ import threading
 from decimal import Decimal
 
 from typedspy._types import Usage
-from typedspy.errors import BudgetExceededError, ConfigurationError
+from typedspy.errors import BudgetExceededError, ConfigurationError, check_int
 from typedspy.limits._prices import price_of
 
 __all__ = ["Budget"]
@@ -42,7 +42,8 @@ class Budget:
         cost: US dollars that may be spent (needs the ``prices`` extra).
 
     Raises:
-        ConfigurationError: A limit that is not a positive int, or no limit at all.
+        ConfigurationError: A limit that is not an int >= 0 (``cost``: a number >= 0), or no
+            limit at all.
     """
 
     def __init__(
@@ -65,10 +66,7 @@ class Budget:
             "total_tokens": total_tokens,
         }
         for name, value in limits.items():
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ConfigurationError(f"Budget({name}={value!r}): expected an int")
-            if value is not None and value < 0:
-                raise ConfigurationError(f"Budget({name}={value!r}): expected 0 or more")
+            check_int("Budget", name, value, minimum=0)
         if all(v is None for v in limits.values()) and cost is None:
             raise ConfigurationError("Budget() needs at least one limit")
         self.limits: dict[str, int | Decimal] = {k: v for k, v in limits.items() if v is not None}

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from aiolimiter import AsyncLimiter
 
 from typedspy._types import Usage
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, check_number
 
 __all__ = ["RateLimit", "parse_reset"]
 
@@ -63,9 +63,8 @@ class RateLimit:
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
     ) -> None:
-        for name, value in (("requests", requests_per_minute), ("tokens", tokens_per_minute)):
-            if value is not None and (isinstance(value, bool) or not value > 0):
-                raise ConfigurationError(f"RateLimit({name}_per_minute={value!r}): expected > 0")
+        check_number("RateLimit", "requests_per_minute", requests_per_minute)
+        check_number("RateLimit", "tokens_per_minute", tokens_per_minute)
         if requests_per_minute is None and tokens_per_minute is None:
             raise ConfigurationError("RateLimit() needs requests_per_minute or tokens_per_minute")
         self.requests_per_minute = requests_per_minute

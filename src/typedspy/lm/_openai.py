@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,8 @@ from typedspy._types import Usage
 from typedspy.errors import (
     ConfigurationError,
     LMResponseError,
+    check_int,
+    check_number,
 )
 from typedspy.lm._base import DEFAULT_MAX_RESPONSE_BYTES, BaseLM
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
@@ -97,10 +100,12 @@ class LM(BaseLM):
             ``max_tokens``, ``seed``, ..., and ``extra_body`` for any other).
 
     Raises:
-        ConfigurationError: ``client`` together with client options, an unknown profile, an
-            unknown request parameter (the message names the closest known one), or a
-            default that `LM` sets itself (``model``, ``messages``, ``stream``,
-            ``response_format``, ``tools``...).
+        ConfigurationError: A ``client`` that is not an ``AsyncOpenAI``, or given together
+            with client options; a numeric option of another type or range (``max_retries``
+            an int >= 0, ``max_response_bytes`` and ``max_json_depth`` ints >= 1, ``timeout``
+            seconds > 0); an unknown profile, an unknown request parameter (the message
+            names the closest known one), or a default that `LM` sets itself (``model``,
+            ``messages``, ``stream``, ``response_format``, ``tools``...).
 
     Attributes:
         defaults: The request defaults.
@@ -120,10 +125,7 @@ class LM(BaseLM):
         profile: str | Profile | None = None,
         **defaults: Unpack[LMDefaults],
     ) -> None:
-        if profile is None:
-            url = base_url if client is None else str(client.base_url)
-            profile = detect_profile(url or os.environ.get("OPENAI_BASE_URL"))
-        super().__init__(model, profile=profile)
+        _check_client(model, client)
         options = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries}
         client_options = {**options, "timeout": timeout, "max_response_bytes": max_response_bytes}
         given = [name for name, value in client_options.items() if value is not None]
@@ -132,6 +134,18 @@ class LM(BaseLM):
                 f"LM({model!r}): {', '.join(given)} cannot be combined with client=; "
                 "configure the AsyncOpenAI client instead"
             )
+        check_int("LM", "max_retries", max_retries, minimum=0)
+        check_int("LM", "max_response_bytes", max_response_bytes)
+        check_int("LM", "max_json_depth", max_json_depth)
+        httpx = sys.modules.get(
+            "httpx"
+        )  # an httpx.Timeout (per phase) is taken as the SDK takes it
+        if httpx is None or not isinstance(timeout, httpx.Timeout):
+            check_number("LM", "timeout", timeout, unit="seconds")
+        if profile is None:
+            url = base_url if client is None else str(client.base_url)
+            profile = detect_profile(url or os.environ.get("OPENAI_BASE_URL"))
+        super().__init__(model, profile=profile)
         check_params(defaults, where="LM defaults")
         self.defaults: Mapping[str, Any] = dict(defaults)
         self._client = client  # injected: used as is, from whichever loop calls
@@ -141,10 +155,10 @@ class LM(BaseLM):
         self._api_key = api_key
         self._max_retries = 2 if max_retries is None else max_retries
         self._timeout = timeout
-        self._max_bytes = _positive(
-            max_response_bytes, DEFAULT_MAX_RESPONSE_BYTES, "max_response_bytes"
+        self._max_bytes = (
+            DEFAULT_MAX_RESPONSE_BYTES if max_response_bytes is None else max_response_bytes
         )
-        self._max_depth = _positive(max_json_depth, MAX_JSON_DEPTH, "max_json_depth")
+        self._max_depth = MAX_JSON_DEPTH if max_json_depth is None else max_json_depth
         self._lock = threading.Lock()
         self._usage = Usage()
         self._calls = 0
@@ -380,9 +394,18 @@ class LM(BaseLM):
         return endpoint_redactor(self._api_key, self._base_url, self._client)(text)
 
 
-def _positive(value: int | None, default: int, name: str) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"LM({name}=...) must be a positive int, got {value!r}")
-    return value
+def _check_client(model: str, client: object) -> None:
+    """Refuse a ``client`` that is not an ``AsyncOpenAI`` (checked without importing the SDK)."""
+    if client is None:
+        return
+    openai = sys.modules.get("openai")  # whoever built an AsyncOpenAI imported it
+    if openai is None or not isinstance(client, openai.AsyncOpenAI):
+        hint = (
+            " (a blocking OpenAI client: pass an AsyncOpenAI, typedspy runs sync calls itself)"
+            if openai is not None and isinstance(client, openai.OpenAI)
+            else ""
+        )
+        raise ConfigurationError(
+            f"LM({model!r}): client= takes an openai.AsyncOpenAI (or a subclass such as "
+            f"AsyncAzureOpenAI), got {type(client).__qualname__}{hint}"
+        )

@@ -23,6 +23,8 @@ from typedspy.errors import (
     ConfigurationError,
     InputError,
     OutputError,
+    check_instance,
+    check_int,
 )
 from typedspy.lm import BaseLM, ChatMessage, FallbackLM, RequestParams, check_params
 from typedspy.modules._history import History, history_messages
@@ -75,7 +77,8 @@ class Predict(Module, Generic[SigT, InputsT]):
 
     Raises:
         ConfigurationError: An unknown mode or request parameter (the message names the
-            closest known one), or a negative ``max_retries``.
+            closest known one), an ``lm`` that is not an LM, or a ``max_retries`` (an int
+            >= 0) or ``token_budget`` (an int >= 1) of another type or range.
         SchemaError: The signature cannot be compiled to a response schema.
     """
 
@@ -151,8 +154,10 @@ class Predict(Module, Generic[SigT, InputsT]):
     ) -> None:
         if mode is not None and mode not in MODES:
             raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(MODES)}")
-        if max_retries is not None and max_retries < 0:
-            raise ConfigurationError("max_retries must be 0 or more")
+        owner = type(self).__name__
+        check_instance(owner, "lm", lm, BaseLM, "an LM (ts.LM('gpt-4o-mini'), ...)")
+        check_int(owner, "max_retries", max_retries, minimum=0)
+        check_int(owner, "token_budget", token_budget)
         sig = signature_of(signature, output)
         self.signature: type[SigT] = cast("type[SigT]", sig)
         check_params(lm_kwargs, where=f"{type(self).__name__}({sig.__name__})")

@@ -21,6 +21,8 @@ from typedspy.errors import (
     ConfigurationError,
     LMUnsupportedFeatureError,
     SchemaError,
+    check_instance,
+    check_int,
 )
 from typedspy.lm import BaseLM, ChatMessage, RequestBound, RequestParams, check_params
 from typedspy.modules import History, Predict, history_messages
@@ -88,7 +90,9 @@ class ReAct(Module, Generic[SigT]):
             endpoint's own ones inside ``extra_body={...}``).
 
     Raises:
-        ConfigurationError: A bad mode or ``max_iters``, an unknown request parameter, a tool
+        ConfigurationError: A bad mode, an ``lm`` that is not an LM, a numeric option of
+            another type or range (``max_iters``, ``max_tool_calls``, ``max_requests``,
+            ``token_budget``: ints >= 1), an unknown request parameter, a tool
             named ``finish``, an input named ``trajectory`` (or, with ``mode="union"``,
             ``reasoning`` or ``next``).
         ToolError: A tool that cannot be built, or two tools with the same name.
@@ -110,18 +114,15 @@ class ReAct(Module, Generic[SigT]):
     ) -> None:
         if mode not in _MODES:
             raise ConfigurationError(f"unknown ReAct mode {mode!r}; use one of {list(_MODES)}")
-        for name, value in (("max_iters", max_iters), ("max_tool_calls", max_tool_calls)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigurationError(f"{name} must be an int >= 1, not {value!r}")
-        if token_budget is not None and (
-            isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1
-        ):
-            raise ConfigurationError(f"token_budget must be an int >= 1, not {token_budget!r}")
+        check_instance("ReAct", "lm", lm, BaseLM, "an LM (ts.LM('gpt-4o-mini'), ...)")
+        check_int("ReAct", "max_iters", max_iters, optional=False)
+        check_int("ReAct", "max_tool_calls", max_tool_calls, optional=False)
+        check_int("ReAct", "token_budget", token_budget)
         if max_requests not in ("auto", None) and (
             isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1
         ):
             raise ConfigurationError(
-                f"max_requests must be an int >= 1, 'auto' or None, not {max_requests!r}"
+                f"ReAct(max_requests={max_requests!r}): expected an int >= 1, 'auto' or None"
             )
         sig = make_signature(signature) if isinstance(signature, str) else signature
         check_params(lm_kwargs, where=f"ReAct({sig.__name__})")
