@@ -52,8 +52,11 @@ OUTPUTS: dict[str, tuple[str, tuple[str | int, ...]]] = {
         ("confidence",),
     ),
     "after_a_draft": (
-        'Draft: {"action": {"reason": 1}} Final: {"action": ' + CONTINUE + ', "confidence": '
-        + HUGE + "}",
+        'Draft: {"action": {"reason": 1}} Final: {"action": '
+        + CONTINUE
+        + ', "confidence": '
+        + HUGE
+        + "}",
         ("confidence",),
     ),
     "markers": (

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PydanticInvalidForJsonSchema, TypeAdapter
 
 from typedspy.errors import SchemaError
 from typedspy.schema._generate import JSONSchema, neutral_schema
@@ -79,6 +79,26 @@ def _output_model(obj: type) -> type[BaseModel]:
     raise SchemaError(f"compile_schema takes a Signature subclass or a Pydantic model, not {obj!r}")
 
 
+def _no_json_schema(
+    name: str, model: type[BaseModel], exc: PydanticInvalidForJsonSchema
+) -> SchemaError:
+    """The error for outputs Pydantic has no JSON schema for, naming the first such field."""
+    field = None
+    for candidate, info in model.model_fields.items():
+        annotation: Any = info.annotation
+        try:
+            TypeAdapter(annotation).json_schema()
+        except PydanticInvalidForJsonSchema:
+            field = candidate
+            break
+    reason = str(exc).split("\n", 1)[0]
+    return SchemaError(
+        f"{name}{f'.{field}' if field else ''}: no JSON schema for this output ({reason}); "
+        "outputs must be JSON data: models, lists, dicts, str, numbers, bool, Literal, enums",
+        path=(field,) if field else (),
+    )
+
+
 def _inline_root(schema: JSONSchema) -> JSONSchema:
     """A recursive model's schema is a bare ``$ref``; the wire root must be the object itself."""
     ref = schema.get("$ref")
@@ -105,8 +125,9 @@ def compile_schema(obj: type, target: Target | str = "openai-strict") -> Compile
         target: ``"openai-strict"`` (default) or ``"json-schema"``.
 
     Raises:
-        SchemaError: For an unknown target, a shape the target cannot express (the message says
-            what to do), or a schema over the target's limits; ``path`` says where.
+        SchemaError: For an unknown target, an output with no JSON schema (an arbitrary
+            class), a shape the target cannot express (the message says what to do), or a
+            schema over the target's limits; ``path`` says where.
     """
     if not isinstance(obj, type):  # `A | B`, `list[A]`: not a class, nor weakly cacheable
         raise SchemaError(
@@ -124,7 +145,10 @@ def compile_schema(obj: type, target: Target | str = "openai-strict") -> Compile
     convert, strict = _TARGETS[target]
     model = _output_model(obj)
     name = _schema_name(obj)
-    neutral = _inline_root(neutral_schema(model))
+    try:
+        neutral = _inline_root(neutral_schema(model))
+    except PydanticInvalidForJsonSchema as exc:
+        raise _no_json_schema(name, model, exc) from exc
     # The json-schema target edits its input in place; keep a copy for the prompt shape.
     shape_source = None if target == "json-schema" else copy.deepcopy(neutral)
     schema = convert(neutral, name=name)

@@ -28,6 +28,7 @@ __all__ = [
     "is_model",
     "is_union",
     "pairs_to_dict",
+    "qualified_name",
     "resolve_name",
     "strip_type_key",
     "user_discriminated",
@@ -50,7 +51,7 @@ def is_union(tp: object) -> bool:
     return get_origin(tp) in (Union, types.UnionType)
 
 
-def _qualified(cls: type) -> str:
+def qualified_name(cls: type) -> str:
     # Classes defined inside functions have "<locals>" in their qualname; users never write that.
     return cls.__qualname__.rsplit("<locals>.", 1)[-1]
 
@@ -63,7 +64,7 @@ def wire_names(models: list[type[BaseModel]]) -> list[str]:
     numbered in declaration order (``mod.X_1``, ``mod.X_2``).
     """
     simple = [m.__name__ for m in models]
-    qualified = [_qualified(m) for m in models]
+    qualified = [qualified_name(m) for m in models]
     out = []
     for m, s, q in zip(models, simple, qualified, strict=True):
         if simple.count(s) == 1:

@@ -8,15 +8,24 @@ import sys
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    PydanticSchemaGenerationError,
+    create_model,
+)
 from pydantic._internal._model_construction import ModelMetaclass, build_lenient_weakvaluedict
 from pydantic._internal._typing_extra import parent_frame_namespace
 from pydantic.fields import FieldInfo
 from typing_extensions import dataclass_transform
 
 from typedspy.errors import SchemaError
+from typedspy.signature._declared import check_output_types, check_resolved, unsupported_type
 from typedspy.signature._fields import FieldRole, InputField, OutputField, role_of, without_role
-from typedspy.signature._unions import TypeRewriter, decode_json_once, is_model
+from typedspy.signature._unions import TYPE_KEY, TypeRewriter, decode_json_once, is_model
 
 __all__ = ["Signature", "SignatureSpec", "build_signature"]
 
@@ -55,7 +64,7 @@ class _SignatureMeta(ModelMetaclass):
         mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
     ) -> type:
         if any(isinstance(b, _SignatureMeta) for b in bases):
-            _check_field_names(name, namespace.get("__annotations__", {}))
+            _check_field_names(name, namespace.get("__annotations__", {}), namespace)
         if kwargs.get("__pydantic_reset_parent_namespace__", True):
             # Pydantic reads the defining frame's locals (forward references) two frames up
             # from its own __new__; this override adds one, so hand them over ourselves.
@@ -95,9 +104,21 @@ class _SignatureMeta(ModelMetaclass):
 RESERVED_INPUTS = frozenset({"history", "stream", "resume_state"})
 
 
-def _check_field_names(name: str, annotations: Any) -> None:
+def _check_field_names(name: str, annotations: Any, namespace: dict[str, Any]) -> None:
     """Refuse, at class creation, field names Pydantic or typedspy use themselves."""
     for field in annotations if isinstance(annotations, dict) else ():
+        if field.startswith("_") and isinstance(namespace.get(field), FieldInfo):
+            tag = (
+                f"; {TYPE_KEY!r} is also the tag typedspy adds to union members"
+                if field == TYPE_KEY
+                else ""
+            )
+            rename = "kind" if field == TYPE_KEY else field.lstrip("_") or "value"
+            raise SchemaError(
+                f"{name}.{field}: a field name cannot start with '_' (Pydantic keeps such "
+                f"names as private attributes, not fields){tag}; rename it (e.g. {rename!r})",
+                path=(field,),
+            )
         if field == "model_config" or (
             not field.startswith("_") and hasattr(BaseModel, field) and field != "__doc__"
         ):
@@ -133,7 +154,9 @@ class Signature(BaseModel, metaclass=_SignatureMeta):
 
     Raises:
         SchemaError: At class definition, for a field without a marker, a field marked as both,
-            no output field, or a union member that declares its own ``_type``.
+            a field name starting with ``_``, no output field, a type name not defined where
+            the class is, an output no JSON can hold (a ``Callable``, a ``type[...]``), or a
+            union member that declares its own ``_type``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
@@ -188,9 +211,16 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
             f"takes itself ({', '.join(sorted(RESERVED_INPUTS))}); rename the input",
             path=(reserved[0],),
         )
+    check_resolved(cls, {**inputs, **outputs})
+    check_output_types(cls.__name__, outputs)
     rewriter = TypeRewriter()
-    input_model = _fields_model(f"{cls.__name__}Inputs", inputs, rewriter, decode_strings=False)
-    output_model = _fields_model(f"{cls.__name__}Outputs", outputs, rewriter, decode_strings=True)
+    try:
+        input_model = _fields_model(f"{cls.__name__}Inputs", inputs, rewriter, decode_strings=False)
+        output_model = _fields_model(
+            f"{cls.__name__}Outputs", outputs, rewriter, decode_strings=True
+        )
+    except PydanticSchemaGenerationError as exc:  # an arbitrary class: no validator for it
+        raise unsupported_type(cls.__name__, {**inputs, **outputs}, exc) from None
     input_model.__typedspy_owner__ = (cls, "input_model")
     output_model.__typedspy_owner__ = (cls, "output_model")
     doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else ""

@@ -45,6 +45,7 @@ from typedspy.signature._dispatch import (
     is_model,
     is_union,
     pairs_to_dict,
+    qualified_name,
     strip_type_key,
     user_discriminated,
     wire_names,
@@ -247,12 +248,21 @@ def _to_user(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:
 
 
 def _check_no_type_field(model: type[BaseModel]) -> None:
+    owner = qualified_name(model)
+    if TYPE_KEY in model.__private_attributes__:  # `_type: str = "A"`: Pydantic's private name
+        raise SchemaError(
+            f"{owner}.{TYPE_KEY} declares the name {TYPE_KEY!r}, which typedspy "
+            "adds to every member of a union to tell them apart (the tag is typedspy's "
+            "business: remove it), or tag the members yourself with a Literal field and "
+            "Field(discriminator=...)",
+            path=(owner, TYPE_KEY),
+        )
     for name, info in model.model_fields.items():
         aliases = {info.alias, info.validation_alias, info.serialization_alias}
         if TYPE_KEY in aliases:
             raise SchemaError(
-                f"{model.__qualname__}.{name} uses the name {TYPE_KEY!r}, which typedspy adds to "
+                f"{owner}.{name} uses the name {TYPE_KEY!r}, which typedspy adds to "
                 f"every member of a union to tell them apart; rename it (e.g. 'kind') or declare "
                 f"the union with Field(discriminator='{name}') to use your own tag",
-                path=(model.__qualname__, name),
+                path=(owner, name),
             )

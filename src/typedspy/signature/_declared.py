@@ -1,0 +1,139 @@
+"""What a signature's field types must be, checked when the class is defined.
+
+Pydantic accepts, at class definition, types a signature cannot use: a forward reference it
+cannot resolve (the class is left "not fully defined" and fails at first use with an error that
+names neither the signature nor the field), and, as outputs, types no JSON can hold (a
+``Callable``, a ``type[...]``: Pydantic fails on them only when the schema is built). Each is a
+`SchemaError` here, naming the field, when the class statement runs.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import typing
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, ForwardRef, Literal, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    PydanticSchemaGenerationError,
+    PydanticUndefinedAnnotation,
+    TypeAdapter,
+)
+from pydantic.fields import FieldInfo
+
+from typedspy.errors import SchemaError
+from typedspy.signature._dispatch import is_model
+
+__all__ = ["check_output_types", "check_resolved", "unsupported_type"]
+
+_Path = tuple[str, ...]
+
+
+def _parts(tp: Any) -> Iterator[Any]:
+    """``tp`` and every type named inside it (not inside models; Literal values skipped)."""
+    stack = [tp]
+    while stack:
+        current = stack.pop()
+        origin = get_origin(current)
+        if origin is Annotated:
+            stack.append(get_args(current)[0])
+            continue
+        yield current
+        if origin is not Literal:
+            stack.extend(reversed(get_args(current)))
+
+
+def _walk(tp: Any, path: _Path, seen: set[type[BaseModel]]) -> Iterator[tuple[Any, _Path]]:
+    """Every type in ``tp`` and in the fields of the models it names, with the path to it."""
+    for part in _parts(tp):
+        yield part, path
+        if is_model(part) and part not in seen:
+            seen.add(part)
+            for name, info in part.model_fields.items():
+                yield from _walk(info.annotation, (*path, name), seen)
+
+
+def _unresolved(tp: Any) -> bool:
+    return any(
+        isinstance(part, ForwardRef) or (is_model(part) and not part.__pydantic_complete__)
+        for part in _parts(tp)
+    )
+
+
+def check_resolved(cls: type[BaseModel], fields: Mapping[str, FieldInfo]) -> None:
+    """Refuse a signature whose field types name something undefined where it is defined.
+
+    A forward reference is resolved when the class statement runs (a signature's fields are
+    read then, once): a name defined later, or not at all, is an error naming the field.
+
+    Raises:
+        SchemaError: The first field that names an undefined type; ``path`` is the field.
+    """
+    if cls.__pydantic_complete__:
+        return
+    try:  # the same namespaces Pydantic just read; it raises the name it could not find
+        cls.model_rebuild(raise_errors=True, _parent_namespace_depth=0)
+    except PydanticUndefinedAnnotation as exc:
+        missing = exc.name
+    else:
+        return  # deferred on purpose (defer_build), and resolvable
+    field = next((name for name, info in fields.items() if _unresolved(info.annotation)), None)
+    where = f"{cls.__name__}.{field}" if field else cls.__name__
+    raise SchemaError(
+        f"{where}: its type refers to {missing!r}, which is not defined; define or import "
+        f"{missing!r} before the signature (a signature's types are read when its class "
+        "statement runs)",
+        path=(field,) if field else (),
+    )
+
+
+def _not_json(tp: Any) -> str | None:
+    """What ``tp`` is when no JSON value can be one: a callable, or a class."""
+    if tp is typing.Callable or tp is collections.abc.Callable:
+        return "a Callable"
+    if get_origin(tp) is collections.abc.Callable:
+        return "a Callable"
+    if tp is type or get_origin(tp) is type:
+        return "a type[...] (a class)"
+    return None
+
+
+def check_output_types(name: str, outputs: Mapping[str, FieldInfo]) -> None:
+    """Refuse output fields holding a type the model cannot write as JSON.
+
+    Raises:
+        SchemaError: Naming the field (and the path inside its models) and the type.
+    """
+    seen: set[type[BaseModel]] = set()
+    for field, info in outputs.items():
+        for part, path in _walk(info.annotation, (field,), seen):
+            what = _not_json(part)
+            if what is not None:
+                raise SchemaError(
+                    f"{name}.{'.'.join(path)}: {what} cannot be an output: the model writes "
+                    "JSON, which holds no functions or classes; output data instead (a "
+                    "Literal of names, a model, a str, ...)",
+                    path=path,
+                )
+
+
+def unsupported_type(
+    name: str, fields: Mapping[str, FieldInfo], exc: PydanticSchemaGenerationError
+) -> SchemaError:
+    """The error for fields Pydantic cannot validate (an arbitrary class), naming the first."""
+    field = None
+    for candidate, info in fields.items():
+        annotation: Any = info.annotation
+        try:
+            TypeAdapter(annotation)
+        except PydanticSchemaGenerationError:
+            field = candidate
+            break
+    reason = str(exc).split(". ", 1)[0]
+    return SchemaError(
+        f"{name}{f'.{field}' if field else ''}: {reason}; a field's type must be one Pydantic "
+        "validates (a model, a dataclass, str, numbers, ...) or define "
+        "__get_pydantic_core_schema__",
+        path=(field,) if field else (),
+    )

@@ -1,0 +1,259 @@
+"""Issue 21 (left from issue 10's audit): user mistakes that raised untyped errors.
+
+Each mistake is refused where it is made, when the class statement runs or the object is built,
+with a `ts.TypedspyError` subclass that names what is wrong (the field, the parameter, the
+value); before, each one raised a bare Pydantic, ``TypeError`` or ``AttributeError``, some only
+at the first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from pydantic_core import core_schema
+
+import typedspy as ts
+
+
+class Plain:
+    """A class Pydantic has no validator for."""
+
+
+def callable_output() -> object:
+    class Apply(ts.Signature):
+        """Apply."""
+
+        question: str = ts.InputField()
+        function: Callable[[int], int] = ts.OutputField()
+
+    return Apply
+
+
+def callable_inside_an_output_model() -> object:
+    class Step(BaseModel):
+        name: str
+        run: Callable[[], None]
+
+    class Plan(ts.Signature):
+        """Plan."""
+
+        question: str = ts.InputField()
+        steps: list[Step] = ts.OutputField()
+
+    return Plan
+
+
+def type_output() -> object:
+    class Pick(ts.Signature):
+        """Pick."""
+
+        question: str = ts.InputField()
+        kind: type[int] = ts.OutputField()
+
+    return Pick
+
+
+def unresolved_forward_reference() -> object:
+    class Answer(ts.Signature):
+        """Answer."""
+
+        question: str = ts.InputField()
+        answer: list[Undefined] = ts.OutputField()  # type: ignore[name-defined]  # noqa: F821
+
+    return Answer
+
+
+def forward_reference_inside_a_model() -> object:
+    class Item(BaseModel):
+        detail: Undefined  # type: ignore[name-defined]  # noqa: F821
+
+    class Answer(ts.Signature):
+        """Answer."""
+
+        question: str = ts.InputField()
+        item: Item = ts.OutputField()
+
+    return Answer
+
+
+def signature_field_named_type() -> object:
+    class Classify(ts.Signature):
+        """Classify."""
+
+        text: str = ts.InputField()
+        _type: str = ts.OutputField()
+
+    return Classify
+
+
+def union_member_declaring_type() -> object:
+    class Cat(BaseModel):
+        _type: str = "cat"
+        name: str
+
+    class Dog(BaseModel):
+        name: str
+
+    class Adopt(ts.Signature):
+        """Adopt."""
+
+        request: str = ts.InputField()
+        pet: Cat | Dog = ts.OutputField()
+
+    return Adopt
+
+
+def arbitrary_class_field() -> object:
+    class Make(ts.Signature):
+        """Make."""
+
+        question: str = ts.InputField()
+        thing: Plain = ts.OutputField()
+
+    return Make
+
+
+SCHEMA_MISTAKES: dict[str, tuple[Callable[[], object], tuple[str, ...], tuple[str, ...]]] = {
+    # name: (mistake, error path, words the message holds)
+    "callable_output": (callable_output, ("function",), ("Apply.function", "Callable")),
+    "callable_inside_an_output_model": (
+        callable_inside_an_output_model,
+        ("steps", "run"),
+        ("Plan.steps.run", "Callable"),
+    ),
+    "type_output": (type_output, ("kind",), ("Pick.kind", "type[...]")),
+    "unresolved_forward_reference": (
+        unresolved_forward_reference,
+        ("answer",),
+        ("Answer.answer", "'Undefined'", "not defined"),
+    ),
+    "forward_reference_inside_a_model": (
+        forward_reference_inside_a_model,
+        ("item",),
+        ("Answer.item", "'Undefined'"),
+    ),
+    "signature_field_named_type": (
+        signature_field_named_type,
+        ("_type",),
+        ("Classify._type", "cannot start with '_'", "tag"),
+    ),
+    "union_member_declaring_type": (
+        union_member_declaring_type,
+        ("Cat", "_type"),
+        ("Cat._type", "'_type'", "union"),
+    ),
+    "arbitrary_class_field": (arbitrary_class_field, ("thing",), ("Make.thing", "Plain")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA_MISTAKES))
+def test_a_signature_mistake_is_a_schema_error_at_class_definition(name: str) -> None:
+    mistake, path, words = SCHEMA_MISTAKES[name]
+    with pytest.raises(ts.SchemaError) as caught:
+        mistake()
+    assert caught.value.path[-len(path) :] == path
+    for word in words:
+        assert word in str(caught.value)
+
+
+class Handle:
+    """A type Pydantic validates (by ``isinstance``) but has no JSON schema for."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.is_instance_schema(cls)
+
+
+def test_an_output_with_no_json_schema_is_a_schema_error_when_the_module_is_built() -> None:
+    class Open(ts.Signature):
+        """Open."""
+
+        path: str = ts.InputField()
+        title: str = ts.OutputField()
+        handle: Handle = ts.OutputField()
+
+    with pytest.raises(ts.SchemaError) as caught:
+        ts.Predict(Open)
+    assert caught.value.path == ("handle",)
+    assert "Open.handle: no JSON schema" in str(caught.value)
+
+
+OPTION_MISTAKES: dict[str, tuple[Callable[[], object], str]] = {
+    # name: (mistake, words the message holds)
+    "predict_max_retries_str": (
+        lambda: ts.Predict("question -> answer", max_retries="2"),  # type: ignore[call-overload]
+        "Predict(max_retries='2')",
+    ),
+    "predict_token_budget_str": (
+        lambda: ts.Predict("question -> answer", token_budget="x"),  # type: ignore[call-overload]
+        "Predict(token_budget='x')",
+    ),
+    "predict_lm_name": (
+        lambda: ts.Predict("question -> answer", lm="gpt-4o-mini"),  # type: ignore[call-overload]
+        "Predict(lm='gpt-4o-mini')",
+    ),
+    "chain_of_thought_max_retries_str": (
+        lambda: ts.ChainOfThought("question -> answer", max_retries="2"),  # type: ignore[call-overload]
+        "ChainOfThought(max_retries='2')",
+    ),
+    "react_lm_name": (
+        lambda: ts.ReAct("question -> answer", lm="gpt-4o-mini"),  # type: ignore[arg-type]
+        "ReAct(lm='gpt-4o-mini')",
+    ),
+    "lm_client_not_a_client_with_api_key": (
+        lambda: ts.LM("m", client=object(), api_key="sk-x"),  # type: ignore[arg-type]
+        "client= takes an openai.AsyncOpenAI",
+    ),
+    "lm_max_retries_str": (
+        lambda: ts.LM("m", max_retries="2"),  # type: ignore[arg-type]
+        "LM(max_retries='2')",
+    ),
+    "lm_timeout_str": (
+        lambda: ts.LM("m", timeout="30"),  # type: ignore[arg-type]
+        "LM(timeout='30')",
+    ),
+    "lm_timeout_negative": (lambda: ts.LM("m", timeout=-1), "LM(timeout=-1)"),
+    "rate_limit_str": (
+        lambda: ts.RateLimit(requests_per_minute="60"),  # type: ignore[arg-type]
+        "RateLimit(requests_per_minute='60')",
+    ),
+    "batch_timeout_str": (
+        lambda: ts.Predict("question -> answer").batch([], timeout="5"),
+        "batch(timeout='5')",
+    ),
+    "batch_max_errors_str": (
+        lambda: ts.Predict("question -> answer").batch([], max_errors="3"),
+        "batch(max_errors='3')",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTION_MISTAKES))
+def test_an_option_of_the_wrong_type_is_a_configuration_error_at_construction(name: str) -> None:
+    mistake, words = OPTION_MISTAKES[name]
+    with pytest.raises(ts.ConfigurationError) as caught:
+        mistake()
+    assert words in str(caught.value)
+
+
+def test_the_lm_client_check_says_what_to_pass_for_a_blocking_client() -> None:
+    import openai
+
+    blocking = openai.OpenAI(api_key="sk-x", base_url="http://127.0.0.1:9/v1")
+    try:
+        with pytest.raises(ts.ConfigurationError, match="blocking OpenAI client"):
+            ts.LM("m", client=blocking)  # type: ignore[arg-type]
+    finally:
+        blocking.close()
+
+
+def test_what_the_checks_accept_still_builds() -> None:
+    import httpx
+
+    ts.LM("m", timeout=httpx.Timeout(5.0), max_retries=0)
+    ts.LM("m", timeout=2.5, max_response_bytes=1024, max_json_depth=8)
+    ts.Predict("question -> answer", max_retries=0, token_budget=100)
+    ts.RateLimit(requests_per_minute=0.5)
