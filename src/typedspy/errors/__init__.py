@@ -4,7 +4,7 @@ Every error typedspy raises derives from `TypedspyError`. Branches also derive f
 they refine, so ``except ValueError`` and ``except TypeError`` keep working::
 
     TypedspyError
-    ├── ConfigurationError (ValueError)   misuse: bad settings, sync call inside a running loop
+    ├── ConfigurationError (ValueError)   misuse: bad options or settings, sync call in a loop
     │   ├── InputError                    missing or unexpected inputs, caught before any request
     │   │   └── MediaError                an image, audio or file input that cannot be sent
     │   │       └── MediaNotSupportedError  the endpoint's profile takes no media of that kind
