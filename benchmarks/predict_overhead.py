@@ -3,7 +3,8 @@
 Prints per-call latency (sequential) and throughput at 64 concurrent calls as ratios to
 ``AsyncOpenAI.chat.completions.create`` sending the very same request body (plus ``json.loads``
 of the reply, which any caller of the raw SDK needs), and the size in o200k_base tokens of the
-whole request body for the reference task.
+whole request body for the reference task. Predict runs with the history stage on (its default,
+``history_size=20``) and off (``history_size=0``), so its cost shows (ADR-061).
 Run: ``python benchmarks/predict_overhead.py``
 """
 
@@ -102,10 +103,13 @@ async def main() -> None:
         def raw() -> Any:
             return _raw(client, body)
 
-        seq_ours, seq_raw, thr_ours, thr_raw = [], [], [], []
+        seq_ours, seq_raw, thr_ours, thr_raw, seq_off, thr_off = [], [], [], [], [], []
         for _ in range(3):  # interleaved rounds, so drift hits both sides alike
             seq_raw.append(await _sequential(raw, SEQUENTIAL))
             seq_ours.append(await _sequential(ours, SEQUENTIAL))
+            with ts.context(history_size=0):
+                seq_off.append(await _sequential(ours, SEQUENTIAL))
+                thr_off.append(await _concurrent(ours, CONCURRENT_CALLS, CONCURRENCY))
             thr_raw.append(await _concurrent(raw, CONCURRENT_CALLS, CONCURRENCY))
             thr_ours.append(await _concurrent(ours, CONCURRENT_CALLS, CONCURRENCY))
 
@@ -118,6 +122,11 @@ async def main() -> None:
         f"throughput at {CONCURRENCY} concurrent: raw SDK {raw_thr:.0f}/s, Predict {our_thr:.0f}/s"
     )
     print(f"  ratio {our_thr / raw_thr:.3f}x (target >= 0.90x)")
+    off_lat, off_thr = min(seq_off), max(thr_off)
+    print(
+        f"history stage off (history_size=0): {off_lat / raw_lat:.3f}x sequential, "
+        f"{off_thr / raw_thr:.3f}x throughput; on costs {(our_lat - off_lat) * 1e6:+.0f} us a call"
+    )
     print(
         f"  (median sequential ratio over rounds: "
         f"{statistics.median(o / r for o, r in zip(seq_ours, seq_raw, strict=True)):.3f}x)"

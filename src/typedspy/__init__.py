@@ -92,6 +92,7 @@ from typedspy.optimize import (
     LabeledFewShot,
 )
 from typedspy.parse import ParseFailure, ParseResult, parse_outputs
+from typedspy.pipeline import inspect_history
 from typedspy.prediction import Prediction
 from typedspy.profiles import LoopRemedy, Profile
 from typedspy.react import (
@@ -231,6 +232,7 @@ __all__ = [
     "context",
     "evaluate",
     "get_settings",
+    "inspect_history",
     "load_dataset",
     "make_signature",
     "metrics",

@@ -18,27 +18,23 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from typedspy import _gate
 from typedspy._deadline import note_attempt, note_tool
 from typedspy.settings import get_settings
-from typedspy.streaming import closing
 
 if TYPE_CHECKING:
     from typedspy._types import Attempt
-    from typedspy.lm import BaseLM, LMChunk, LMRequest, LMResponse, StreamAccumulator
+    from typedspy.lm import BaseLM, LMRequest, LMResponse
     from typedspy.tools import Tool
 
 __all__ = [
     "BaseCallback",
     "attempt_end",
     "attempt_start",
-    "complete",
     "module_end",
     "module_start",
-    "stream",
     "tool_end",
     "tool_start",
 ]
@@ -142,49 +138,3 @@ def tool_end(call_id: str | None, outputs: object, exception: BaseException | No
     """Notify callbacks that the tool `tool_start` announced has ended."""
     if call_id is not None:
         _notify("on_tool_end", call_id, outputs, exception)
-
-
-async def complete(lm: BaseLM, request: LMRequest) -> LMResponse:
-    """Send ``request`` through ``lm``, notifying callbacks before and after.
-
-    Every typedspy module sends its requests through here.
-    """
-    if not get_settings().callbacks:
-        return await _gate.complete(lm, request)
-    call_id = uuid.uuid4().hex
-    _notify("on_lm_start", call_id, lm, request)
-    try:
-        response = await _gate.complete(lm, request)
-    except BaseException as exc:
-        _notify("on_lm_end", call_id, None, exc)
-        raise
-    _notify("on_lm_end", call_id, response, None)
-    return response
-
-
-async def stream(
-    lm: BaseLM, request: LMRequest, accumulator: StreamAccumulator
-) -> AsyncIterator[LMChunk]:
-    """Stream ``request`` through ``lm`` into ``accumulator``, notifying callbacks.
-
-    ``on_lm_end`` receives the response the chunks add up to.
-    """
-    notify = bool(get_settings().callbacks)
-    call_id = uuid.uuid4().hex
-    if notify:
-        _notify("on_lm_start", call_id, lm, request)
-    async with closing(_gate.stream(lm, request)) as chunks:  # closes the HTTP response at once
-        try:
-            async for chunk in chunks:
-                accumulator.add(chunk)
-                yield chunk
-        except GeneratorExit:  # the consumer stopped early: not a failure of the request
-            if notify:
-                _notify("on_lm_end", call_id, None, None)
-            raise
-        except BaseException as exc:
-            if notify:
-                _notify("on_lm_end", call_id, None, exc)
-            raise
-    if notify:
-        _notify("on_lm_end", call_id, accumulator.response(), None)

@@ -83,6 +83,8 @@ class Settings:
             each verifies); empty (set as None or ``[]``): none, and `ResumeState.to_json`
             and ``from_json`` refuse to run without a ``secret=`` of their own. Never shown
             in a repr.
+        history_size: How many of the last exchanges with models are kept for
+            `inspect_history` (20 by default; 0 keeps none).
     """
 
     lm: BaseLM | None = None
@@ -100,6 +102,7 @@ class Settings:
     stream_deadline: float | None = 600.0
     max_requests: int | None = 6
     resume_secret: tuple[bytes, ...] = field(default=(), repr=False)
+    history_size: int = 20
 
 
 class SettingsKeywords(TypedDict, total=False):
@@ -120,6 +123,7 @@ class SettingsKeywords(TypedDict, total=False):
     stream_deadline: float | None
     max_requests: int | None
     resume_secret: Secrets | None
+    history_size: int
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
@@ -141,7 +145,7 @@ def configure(**kwargs: Unpack[SettingsKeywords]) -> None:
         **kwargs: Any of the `Settings` fields (``lm``, ``max_retries``, ``mode``,
             ``token_budget``, ``callbacks``, ``retry_wait``, ``budget``, ``rate_limit``,
             ``cache``, ``cache_mode``, ``cache_salt``, ``deadline``, ``stream_deadline``,
-            ``max_requests``, ``resume_secret``).
+            ``max_requests``, ``resume_secret``, ``history_size``).
 
     Raises:
         ConfigurationError: An unknown key, or a value of the wrong type.
@@ -255,7 +259,7 @@ def _unknown_setting(name: str) -> str:
 def _problem(key: str, value: object) -> str | None:
     if key == "lm" and value is not None and not isinstance(value, BaseLM):
         return "expected an LM (typedspy.LM, typedspy.testing.FakeLM or another BaseLM) or None"
-    if key == "max_retries" and not (_is_int(value) and value >= 0):
+    if key in ("max_retries", "history_size") and not (_is_int(value) and value >= 0):
         return "expected an int >= 0"
     if key == "max_requests" and not (value is None or (_is_int(value) and value > 0)):
         return "expected an int > 0 or None"

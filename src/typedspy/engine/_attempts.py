@@ -28,6 +28,7 @@ from typedspy.engine._send import Pick, send
 from typedspy.errors import TruncatedOutputError
 from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound
 from typedspy.parse import ParseFailure, ParseResult
+from typedspy.pipeline import HISTORY
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryableFailure, RetryPolicy
 from typedspy.signature import Signature
@@ -192,6 +193,7 @@ async def _attempt(
         pick=driver.pick(),
         reasoning_tags=driver.reasoning_tags(),
         requests=attempts.requests,
+        attempt=number,
     )
     async with closing(sent) as items:
         async for item in items:
@@ -200,6 +202,16 @@ async def _attempt(
             else:
                 yield item
     assert response is not None
+    seen = len(attempts.made)
+    try:
+        done = _read(driver, attempts, number, response)
+    finally:  # the history shows what the attempt came to
+        kind = attempts.made[-1].kind if len(attempts.made) > seen else None
+        HISTORY.note_kind(response, kind)
+    yield done
+
+
+def _read(driver: Driver[T], attempts: Attempts, number: int, response: LMResponse) -> Done[T]:
     driver.received(response)
     text, reasoning = driver.output(response)
     _runaway(driver, attempts, number, response, text, reasoning)
@@ -213,7 +225,7 @@ async def _attempt(
             attempts=tuple(attempts.made),
             raw=text or "",
         )
-    yield driver.read(attempts, number, response, text, reasoning)
+    return driver.read(attempts, number, response, text, reasoning)
 
 
 def _runaway(

@@ -1,4 +1,4 @@
-"""Send or stream one completion: the one place a module call reaches the LM (ADR-009).
+"""Send or stream one completion: the one place a module call reaches the pipeline (ADR-009).
 
 Without streaming, one request and its `LMResponse`. With streaming, the chunks are added up
 into the same `LMResponse` by a `StreamAccumulator`, and the output text they carry is parsed as
@@ -11,17 +11,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 
-from typedspy import callbacks
-from typedspy.lm import (
-    BaseLM,
-    LMChunk,
-    LMRequest,
-    LMResponse,
-    RequestBound,
-    StreamAccumulator,
-    counted,
-    counted_stream,
-)
+from typedspy import pipeline
+from typedspy.lm import BaseLM, LMChunk, LMRequest, LMResponse, RequestBound, StreamAccumulator
 from typedspy.parse import PartialParser, ReasoningSplitter
 from typedspy.signature import Signature
 from typedspy.streaming import OutputDelta, PartialPrediction, StreamEvent, closing
@@ -53,6 +44,7 @@ async def send(
     pick: Pick = content,
     reasoning_tags: tuple[str, str] | None = None,
     requests: RequestBound | None = None,
+    attempt: int = 0,
 ) -> AsyncIterator[StreamEvent | LMResponse]:
     """The response to ``request``, last; when streaming, the partial-output events before it.
 
@@ -60,14 +52,16 @@ async def send(
     (a tool call in ReAct) yields the response alone. A leading block between
     ``reasoning_tags`` is split off that text first, as the final parse splits it (ADR-027):
     its text comes as `OutputDelta` of no field and never reaches the parser. ``requests``
-    bounds the HTTP requests sent, transport retries included (ADR-029).
+    bounds the HTTP requests sent, transport retries included (ADR-029); ``attempt`` is the
+    call's attempt this request is (the history shows it). The request goes through the
+    pipeline's stages (`typedspy.pipeline`).
     """
     if not stream:
-        yield await counted(requests, lambda: callbacks.complete(lm, request))
+        yield await pipeline.complete(lm, request, requests=requests, attempt=attempt)
         return
     accumulator = StreamAccumulator(lm.model)
     output = _Output(signature, lm.max_json_depth, reasoning_tags)
-    chunks_sent = counted_stream(requests, callbacks.stream(lm, request, accumulator))
+    chunks_sent = pipeline.stream(lm, request, accumulator, requests=requests, attempt=attempt)
     async with closing(chunks_sent) as chunks:
         async for chunk in chunks:
             piece = pick(chunk, accumulator)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Self, cast
 from pydantic import Field, FiniteFloat, JsonValue, model_validator
 from pydantic_core import PydanticCustomError
 
-from typedspy import _gate
+from typedspy import pipeline
 from typedspy._types import FieldError
 from typedspy.adapter import render_value
 from typedspy.errors import ConfigurationError
@@ -156,7 +156,7 @@ class KNNProgram(Module):
             )
         np_ = _numpy()
         lm = resolve_lm(self._lm)
-        [query] = await _gate.embed(lm, [embedding_text(inputs)], model=self._embedding_model)
+        [query] = await pipeline.embed(lm, [embedding_text(inputs)], model=self._embedding_model)
         q = np_.asarray(query, dtype=float)
         norm = np_.linalg.norm(q)
         sims = self._vectors @ (q / norm if norm else q)
@@ -270,7 +270,7 @@ class KNNFewShot(Optimizer):
         np_ = _numpy()
         lm = resolve_lm(self.lm)
         texts = [embedding_text(ex.inputs()) for ex in items]
-        raw = np_.asarray(await _gate.embed(lm, texts, model=self.embedding_model), dtype=float)
+        raw = np_.asarray(await pipeline.embed(lm, texts, model=self.embedding_model), dtype=float)
         norms = np_.linalg.norm(raw, axis=1, keepdims=True)
         vectors = raw / np_.where(norms == 0, 1.0, norms)
         return KNNProgram(

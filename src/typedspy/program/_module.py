@@ -17,6 +17,7 @@ from typedspy._types import FieldError
 from typedspy.batch import BatchOptions, BatchResult, run_batch
 from typedspy.errors import ConfigurationError, SavedStateError
 from typedspy.parse import field_errors
+from typedspy.program._render import arender
 from typedspy.program._state import (
     ProgramState,
     read_state,
@@ -148,6 +149,23 @@ class Module:
 
     def __call__(self, **inputs: Any) -> Any:
         return self.forward(**inputs)
+
+    async def arender(self, **inputs: Any) -> dict[str, Any]:
+        """The JSON body of the first request ``self(**inputs)`` would send; nothing is sent.
+
+        The messages, ``response_format`` or tools, and the parameters after the profile's
+        rules, exactly as the endpoint would receive them (``json.dumps`` it for the wire
+        text). Only the first request: later ones depend on the model's replies.
+
+        Raises:
+            ConfigurationError: The call sends no request to a model.
+            InputError: Missing, unexpected or invalid inputs.
+        """
+        return await arender(self, inputs)
+
+    def render(self, **inputs: Any) -> dict[str, Any]:
+        """Synchronous `arender`: ``predict.render(question="...")["messages"]``."""
+        return run_sync(lambda: arender(self, inputs), async_name=f"{type(self).__name__}.arender")
 
     async def abatch(
         self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]

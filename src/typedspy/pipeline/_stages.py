@@ -1,0 +1,198 @@
+"""The stages of the pipeline, in their one order (`ORDER`; see `typedspy.pipeline._exchange`)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from typedspy._deadline import note_request
+from typedspy.cache import Cache, cache_key
+from typedspy.errors import CacheMissError, LMRateLimitError
+from typedspy.limits import Budget, RateLimit, estimate_tokens, record
+from typedspy.lm import LMResponse
+from typedspy.pipeline._exchange import Exchange, Stage
+from typedspy.pipeline._history import HISTORY, Entry
+from typedspy.settings import Settings
+
+__all__ = ["ORDER", "Admit", "Bound", "CacheStage", "Observe", "Record"]
+
+logger = logging.getLogger("typedspy")
+
+_READS = ("read_write", "read", "replay")
+_WRITES = ("read_write", "refresh")
+
+
+class Observe(Stage):
+    """Callbacks' ``on_lm_start`` and ``on_lm_end``: they watch beside the path, never send."""
+
+    name = "observe"
+
+    def __init__(self, callbacks: tuple[object, ...]) -> None:
+        self.callbacks = callbacks
+        self.call_id = uuid.uuid4().hex
+
+    @classmethod
+    def configured(cls, settings: Settings) -> Observe | None:
+        return cls(settings.callbacks) if settings.callbacks else None
+
+    async def enter(self, exchange: Exchange) -> LMResponse | None:
+        self._notify("on_lm_start", exchange.lm, exchange.request)
+        return None
+
+    async def leave(self, exchange: Exchange) -> None:
+        self._notify("on_lm_end", exchange.response, None)
+
+    def fail(self, exchange: Exchange, error: BaseException | None) -> None:
+        self._notify("on_lm_end", None, error)
+
+    def _notify(self, method: str, *args: object) -> None:
+        for callback in self.callbacks:
+            handler = getattr(callback, method, None)
+            if handler is None:
+                continue
+            try:
+                handler(self.call_id, *args)
+            except Exception:
+                logger.warning("callback %r raised in %s; ignored", callback, method, exc_info=True)
+
+
+class Record(Stage):
+    """Keeps the exchange in the bounded history `inspect_history` prints (ADR-061)."""
+
+    name = "record"
+
+    @classmethod
+    def configured(cls, settings: Settings) -> Record | None:
+        if settings.history_size <= 0:
+            return None
+        HISTORY.resize(settings.history_size)
+        return _RECORD
+
+    async def leave(self, exchange: Exchange) -> None:
+        HISTORY.add(Entry.of(exchange, None))
+
+    def fail(self, exchange: Exchange, error: BaseException | None) -> None:
+        HISTORY.add(Entry.of(exchange, error))
+
+
+_RECORD = Record()
+
+
+class CacheStage(Stage):
+    """The response cache: a hit answers the request; a reply sent is stored (``cache_mode``)."""
+
+    name = "cache"
+
+    def __init__(self, cache: Cache, settings: Settings) -> None:
+        self.cache = cache
+        self.mode = settings.cache_mode
+        self.salt = settings.cache_salt
+        self.key: str | None = None
+
+    @classmethod
+    def configured(cls, settings: Settings) -> CacheStage | None:
+        if settings.cache is None or settings.cache_mode == "off":
+            return None
+        return cls(settings.cache, settings)
+
+    async def enter(self, exchange: Exchange) -> LMResponse | None:
+        lm = exchange.lm
+        self.key = key = cache_key(lm, exchange.request, salt=self.salt)
+        if self.mode not in _READS:
+            return None
+        hit = self.cache.get(key)
+        if hit is not None:
+            record(hit.usage, cached=True)
+            return hit
+        if self.mode == "replay":
+            raise CacheMissError(
+                f"cache_mode='replay': no cached response for this {lm.model} request "
+                f"(key {key[:16]}...); record it first with cache_mode='read_write'",
+                key=key,
+            )
+        return None
+
+    async def leave(self, exchange: Exchange) -> None:
+        if self.key is not None and not exchange.cached and self.mode in _WRITES:
+            assert exchange.response is not None
+            self.cache.put(self.key, exchange.response)
+
+
+class Admit(Stage):
+    """A `Budget` and a `RateLimit`: a request waits for its turn, or is refused unsent."""
+
+    name = "admit"
+
+    def __init__(self, budget: Budget | None, rate_limit: RateLimit | None) -> None:
+        self.budget = budget
+        self.rate_limit = rate_limit
+        self.charged = (0, 0)
+
+    @classmethod
+    def configured(cls, settings: Settings) -> Admit | None:
+        if settings.budget is None and settings.rate_limit is None:
+            return None
+        return cls(settings.budget, settings.rate_limit)
+
+    async def enter(self, exchange: Exchange) -> LMResponse | None:
+        estimate = estimate_tokens(exchange.request)
+        if self.budget is not None:
+            endpoint = exchange.lm.endpoint if "cost" in self.budget.limits else None
+            self.budget.reserve(estimate, model=exchange.lm.model, endpoint=endpoint)
+        if self.rate_limit is not None:
+            self.charged = (await self.rate_limit.acquire(estimate), estimate)
+        else:
+            self.charged = (0, estimate)
+        return None
+
+    async def leave(self, exchange: Exchange) -> None:
+        response = exchange.response
+        assert response is not None
+        if self.rate_limit is not None:
+            self.rate_limit.observe(response.headers)
+            tokens, estimate = self.charged
+            await self.rate_limit.settle(tokens, response.usage, estimated=estimate)
+        if self.budget is not None:
+            endpoint = exchange.lm.endpoint if "cost" in self.budget.limits else None
+            self.budget.spend(response.usage, model=exchange.lm.model, endpoint=endpoint)
+
+    def fail(self, exchange: Exchange, error: BaseException | None) -> None:
+        if (
+            self.rate_limit is not None
+            and isinstance(error, LMRateLimitError)
+            and error.retry_after
+        ):
+            self.rate_limit.pause(error.retry_after)
+
+
+class Bound(Stage):
+    """The call's deadline is told a request goes out; the usage meters count the reply."""
+
+    name = "bound"
+
+    @classmethod
+    def configured(cls, settings: Settings) -> Bound:
+        del settings
+        return _BOUND
+
+    async def enter(self, exchange: Exchange) -> LMResponse | None:
+        note_request(
+            "waiting for the stream to start" if exchange.streamed else "waiting for a response"
+        )
+        return None
+
+    async def leave(self, exchange: Exchange) -> None:
+        assert exchange.response is not None
+        record(exchange.response.usage)
+
+
+_BOUND = Bound()
+
+ORDER: tuple[type[Stage], ...] = (
+    Observe,
+    Record,
+    CacheStage,
+    Admit,
+    Bound,
+)
+"""The stages every request passes, in this order; the transport (the LM) comes last."""
