@@ -492,3 +492,21 @@ def test_iterate_sync_raises_the_generators_exception() -> None:
     with pytest.raises(ValueError, match="stream broke"):
         next(items)
     assert list(items) == []
+
+
+def test_a_thread_loop_finished_inside_another_running_loop_closes_without_a_warning() -> None:
+    # A dead thread's loop can be dropped by the garbage collector while the collecting thread
+    # runs a loop of its own (a test's asyncio.run): it cannot be run there, and its finishing
+    # coroutine must not be left unawaited (a flake of tests/faults/test_proxies.py).
+    import gc
+
+    from typedspy._runtime_local import _Loop
+
+    dropped = _Loop()
+
+    async def inside() -> None:
+        dropped.finish()
+
+    asyncio.run(inside())
+    gc.collect()
+    assert dropped.loop.is_closed()

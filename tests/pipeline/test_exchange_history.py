@@ -1,0 +1,87 @@
+"""The history stage: the last exchanges, bounded, and `ts.inspect_history` (issue 22)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import typedspy as ts
+from typedspy.pipeline import HISTORY, last_exchanges
+from typedspy.testing import Reply, StandIn
+
+
+class Score(ts.Signature):
+    """Score the text from 1 to 5."""
+
+    text: str = ts.InputField()
+    score: int = ts.OutputField(ge=1, le=5)
+
+
+@pytest.fixture(autouse=True)
+def fresh() -> None:
+    HISTORY.clear()
+
+
+def test_a_retried_call_shows_each_attempt_with_its_feedback_turn(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with StandIn() as server:
+        server.enqueue(json.dumps({"score": 9}), json.dumps({"score": 4}))
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x")
+        try:
+            assert ts.Predict(Score, lm=lm)(text="fine").score == 4
+        finally:
+            lm.close()
+
+    text = ts.inspect_history(2)
+
+    assert capsys.readouterr().out.strip() == text.strip()
+    first, second = last_exchanges(2)
+    assert (first.attempt, first.kind) == (1, "not_enforced")
+    assert (second.attempt, second.kind) == (2, None)
+    assert second.body == server.requests[1]
+    assert "attempt 1" in text and "failed: not_enforced" in text and "attempt 2" in text
+    feedback = second.body["messages"][-1]["content"]
+    assert "score" in feedback and feedback in text  # the feedback turn, as sent
+    assert '{"score": 9}' in text and '{"score": 4}' in text  # what came back each time
+
+
+def test_failed_requests_are_kept_with_their_error() -> None:
+    with StandIn() as server:
+        server.enqueue(Reply(status=500, error={"message": "boom"}))
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", max_retries=0)
+        try:
+            with pytest.raises(ts.LMError):
+                ts.Predict(Score, lm=lm)(text="fine")
+        finally:
+            lm.close()
+
+    (entry,) = last_exchanges(1)
+    assert entry.response is None and entry.error is not None and "boom" in entry.error
+    assert "boom" in ts.inspect_history(1)
+
+
+def test_the_history_is_bounded_and_can_be_turned_off() -> None:
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x")
+        try:
+            with ts.context(history_size=3):
+                for n in range(5):
+                    ts.Predict(Score, lm=lm)(text=f"text {n}")
+            assert len(last_exchanges(10)) == 3
+            assert [
+                e.body["messages"][-1]["content"].count("text 4") for e in last_exchanges(3)
+            ] == [
+                0,
+                0,
+                1,
+            ]
+            HISTORY.clear()
+            with ts.context(history_size=0):
+                ts.Predict(Score, lm=lm)(text="unseen")
+            assert last_exchanges(10) == []
+        finally:
+            lm.close()
+    with pytest.raises(ts.ConfigurationError, match="history_size"):
+        ts.configure(history_size=-1)
