@@ -19,7 +19,7 @@ from react_wire import (
 
 import typedspy as ts
 from typedspy.react import ReAct, Trajectory
-from typedspy.react._calls import ModuleContext, is_module_callback, module_callback
+from typedspy.react._run import ModuleContext, is_module_callback, module_callback
 from typedspy.tools import Tool, tool
 
 

@@ -6,10 +6,16 @@ function, or, for endpoints without tools, a ``_type``-tagged union of tool argu
 signature's outputs; running out of steps ends it with an answer extracted from the trajectory.
 A tool that needs a person's confirmation pauses the run (`ConfirmationRequired`); passing the
 answer back as ``resume_state`` continues at the same call without repeating earlier ones.
+
+A resumed run is a new `Run` set back to where the saved one paused (`restore`); its first
+events are the paused call's, answered once, then the rest of that step's calls
+(`resumed_step`). A saved state's signature covers the pause id (ADR-052): a state cannot be
+given a new id to pass for another pause.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast
@@ -20,6 +26,7 @@ from typedspy.engine import Done, check_inputs, run_attempts, stepping_down
 from typedspy.errors import (
     ConfigurationError,
     LMUnsupportedFeatureError,
+    ResumeConflictError,
     SchemaError,
     check_instance,
     check_int,
@@ -28,28 +35,42 @@ from typedspy.lm import BaseLM, ChatMessage, RequestBound, RequestParams, check_
 from typedspy.modules import History, Predict, history_messages
 from typedspy.prediction import Prediction
 from typedspy.program import Module
-from typedspy.react._resume import ResumeStore, default_resume_store, restore, resumed_step
-from typedspy.react._run import MAX_TOOL_CALLS, Run
-from typedspy.react._state import PausedRun, Trajectory, TrajectoryStep, read_paused
+from typedspy.react._run import MAX_TOOL_CALLS, Run, finished, started
+from typedspy.react._state import (
+    PausedRun,
+    ResumeStore,
+    Trajectory,
+    TrajectoryCall,
+    TrajectoryStep,
+    default_resume_store,
+    read_paused,
+)
 from typedspy.react._steps import (
     FINISH,
     TRAJECTORY_FIELD,
     NativeStep,
     extraction_signature,
     step_signature,
+    union_step,
 )
-from typedspy.react._union import union_step
 from typedspy.schema import compile_schema
 from typedspy.settings import get_settings, resolve_lm
-from typedspy.signature import Signature, make_signature
+from typedspy.signature import Signature, make_signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
-from typedspy.tools import ResumeState, Tool, Toolset
+from typedspy.tools import ResumeState, Tool, Toolset, approvals
 
-__all__ = ["ReAct"]
+__all__ = ["ReAct", "ReActMode", "answer_once", "restore", "resumed_step", "show_edits"]
+
 
 logger = logging.getLogger("typedspy")
+
+
 SigT = TypeVar("SigT", bound=Signature)
+
+
 ReActMode = Literal["auto", "tools", "union"]
+
+
 _MODES = ("auto", "tools", "union")
 
 
@@ -380,3 +401,102 @@ class ReAct(Module, Generic[SigT]):
         run.lm.profile.reject("tools")
         run.mode = "union"
         return True
+
+
+def restore(run: Run[Any], point: PausedRun) -> None:
+    """Set a new run back to where ``point`` paused: its tokens, its step and its tools.
+
+    Tools the paused run did not have are removed; tools it had (added by module callbacks)
+    that the agent lacks now are named in a warning.
+    """
+    run.usage = point.usage
+    run.step = point.step
+    for tool in list(run.calls.tools):
+        if tool.name not in point.tools:
+            run.calls.tools.remove(tool.name)
+    missing = sorted(set(point.tools) - {t.name for t in run.calls.tools})
+    if missing:
+        logger.warning(
+            "resuming %s without tools added during the paused run: %s",
+            run.signature.__name__,
+            ", ".join(missing),
+        )
+
+
+async def resumed_step(
+    run: Run[Any], point: PausedRun, state: ResumeState, store: ResumeStore
+) -> AsyncIterator[StreamEvent]:
+    """The paused call answered (once, see `answer_once`), then the rest of its step's calls."""
+    step = run.trajectory[run.step]
+    call = step.calls[point.call]
+    yield started(call)
+    call.observation, failed = await answer_once(run, call, state, point.pause_id, store)
+    yield finished(call, failed)
+    async with closing(run.run_calls(step, point.call + 1)) as calls:
+        async for event in calls:
+            yield event
+
+
+async def answer_once(
+    run: Run[Any], call: TrajectoryCall, state: ResumeState, pause_id: str, store: ResumeStore
+) -> tuple[str, bool]:
+    """The paused call's observation (and whether it failed), once per pause.
+
+    The first resumption claims ``pause_id`` and applies the person's answer; a second one
+    with the same answer replays the recorded observation without running the tool.
+
+    Raises:
+        ResumeConflictError: The pause was answered differently before, or the earlier
+            resumption has not recorded its outcome.
+    """
+    known = await store.claim(pause_id, state.action)
+    if known is None:
+        observation, failed = await _answer(run, call, state)
+        await store.record(pause_id, observation, failed)
+        return observation, failed
+    if known.action != state.action:
+        raise ResumeConflictError(
+            f"this pause of {call.name} was already answered with {known.action!r}; "
+            f"it cannot now be answered with {state.action!r}",
+            pause_id=pause_id,
+            action=known.action,
+        )
+    if known.observation is None:
+        raise ResumeConflictError(
+            f"this pause of {call.name} is being resumed elsewhere, or its resumption "
+            "stopped while the tool ran; the tool is not run again",
+            pause_id=pause_id,
+            action=known.action,
+        )
+    logger.info("pause %s was resumed before: %s is not run again", pause_id, call.name)
+    show_edits(call, state)
+    return known.observation, known.failed
+
+
+async def _answer(run: Run[Any], call: TrajectoryCall, state: ResumeState) -> tuple[str, bool]:
+    """The paused call's observation, from the person's answer (and whether it failed)."""
+    if state.action == "reject":
+        return f"The user rejected this call to {call.name}; it was not run.", True
+    if state.action == "feedback":
+        return (
+            f"The user did not run this call to {call.name} and said: {state.feedback}",
+            True,
+        )
+    with approvals(state):  # the decision is consumed by this call, or dropped on exit
+        observation, failed = await run.calls.run_checked(call)
+    if not show_edits(call, state):
+        return observation, failed
+    return f"(The user edited the arguments before approving the call.) {observation}", failed
+
+
+def show_edits(call: TrajectoryCall, state: ResumeState) -> bool:
+    """Show the call with the person's edits, if any (and say whether there were any)."""
+    edited = state.edited_arguments
+    if edited is None:
+        return False
+    # What ran: the edits over the paused call's validated arguments, as the tools layer
+    # merges them; the model then reads the call as it was really made.
+    original = state.tool_call.get("arguments")
+    merged = {**(original if isinstance(original, Mapping) else {}), **edited}
+    call.arguments = json.dumps(to_jsonable(merged), ensure_ascii=False, separators=(",", ":"))
+    return True

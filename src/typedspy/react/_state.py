@@ -12,13 +12,22 @@ the step and call that paused, the mode, the tools in use and the tokens spent s
 pause's random ``pause_id``. A web app can store the `ResumeState` (signed, ADR-052) and resume
 in another process with a fresh agent; reading it back is Pydantic validation, and a malformed
 state is a `ConfigurationError` naming the path of what is wrong (ADR-043).
+
+Answered pauses are kept in a `ResumeStore`: each pause of a ReAct run carries a ``pause_id``; the
+first resumption claims it before the approved tool runs and records what the call returned, so a
+second resumption from the same saved state replays that observation instead of running the tool
+again (ADR-036). The default store lives in the process; a web app that resumes in several
+processes passes a shared one (docs/confirmations.md).
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal, Self, TypeVar, overload
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, Self, TypeVar, overload, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -31,21 +40,35 @@ from pydantic import (
 )
 
 from typedspy._types import Usage, format_path
-from typedspy.errors import ConfigurationError
+from typedspy.errors import (
+    ConfigurationError,
+)
 from typedspy.lm import ChatMessage
 from typedspy.signature import Signature, to_jsonable
 from typedspy.tools import ResumeState
 
 __all__ = [
+    "ACCEPTED",
     "CONTEXT_KEY",
     "FEEDBACK_LABEL",
+    "MAX_ERROR_CHARS",
+    "MemoryResumeStore",
     "PausedRun",
+    "ResumeRecord",
+    "ResumeStore",
     "Trajectory",
     "TrajectoryCall",
     "TrajectoryStep",
+    "bounded",
+    "default_resume_store",
     "paused_run",
     "read_paused",
 ]
+
+
+ACCEPTED = "Done: the final answer was accepted."
+"""The observation of a ``finish`` whose outputs were valid."""
+
 
 # Same spirit as the retry feedback turn: the model must not take it for something a person said.
 FEEDBACK_LABEL = "[Automated feedback from typedspy's agent loop, not a message from the user.]"
@@ -235,8 +258,6 @@ class Trajectory(Sequence[TrajectoryStep]):
             raise ConfigurationError(f"malformed trajectory data at {_where(exc)}") from exc
 
 
-# -- a paused run ----------------------------------------------------------------------------
-
 CONTEXT_KEY = "react"
 """The key of ReAct's state in ``ConfirmationRequired.context`` (other keys are left alone)."""
 
@@ -333,3 +354,100 @@ def read_paused(state: ResumeState, signature: type[Signature]) -> PausedRun:
             f"at a call to {pending.name!r} (id {pending.id!r})"
         )
     return paused
+
+
+@dataclass(frozen=True)
+class ResumeRecord:
+    """What a store holds for one answered pause.
+
+    Attributes:
+        action: The answer's action (``"approve"``, ``"edit"``, ``"reject"``, ``"feedback"``).
+        observation: What the paused call returned, as the model read it; None while the call
+            runs (or when the process running it stopped before it was recorded).
+        failed: Whether that observation reports an error.
+    """
+
+    action: str
+    observation: str | None = None
+    failed: bool = False
+
+
+@runtime_checkable
+class ResumeStore(Protocol):
+    """Where a ReAct agent records answered pauses, so an approval applies once.
+
+    Both methods must be atomic with respect to each other for one key (a database row with the
+    key as primary key does it: ``INSERT`` that fails on conflict, then ``UPDATE``).
+    """
+
+    async def claim(self, key: str, action: str) -> ResumeRecord | None:
+        """Claim ``key`` for an answer with ``action``.
+
+        Returns:
+            None when this call claimed the key (the paused call is to run now); otherwise the
+            record an earlier claim left.
+        """
+        ...
+
+    async def record(self, key: str, observation: str, failed: bool) -> None:
+        """Record what the paused call claimed under ``key`` returned."""
+        ...
+
+
+class MemoryResumeStore:
+    """A `ResumeStore` in this process's memory, bounded to the ``max_entries`` newest keys.
+
+    Args:
+        max_entries: The most answered pauses remembered; the oldest are forgotten first.
+
+    Raises:
+        ConfigurationError: ``max_entries`` is not a positive int.
+    """
+
+    def __init__(self, max_entries: int = 10_000) -> None:
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise ConfigurationError(f"max_entries must be an int >= 1, not {max_entries!r}")
+        self.max_entries = max_entries
+        self._records: OrderedDict[str, ResumeRecord] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    async def claim(self, key: str, action: str) -> ResumeRecord | None:
+        """See `ResumeStore.claim`."""
+        with self._lock:
+            known = self._records.get(key)
+            if known is not None:
+                return known
+            self._records[key] = ResumeRecord(action)
+            while len(self._records) > self.max_entries:
+                self._records.popitem(last=False)
+            return None
+
+    async def record(self, key: str, observation: str, failed: bool) -> None:
+        """See `ResumeStore.record`."""
+        with self._lock:
+            known = self._records.get(key)
+            action = known.action if known is not None else "approve"
+            self._records[key] = ResumeRecord(action, observation, failed)
+
+
+_DEFAULT = MemoryResumeStore()
+
+
+def default_resume_store() -> MemoryResumeStore:
+    """The process-wide store agents use when given none."""
+    return _DEFAULT
+
+
+MAX_ERROR_CHARS = 1000
+"""Errors shown to the model are cut to this many characters: a stack of validation messages
+or a huge exception text must not crowd out the conversation."""
+
+
+def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so when it was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters cut]"

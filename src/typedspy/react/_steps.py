@@ -1,4 +1,4 @@
-"""What ReAct sends for one step: the native tool-calling request and the fallback signature.
+"""What ReAct sends for one step and how its reply is read: a native step, or the union step.
 
 A native step streams its completion when the run streams; the arguments of a ``finish`` call
 are the task's outputs, so while they arrive they are parsed like `Predict`'s output
@@ -9,12 +9,14 @@ Native tool calling: the conversation (system, inputs, then the trajectory as as
 ``tool_calls`` and ``role: tool`` messages) with every tool plus a strict ``finish`` function
 whose parameters are the signature's output schema. Fallback for endpoints without tool
 calling: a signature whose one output ``next`` is a ``_type``-tagged union of each tool's
-arguments and a ``finish`` member holding the outputs, asked through `Predict`.
+arguments and a ``finish`` member holding the outputs, asked through `Predict` (`union_step`),
+so constrained decoding guarantees a well-formed step (ADR-037).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import operator
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,22 +27,32 @@ from pydantic.fields import FieldInfo
 from typedspy._types import FailureKind, Usage
 from typedspy.adapter import format_inputs, user_content, with_history
 from typedspy.engine import Attempts, Done, Pick
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, OutputDecodeError, OutputValidationError
 from typedspy.lm import (
     ChatMessage,
     LMChunk,
     LMRequest,
     LMResponse,
     StreamAccumulator,
+    counted_stream,
 )
+from typedspy.modules import Predict
 from typedspy.profiles import Profile
-from typedspy.react._state import Trajectory, TrajectoryStep
+from typedspy.react._state import ACCEPTED, Trajectory, TrajectoryCall, TrajectoryStep, bounded
 from typedspy.schema import compile_schema
-from typedspy.signature import InputField, OutputField, Signature, build_signature, without_role
+from typedspy.signature import (
+    InputField,
+    OutputField,
+    Signature,
+    build_signature,
+    to_jsonable,
+    without_role,
+)
+from typedspy.streaming import closing
+from typedspy.tools import Tool
 
 if TYPE_CHECKING:
     from typedspy.react._run import Run
-    from typedspy.tools import Tool
 
 __all__ = [
     "FINISH",
@@ -52,26 +64,37 @@ __all__ = [
     "native_request",
     "step_output",
     "step_signature",
+    "union_step",
 ]
 
+
 FINISH = "finish"
+
+
 TRAJECTORY_FIELD = "trajectory"
+
 
 _AGENT_RULES = (
     "Work step by step with the tools; each result comes back to you as the tool's reply. "
     "Call one tool at a time. When you know the outputs, call `finish` with them: its "
     "arguments are the final answer."
 )
+
+
 _FINISH_DESCRIPTION = (
     "Give the final answer and stop. Call this once you know the outputs; its arguments are "
     "the outputs."
 )
+
+
 _UNION_RULES = (
     "You are an agent working step by step. `trajectory` lists the tool calls made so far and "
     "what they returned. Choose the next step: in `next`, either call one tool (its `_type` is "
     "the tool's name, the other properties its arguments) or, when you know the outputs, "
     "`finish` with the final outputs."
 )
+
+
 _EXTRACT_RULES = (
     "An agent worked on this task with tools; `trajectory` lists its steps and what the tools "
     "returned. It ran out of steps before giving its answer: give the outputs now, based on "
@@ -329,3 +352,73 @@ def _finish_arguments(*, content: bool = False) -> Pick:
         return "".join(pieces)
 
     return pick
+
+
+async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep | None:
+    """One step through `Predict` over a signature whose output is the tagged union.
+
+    Returns the step whose tool call is to run, or None: the step chose ``finish`` (then
+    ``run.answer`` is set), or its output could not be used (then a note says why). With
+    ``stream``, the request streams; its partial events (of the step signature, not the
+    task's) are not passed on.
+    """
+    step_sig, members = _stepper(run, tuple(run.active_tools()))
+    predict: Predict[Signature] = Predict(
+        step_sig, lm=run.lm, token_budget=run.remaining_budget(), **run.params
+    )
+    pred: Any = None
+    try:
+        async with closing(
+            counted_stream(
+                run.requests,
+                predict.aexecute(
+                    stream=stream,
+                    history=run.history,
+                    **run.inputs,
+                    **{TRAJECTORY_FIELD: run.trajectory.to_text()},
+                ),
+            )
+        ) as events:
+            async for event in events:
+                pred = event
+    except (OutputDecodeError, OutputValidationError) as exc:
+        # One unreadable step should not end the run: the model sees why and tries again.
+        run.record(exc.usage, None)
+        note = bounded(f"Your previous step could not be used: {exc}")
+        run.trajectory.append(TrajectoryStep(note=note))
+        return None
+    run.record(pred.usage, pred.completion)
+    choice = pred["next"]
+    name = members[type(choice)]
+    call_id = f"call_{run.step + 1}_1"
+    reasoning = pred["reasoning"] or None
+    if name == FINISH:
+        run.answer = {n: getattr(choice, n) for n in run.signature.output_fields}
+        shown = _arguments(choice, run.signature.output_fields)
+        call = TrajectoryCall(id=call_id, name=FINISH, arguments=shown, observation=ACCEPTED)
+        run.trajectory.append(TrajectoryStep(reasoning=reasoning, calls=[call]))
+        return None
+    tool = run.calls.tools.get(name)
+    shown = _arguments(choice, tool.signature.input_fields)
+    call = TrajectoryCall(id=call_id, name=name, arguments=shown)
+    step = TrajectoryStep(reasoning=reasoning, calls=[call])
+    run.trajectory.append(step)
+    return step
+
+
+def _stepper(
+    run: Run[Any], tools: tuple[Tool, ...]
+) -> tuple[type[Signature], dict[type[BaseModel], str]]:
+    # Rebuilt only when a module callback changed the tools since the last step.
+    for known, step_sig, members in run.union_steps:
+        if len(known) == len(tools) and all(a is b for a, b in zip(known, tools, strict=True)):
+            return step_sig, members
+    step_sig, members = step_signature(run.signature, tools)
+    run.union_steps.append((tools, step_sig, members))
+    return step_sig, members
+
+
+def _arguments(choice: BaseModel, fields: Mapping[str, Any]) -> str:
+    """A union member's values as the JSON arguments of the call it stands for."""
+    data = {n: to_jsonable(getattr(choice, n), fields[n].annotation) for n in fields}
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
