@@ -50,26 +50,16 @@ class _Loop:
         loop = self.loop
         if loop.is_closed() or loop.is_running():
             return
-        if _running_here():
-            # The garbage collector dropped a dead thread's loop while this thread runs another
-            # loop (an ``asyncio.run`` of the caller): this one cannot run here; close it bare.
-            loop.close()
-            return
         finishing = finish(loop)
         try:
             loop.run_until_complete(finishing)
         except BaseException:  # exiting: there is no one left to tell
-            finishing.close()  # never started when the loop refused to run: no warning
+            # Also when the garbage collector drops a dead thread's loop while this thread runs
+            # another loop (a caller's asyncio.run): this one refused to run, so its finishing
+            # coroutine never started; closed, it is not reported as never awaited.
+            finishing.close()
         finally:
             loop.close()
-
-
-def _running_here() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
     def __del__(self) -> None:
         self.finish()
