@@ -30,7 +30,8 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     ├── ItemTimeoutError (TimeoutError)   a batch item ran past the batch's per-item timeout
     ├── DeadlineExceededError (TimeoutError)  a call's deadline (or a stream's) ran out
     ├── BatchStoppedError                 a batch item never ran: max_errors was reached first
-    ├── CacheMissError                    replay mode found no cached response for a request
+    ├── CacheError                        replay mode could not read the cache (corrupt, locked)
+    │   └── CacheMissError                replay mode found no cached response for a request
     ├── BatchFileError                    a Batch API output file has no usable line for an item
     ├── ToolError                         a tool could not be built, found, or its result used
     │   ├── ToolNotFoundError (KeyError)  no tool of that name; lists the available names
@@ -100,6 +101,7 @@ from typedspy.errors._runs import (
     BatchFileError,
     BatchStoppedError,
     BudgetExceededError,
+    CacheError,
     CacheMissError,
     DeadlineExceededError,
     ItemTimeoutError,
@@ -111,6 +113,7 @@ __all__ = [
     "BatchFileError",
     "BatchStoppedError",
     "BudgetExceededError",
+    "CacheError",
     "CacheMissError",
     "ConfigurationError",
     "ContentFilterError",

@@ -12,6 +12,7 @@ __all__ = [
     "BatchFileError",
     "BatchStoppedError",
     "BudgetExceededError",
+    "CacheError",
     "CacheMissError",
     "DeadlineExceededError",
     "ItemTimeoutError",
@@ -105,16 +106,34 @@ class BatchStoppedError(TypedspyError):
         self.max_errors = max_errors
 
 
-class CacheMissError(TypedspyError):
+class CacheError(TypedspyError):
+    """A response cache could not answer where an answer was required (nothing was sent).
+
+    Raised in ``"replay"`` cache mode for an unreadable store or entry (a corrupt or locked
+    file, an entry that is not one), and by a cache's own maintenance calls (``len``,
+    ``clear``). Elsewhere a cache failure is a miss or a logged warning, never an error: a
+    reply that was paid for is always returned (docs/scale.md).
+
+    Attributes:
+        key: The request's cache key (``None`` for a whole-cache operation).
+    """
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class CacheMissError(CacheError):
     """In ``"replay"`` cache mode a request had no cached response (nothing was sent).
 
     Attributes:
         key: The request's cache key.
     """
 
+    key: str
+
     def __init__(self, message: str, *, key: str) -> None:
-        super().__init__(message)
-        self.key = key
+        super().__init__(message, key=key)
 
 
 class BatchFileError(TypedspyError):

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from typedspy.errors import (
     BatchStoppedError,
     BudgetExceededError,
-    CacheMissError,
+    CacheError,
     ContentFilterError,
     InputError,
     ItemTimeoutError,
@@ -51,7 +51,7 @@ _KINDS: tuple[tuple[type[BaseException], FailureKind], ...] = (
     (BudgetExceededError, "budget"),
     (ItemTimeoutError, "timeout"),
     (BatchStoppedError, "stopped"),
-    (CacheMissError, "cache"),
+    (CacheError, "cache"),
     (LMError, "transport"),
     (InputError, "input"),
 )
