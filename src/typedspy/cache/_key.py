@@ -2,10 +2,17 @@
 
 The key covers everything that can change the reply: the endpoint's base URL, the model, the
 messages, the response format, the tools and every sampling parameter, exactly as sent
-(`BaseLM.request_body`); only credentials are left out (they are never in the body). A user
-salt draws several samples of one request, and the schema compiler's version retires entries
-when typedspy changes how schemas are compiled. Peers omit the base URL (DSPy) or the tools
-(instructor) from their keys (reference/peers.md); both are in this one.
+(`BaseLM.request_body`, ``extra_body`` merged in), and what is sent beside the body: the query
+string and the headers the request sets (`BaseLM.request_options`: ``extra_query``, such as
+Azure's ``api-version``, and ``extra_headers``, such as a routing header). Credentials are
+left out: they are never in the body, and credential headers (``Authorization``, ``api-key``)
+are dropped from the options; the key itself is a SHA-256, so the cache file holds no request
+text. A user salt draws several samples of one request, and the schema compiler's version
+retires entries when typedspy changes how schemas are compiled. Peers omit the base URL (DSPy)
+or the tools (instructor) from their keys (reference/peers.md); both are in this one.
+
+The options are in the material only when there are some, so the keys of requests without
+them are those of earlier versions (recorded cassettes keep answering).
 """
 
 from __future__ import annotations
@@ -26,13 +33,17 @@ KEY_FORMAT = 1
 
 def key_material(lm: BaseLM, request: LMRequest, *, salt: str = "") -> dict[str, Any]:
     """What a request's cache key hashes (shown to help debug an unexpected miss)."""
-    return {
+    material: dict[str, Any] = {
         "format": KEY_FORMAT,
         "compiler": SCHEMA_COMPILER_VERSION,
         "endpoint": lm.endpoint,
         "body": lm.request_body(request),
         "salt": salt,
     }
+    options = lm.request_options(request)
+    if options:
+        material["options"] = options
+    return material
 
 
 def cache_key(lm: BaseLM, request: LMRequest, *, salt: str = "") -> str:
@@ -43,7 +54,15 @@ def cache_key(lm: BaseLM, request: LMRequest, *, salt: str = "") -> str:
 def embedding_key(lm: BaseLM, texts: Sequence[str], model: str, *, salt: str = "") -> str:
     """The key of an ``/v1/embeddings`` request: endpoint, model and texts (as sent), salt."""
     body = {"model": model, "input": list(texts), "encoding_format": "float"}
-    material = {"format": KEY_FORMAT, "endpoint": lm.endpoint, "embeddings": body, "salt": salt}
+    material: dict[str, Any] = {
+        "format": KEY_FORMAT,
+        "endpoint": lm.endpoint,
+        "embeddings": body,
+        "salt": salt,
+    }
+    options = lm.request_options()
+    if options:
+        material["options"] = options
     return _digest(material)
 
 

@@ -118,6 +118,15 @@ class BaseLM(abc.ABC):
         """The base URL requests go to (part of a response-cache key); ``None`` when local."""
         return None
 
+    def request_options(self, request: LMRequest | None = None) -> dict[str, Any]:
+        """What this LM sends beside the body that can change the reply (part of a cache key).
+
+        `LM` returns the query string and the headers it sets (credential headers left out);
+        here, nothing: the request's ``params`` are all in `request_body`. ``request=None``
+        asks for an embeddings request's.
+        """
+        return {}
+
     def request_body(self, request: LMRequest) -> dict[str, Any]:
         """The JSON body this LM sends for ``request``, without credentials.
 

@@ -30,7 +30,7 @@ from typedspy.lm._base import DEFAULT_MAX_RESPONSE_BYTES, BaseLM
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import LMDefaults, check_params
 from typedspy.lm._request import as_sent, create_kwargs
-from typedspy.lm._scrub import endpoint_redactor
+from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import unsupported_feature
 from typedspy.profiles import Profile, detect_profile
@@ -261,6 +261,34 @@ class LM(BaseLM):
             kwargs.pop(transport_only, None)  # client options, not part of the body
         extra = kwargs.pop("extra_body", None) or {}
         return {**kwargs, **extra}
+
+    def request_options(self, request: LMRequest | None = None) -> dict[str, Any]:
+        """What is sent beside the body that can change the reply: query string and headers.
+
+        ``query``: an injected client's default query (Azure's ``api-version``) updated with
+        ``extra_query``; ``headers``: ``extra_headers``, names lower-cased, credential headers
+        (``Authorization``, ``api-key``, ``Cookie``...) left out. Only the parts present;
+        ``request=None`` gives an embeddings request's (the client's query). An injected
+        client's default headers are not included.
+
+        Raises:
+            ConfigurationError: ``params`` hold a reserved or unknown key.
+        """
+        client = self._client
+        query: dict[str, Any] = dict(client.default_query) if client is not None else {}
+        headers: dict[str, Any] = {}
+        if request is not None:
+            kwargs = self._create_kwargs(request)
+            query.update(kwargs.get("extra_query") or {})
+            for name, value in (kwargs.get("extra_headers") or {}).items():
+                if str(name).lower() not in CREDENTIAL_HEADERS:
+                    headers[str(name).lower()] = value
+        options: dict[str, Any] = {}
+        if query:
+            options["query"] = query
+        if headers:
+            options["headers"] = headers
+        return options
 
     async def aembed_response(
         self, texts: Sequence[str], *, model: str | None = None

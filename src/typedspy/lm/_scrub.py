@@ -19,14 +19,24 @@ from urllib.parse import unquote, urlsplit
 
 from typedspy.lm._wordings import redact_patterns
 
-__all__ = ["Redactor", "endpoint_redactor", "redactor", "scrub_chain", "url_secrets"]
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "Redactor",
+    "endpoint_redactor",
+    "redactor",
+    "scrub_chain",
+    "url_secrets",
+]
 
 _MIN_SECRET = 6  # shorter strings would redact ordinary words
 _MAX_CHAIN = 32  # exceptions walked per chain (a cycle or a hostile chain stops there)
 _MAX_ITEMS = 100_000  # values one walk redacts; past it, strings and containers are replaced
 _REDACTED = "[redacted]"
 _HTTP_KINDS = ("Request", "Response")
-_CREDENTIAL_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization"})
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "api-key", "x-api-key", "proxy-authorization", "cookie"}
+)
+"""Headers that carry credentials (lower case): redacted in errors, left out of cache keys."""
 
 Redactor = Callable[[str], str]
 
@@ -159,7 +169,7 @@ def _http_kind(value: object) -> str | None:
 def _scrub_headers(headers: Any, redact: Redactor) -> Any:
     return type(headers)(
         [
-            (k, "[redacted]" if k.lower() in _CREDENTIAL_HEADERS else redact(v))
+            (k, "[redacted]" if k.lower() in CREDENTIAL_HEADERS else redact(v))
             for k, v in headers.multi_items()
         ]
     )
