@@ -1,42 +1,65 @@
-"""The response-cache interface and what an entry holds."""
+"""The response-cache interface: what a read or a write does when the store fails.
+
+A cache never fails a call it serves: a reply that was paid for is returned whatever happens
+to its entry. A read that fails (the store cannot be read, or the entry is not one) is a miss,
+a write that fails leaves the reply unstored; both are counted and logged (`FailureLog`). Only
+a strict read (``cache_mode="replay"``, where a miss is itself an error) raises, `CacheError`,
+since there no request may be sent in its place.
+"""
 
 from __future__ import annotations
 
 import abc
-import json
 import time
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Literal, TypeVar
 
-from typedspy._types import Usage
+from typedspy.cache._entry import (
+    BadEntry,
+    completion_text,
+    embeddings_text,
+    read_completion,
+    read_embeddings,
+)
+from typedspy.cache._failures import FailureLog
+from typedspy.cache._flights import Flights
+from typedspy.errors import CacheError, ConfigurationError
 from typedspy.lm import EmbeddingResponse, LMResponse
 
-__all__ = ["Cache", "CacheMode", "decode_entry", "encode_entry"]
+__all__ = ["Cache", "CacheMode", "StoreFailure"]
 
-_EMBEDDINGS = "embeddings"
-
-_Found = TypeVar("_Found", LMResponse | None, EmbeddingResponse | None)
+_Found = TypeVar("_Found", LMResponse, EmbeddingResponse)
 
 CacheMode = Literal["read_write", "read", "refresh", "replay", "off"]
 """How calls use the configured cache.
 
 ``"read_write"`` (default): answer from the cache, store what is fetched. ``"read"``: answer
 from the cache, store nothing. ``"refresh"``: always fetch, overwrite the entry. ``"replay"``:
-answer from the cache only; a miss is a `CacheMissError` and nothing is sent (a cassette).
-``"off"``: ignore the cache."""
+answer from the cache only; a miss is a `CacheMissError`, an unreadable cache a `CacheError`,
+and nothing is sent (a cassette). ``"off"``: ignore the cache."""
+
+
+class StoreFailure(Exception):
+    """A cache's store could not be read or written (raised by `Cache._read` / `_write`)."""
 
 
 class Cache(abc.ABC):
     """A store of chat completions by request key; entries are JSON text, never pickles.
 
+    Reads and writes never raise for a failing store or a bad entry: a failed read is a miss,
+    a failed write leaves the reply unstored, and both are counted in ``errors`` and logged
+    (a warning the first time for each cause). ``strict=True`` reads raise `CacheError`.
+
     Attributes:
         ttl: Seconds an entry stays valid; ``None`` for ever.
         max_entries: Entries kept; the least recently used go first. ``None``: no limit.
-        hits: Lookups answered. misses: Lookups not answered.
+        hits: Lookups answered. misses: Lookups not answered (failed ones included).
     """
 
-    def __init__(self, *, ttl: float | None = None, max_entries: int | None = None) -> None:
-        from typedspy.errors import ConfigurationError
-
+    def __init__(
+        self, *, ttl: float | None = None, max_entries: int | None = None, name: str = ""
+    ) -> None:
         if ttl is not None and not ttl > 0:
             raise ConfigurationError(f"cache ttl={ttl!r}: expected seconds > 0 or None")
         if max_entries is not None and (isinstance(max_entries, bool) or max_entries < 1):
@@ -45,32 +68,123 @@ class Cache(abc.ABC):
         self.max_entries = max_entries
         self.hits = 0
         self.misses = 0
+        self._failures = FailureLog(name or type(self).__name__)
+        self._flights = Flights()
 
-    def get(self, key: str) -> LMResponse | None:
-        """The cached response for ``key``, or ``None`` (missing, expired or unreadable)."""
-        text = self._read(key, self._oldest_valid())
-        return self._counted(decode_entry(text) if text is not None else None)
+    @property
+    def errors(self) -> int:
+        """Reads and writes that failed (each was a miss, or left its reply unstored)."""
+        return self._failures.count
+
+    def get(self, key: str, *, strict: bool = False) -> LMResponse | None:
+        """The cached response for ``key``, or ``None`` (missing, expired or unreadable).
+
+        Blocks while the store is read: async code uses `aget`.
+
+        Raises:
+            CacheError: ``strict`` and the store or the entry could not be read.
+        """
+        try:
+            text = self._read(key, self._oldest_valid())
+        except StoreFailure as exc:
+            self._failed(key, str(exc), strict)
+            return None
+        return self._decoded(key, text, read_completion, strict)
+
+    async def aget(self, key: str, *, strict: bool = False) -> LMResponse | None:
+        """`get` without blocking the event loop (the store is read off it).
+
+        Raises:
+            CacheError: ``strict`` and the store or the entry could not be read.
+        """
+        try:
+            text = await self._aread(key, self._oldest_valid())
+        except StoreFailure as exc:
+            self._failed(key, str(exc), strict)
+            return None
+        return self._decoded(key, text, read_completion, strict)
 
     def put(self, key: str, response: LMResponse) -> None:
-        """Store ``response`` under ``key`` (replacing an older entry)."""
-        self._write(key, encode_entry(response), time.time())
+        """Store ``response`` under ``key`` (replacing an older entry); never raises.
 
-    def get_embeddings(self, key: str) -> EmbeddingResponse | None:
-        """The cached ``/v1/embeddings`` reply for ``key``, or ``None``."""
-        text = self._read(key, self._oldest_valid())
-        return self._counted(_decode_embeddings(text) if text is not None else None)
+        Blocks until the entry is written: async code uses `aput`.
+        """
+        now = time.time()
+        try:
+            self._write(key, completion_text(response, now), now)
+        except StoreFailure as exc:
+            self._write_failed(exc)
+
+    async def aput(self, key: str, response: LMResponse) -> None:
+        """`put` without blocking the event loop; never raises."""
+        now = time.time()
+        try:
+            await self._awrite(key, completion_text(response, now), now)
+        except StoreFailure as exc:
+            self._write_failed(exc)
+
+    async def aget_embeddings(self, key: str, *, strict: bool = False) -> EmbeddingResponse | None:
+        """The cached ``/v1/embeddings`` reply for ``key``, or ``None`` (read off the loop).
+
+        Raises:
+            CacheError: ``strict`` and the store or the entry could not be read.
+        """
+        try:
+            text = await self._aread(key, self._oldest_valid())
+        except StoreFailure as exc:
+            self._failed(key, str(exc), strict)
+            return None
+        return self._decoded(key, text, read_embeddings, strict)
+
+    def get_embeddings(self, key: str, *, strict: bool = False) -> EmbeddingResponse | None:
+        """The cached ``/v1/embeddings`` reply for ``key``, or ``None`` (blocks: see `get`)."""
+        try:
+            text = self._read(key, self._oldest_valid())
+        except StoreFailure as exc:
+            self._failed(key, str(exc), strict)
+            return None
+        return self._decoded(key, text, read_embeddings, strict)
 
     def put_embeddings(self, key: str, response: EmbeddingResponse) -> None:
-        """Store an embeddings reply under ``key`` (its vectors and usage, as JSON)."""
-        usage = response.usage
-        entry = {
-            _EMBEDDINGS: {
-                "model": response.model,
-                "vectors": response.vectors,
-                "usage": [usage.prompt_tokens, usage.total_tokens],
-            }
-        }
-        self._write(key, json.dumps(entry, separators=(",", ":")), time.time())
+        """Store an embeddings reply under ``key`` (its vectors and usage); never raises."""
+        now = time.time()
+        try:
+            self._write(key, embeddings_text(response, now), now)
+        except StoreFailure as exc:
+            self._write_failed(exc)
+
+    async def aput_embeddings(self, key: str, response: EmbeddingResponse) -> None:
+        """`put_embeddings` without blocking the event loop; never raises."""
+        now = time.time()
+        try:
+            await self._awrite(key, embeddings_text(response, now), now)
+        except StoreFailure as exc:
+            self._write_failed(exc)
+
+    def claim(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Hold ``key`` while its request is looked up, sent and stored (async ``with``).
+
+        An identical claim in the same event loop meanwhile waits until the holder is done,
+        then runs its block without holding anything: it finds the stored reply, or (the
+        holder failed) sends its own. Concurrent identical misses then send one request.
+
+        Example:
+            ```python
+            async def fetch(cache: ts.Cache, key: str) -> None:
+                async with cache.claim(key):
+                    if await cache.aget(key) is None:
+                        ...  # send, then: await cache.aput(key, reply)
+            ```
+        """
+        return self._flights.claim(key)
+
+    async def hold(self, key: str) -> Callable[[], None] | None:
+        """`claim` as two steps: hold ``key`` (the call that releases it), or wait (``None``).
+
+        For code whose lookup, send and store are not one block (the request pipeline's
+        cache stage enters before the request and leaves after it).
+        """
+        return await self._flights.hold(key)
 
     @abc.abstractmethod
     def clear(self) -> None:
@@ -82,45 +196,55 @@ class Cache(abc.ABC):
 
     @abc.abstractmethod
     def _read(self, key: str, oldest: float) -> str | None:
-        """The entry's JSON text when it was written at or after ``oldest``."""
+        """The entry's JSON text when it was written at or after ``oldest``.
+
+        Raises:
+            StoreFailure: The store could not be read.
+        """
+
+    async def _aread(self, key: str, oldest: float) -> str | None:
+        """`_read` without blocking the event loop; in-memory stores just read."""
+        return self._read(key, oldest)
 
     @abc.abstractmethod
     def _write(self, key: str, text: str, now: float) -> None:
-        """Store the JSON text, then evict beyond ``max_entries``."""
+        """Store the JSON text, then evict beyond ``max_entries``.
 
-    def _counted(self, found: _Found) -> _Found:
-        if found is None:
+        Raises:
+            StoreFailure: The store could not be written.
+        """
+
+    async def _awrite(self, key: str, text: str, now: float) -> None:
+        """`_write` without blocking the event loop; in-memory stores just write."""
+        self._write(key, text, now)
+
+    def _write_failed(self, exc: StoreFailure) -> None:
+        self._failures.report("writing an entry", str(exc), "the reply was not stored")
+
+    def _decoded(
+        self, key: str, text: str | None, read: Callable[[str], _Found], strict: bool
+    ) -> _Found | None:
+        if text is None:
             self.misses += 1
-        else:
-            self.hits += 1
+            return None
+        try:
+            found = read(text)
+        except BadEntry as exc:
+            self._failed(key, f"the entry is {exc}", strict)
+            return None
+        self.hits += 1
         return found
+
+    def _failed(self, key: str, cause: str, strict: bool) -> None:
+        self.misses += 1
+        if strict:
+            self._failures.report("reading an entry", cause, "raised CacheError", logged=False)
+            raise CacheError(
+                f"{self._failures.name} could not answer the request with key {key[:16]}...: "
+                f"{cause}; in cache_mode='replay' nothing is sent in its place",
+                key=key,
+            )
+        self._failures.report("reading an entry", cause, "treated as a miss")
 
     def _oldest_valid(self) -> float:
         return time.time() - self.ttl if self.ttl is not None else float("-inf")
-
-
-def encode_entry(response: LMResponse) -> str:
-    """An entry's JSON text: the completion as received and the model asked for."""
-    entry: dict[str, Any] = {"model": response.model, "completion": dict(response.raw)}
-    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
-
-
-def decode_entry(text: str) -> LMResponse | None:
-    """The response an entry holds; ``None`` for an entry that cannot be read (a miss)."""
-    from typedspy.errors import LMResponseError
-
-    try:
-        entry = json.loads(text)
-        return LMResponse.from_completion(entry["completion"], model=str(entry["model"]))
-    except (ValueError, KeyError, TypeError, LMResponseError):
-        return None
-
-
-def _decode_embeddings(text: str) -> EmbeddingResponse | None:
-    try:
-        entry = json.loads(text)[_EMBEDDINGS]
-        prompt, total = entry["usage"]
-        vectors = [[float(v) for v in vector] for vector in entry["vectors"]]
-        return EmbeddingResponse(vectors, Usage(int(prompt), 0, int(total)), str(entry["model"]))
-    except (ValueError, KeyError, TypeError):
-        return None

@@ -1,13 +1,16 @@
-"""`MemoryCache`: an in-process LRU of completions."""
+"""`MemoryCache`: an in-process LRU of completions, bounded in entries and in bytes."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
 
-from typedspy.cache._base import Cache
+from typedspy.cache._base import Cache, StoreFailure
+from typedspy.errors import ConfigurationError
 
 __all__ = ["MemoryCache"]
+
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 
 
 class MemoryCache(Cache):
@@ -20,18 +23,40 @@ class MemoryCache(Cache):
 
     Args:
         max_entries: Entries kept; the least recently used are dropped first.
+        max_bytes: Bytes of entry text (UTF-8 JSON) kept, 256 MiB by default; the least
+            recently used are dropped first, and a larger entry than this is not stored.
+            ``None``: no limit.
         ttl: Seconds an entry stays valid; ``None`` for ever.
+
+    Raises:
+        ConfigurationError: A limit that is not a positive number.
     """
 
-    def __init__(self, *, max_entries: int | None = 10_000, ttl: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_entries: int | None = 10_000,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
+        ttl: float | None = None,
+    ) -> None:
         super().__init__(ttl=ttl, max_entries=max_entries)
+        if max_bytes is not None and (isinstance(max_bytes, bool) or max_bytes < 1):
+            raise ConfigurationError(f"MemoryCache max_bytes={max_bytes!r}: expected >= 1 or None")
+        self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._entries: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[float, str, int]] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of entry text held now."""
+        return self._bytes
 
     def clear(self) -> None:
         """Remove every entry."""
         with self._lock:
             self._entries.clear()
+            self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -42,17 +67,31 @@ class MemoryCache(Cache):
             if found is None:
                 return None
             if found[0] < oldest:
-                del self._entries[key]
+                self._drop(key)
                 return None
             self._entries.move_to_end(key)
             return found[1]
 
     def _write(self, key: str, text: str, now: float) -> None:
+        size = len(text) if text.isascii() else len(text.encode())
+        if self.max_bytes is not None and size > self.max_bytes:
+            raise StoreFailure(f"the entry is larger than max_bytes={self.max_bytes}")
         with self._lock:
-            self._entries[key] = (now, text)
-            self._entries.move_to_end(key)
-            while self.max_entries is not None and len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            self._drop(key)
+            self._entries[key] = (now, text, size)
+            self._bytes += size
+            while (self.max_entries is not None and len(self._entries) > self.max_entries) or (
+                self.max_bytes is not None and self._bytes > self.max_bytes
+            ):
+                self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: str) -> None:
+        found = self._entries.pop(key, None)
+        if found is not None:
+            self._bytes -= found[2]
 
     def __repr__(self) -> str:
-        return f"MemoryCache(entries={len(self)}, max_entries={self.max_entries}, ttl={self.ttl})"
+        return (
+            f"MemoryCache(entries={len(self)}, max_entries={self.max_entries}, "
+            f"max_bytes={self.max_bytes}, ttl={self.ttl})"
+        )

@@ -3,27 +3,48 @@
 Entries are JSON text in a plain table, readable with any SQLite tool; nothing is pickled
 (reference/peers.md: DSPy's pickled ``diskcache`` entries, CVE-2025-69872). The file is opened
 in WAL mode with a busy timeout, so several processes can read and write one file at once:
-readers never block, and writers wait for each other instead of failing. Every entry is
-committed as soon as its reply arrives, so a batch killed half-way keeps what it finished.
+readers never block, and writers wait for each other instead of failing.
+
+All I/O runs on the cache's own thread (`Worker`), never on an event loop: a lock another
+process holds stalls no task (ADR-055). Reads are waited for; writes are not: a reply is
+handed back at once and its entry committed by the thread moments later, with the other
+writes queued meanwhile, in one transaction. A read of a queued entry is answered from the
+queue. A write that fails (the file locked past the busy timeout, a corrupt page) is logged
+and the reply stays unstored; a read that fails is a miss. ``close()`` (or the end of a
+``with`` block, or garbage collection, or interpreter exit) commits what is queued and closes
+the connection, which checkpoints the WAL: no ``-wal`` or ``-shm`` file is left behind.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import math
 import os
 import sqlite3
 import threading
 import time
+import weakref
+from collections.abc import Callable
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Any, TypeVar
 
-from typedspy.cache._base import Cache
-from typedspy.errors import ConfigurationError
+from typedspy.cache._base import Cache, StoreFailure
+from typedspy.cache._failures import FailureLog
+from typedspy.cache._worker import Worker
+from typedspy.errors import CacheError, ConfigurationError
 
 __all__ = ["SQLiteCache"]
+
+_T = TypeVar("_T")
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS responses ("
     " key TEXT PRIMARY KEY, created REAL NOT NULL, accessed REAL NOT NULL, entry TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS responses_accessed ON responses (accessed)",
 )
+_CLOSE_GRACE = 10.0  # seconds past the busy timeout that close() waits for the thread
 
 
 class SQLiteCache(Cache):
@@ -32,6 +53,9 @@ class SQLiteCache(Cache):
     It doubles as a record/replay cassette: record once against a real endpoint with the
     default mode, then run tests with ``ts.context(cache_mode="replay")``, which answers
     from the file only and never sends a request.
+
+    Close it when done (``close()`` or a ``with`` block); one left open is closed when it is
+    garbage-collected or at interpreter exit.
 
     Example:
         ```python
@@ -42,10 +66,12 @@ class SQLiteCache(Cache):
         path: The database file (created with its table when missing).
         max_entries: Entries kept; the least recently used go first. ``None``: no limit.
         ttl: Seconds an entry stays valid; ``None`` for ever.
-        busy_timeout: Seconds a writer waits for another process's write to finish.
+        busy_timeout: Seconds a write waits for another process's write to finish; past
+            it, the write is skipped with a logged warning (the reply is still returned).
 
     Raises:
-        ConfigurationError: The file cannot be opened as a SQLite database.
+        ConfigurationError: The file cannot be opened as a SQLite database, or a bad
+            ``busy_timeout``.
     """
 
     def __init__(
@@ -56,70 +82,301 @@ class SQLiteCache(Cache):
         ttl: float | None = None,
         busy_timeout: float = 30.0,
     ) -> None:
-        super().__init__(ttl=ttl, max_entries=max_entries)
         self.path = os.fspath(path)
-        self._lock = threading.Lock()
-        try:
-            self._db = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        super().__init__(ttl=ttl, max_entries=max_entries, name=f"SQLiteCache({self.path!r})")
+        if isinstance(busy_timeout, bool) or not (
+            isinstance(busy_timeout, (int, float)) and 0 <= busy_timeout < math.inf
+        ):
+            raise ConfigurationError(
+                f"SQLiteCache busy_timeout={busy_timeout!r}: expected seconds >= 0"
             )
-            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            for statement in _SCHEMA:
-                self._db.execute(statement)
-        except sqlite3.DatabaseError as exc:
-            raise ConfigurationError(f"SQLiteCache({self.path!r}): {exc}") from exc
+        self.busy_timeout = float(busy_timeout)
+        self._file = _File(self.path, self.busy_timeout, max_entries, self._failures)
+        self._closer = weakref.finalize(self, self._file.close)
 
-    def clear(self) -> None:
-        """Remove every entry."""
-        with self._lock:
-            self._db.execute("DELETE FROM responses")
-
-    def purge_expired(self) -> int:
-        """Delete entries older than ``ttl``; returns how many went."""
-        if self.ttl is None:
-            return 0
-        with self._lock:
-            cursor = self._db.execute(
-                "DELETE FROM responses WHERE created < ?", (self._oldest_valid(),)
-            )
-            return cursor.rowcount
+    @property
+    def closed(self) -> bool:
+        """Whether `close` has run (reads are then misses, writes skipped)."""
+        return not self._closer.alive
 
     def close(self) -> None:
-        """Close the database connection."""
-        with self._lock:
-            self._db.close()
+        """Commit the queued writes, close the connection and end the cache's thread."""
+        self._closer()
+
+    def __enter__(self) -> SQLiteCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def clear(self) -> None:
+        """Remove every entry.
+
+        Raises:
+            CacheError: The file could not be written.
+        """
+        self._maintain("clear", self._file.clear)
+
+    def purge_expired(self) -> int:
+        """Delete entries older than ``ttl``; returns how many went.
+
+        Raises:
+            CacheError: The file could not be written.
+        """
+        if self.ttl is None:
+            return 0
+        oldest = self._oldest_valid()
+        return self._maintain("purge_expired", lambda: self._file.purge(oldest))
 
     def __len__(self) -> int:
-        with self._lock:
-            row = self._db.execute("SELECT count(*) FROM responses").fetchone()
-        return int(row[0])
+        return self._maintain("len", self._file.count)
+
+    def _maintain(self, what: str, run: Callable[[], _T]) -> _T:
+        try:
+            return run()
+        except StoreFailure as exc:
+            raise CacheError(f"{self._failures.name}.{what}: {exc}") from exc
 
     def _read(self, key: str, oldest: float) -> str | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT entry FROM responses WHERE key = ? AND created >= ?", (key, oldest)
-            ).fetchone()
-            if row is not None and self.max_entries is not None:  # LRU order matters only then
-                self._db.execute(
-                    "UPDATE responses SET accessed = ? WHERE key = ?", (time.time(), key)
-                )
-        return None if row is None else str(row[0])
+        return self._file.read(key, oldest)
+
+    async def _aread(self, key: str, oldest: float) -> str | None:
+        return await self._file.aread(key, oldest)
 
     def _write(self, key: str, text: str, now: float) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, created, accessed, entry) "
-                "VALUES (?, ?, ?, ?)",
-                (key, now, now, text),
-            )
-            if self.max_entries is not None:
-                self._db.execute(
-                    "DELETE FROM responses WHERE key IN (SELECT key FROM responses "
-                    "ORDER BY accessed DESC LIMIT -1 OFFSET ?)",
-                    (self.max_entries,),
-                )
+        self._file.write(key, text, now).result()
+
+    async def _awrite(self, key: str, text: str, now: float) -> None:
+        # Shielded: the transaction is shared by every write queued with this one.
+        await asyncio.shield(asyncio.wrap_future(self._file.write(key, text, now)))
 
     def __repr__(self) -> str:
         return f"SQLiteCache({self.path!r}, max_entries={self.max_entries}, ttl={self.ttl})"
+
+
+class _File:
+    """The connection, the thread it lives on, and the writes queued for it.
+
+    Kept apart from `SQLiteCache` so that the cache's finalizer can close it: nothing here
+    refers back to the cache.
+    """
+
+    def __init__(
+        self, path: str, busy_timeout: float, max_entries: int | None, failures: FailureLog
+    ) -> None:
+        self._path = path
+        self._busy_timeout = busy_timeout
+        self._max_entries = max_entries
+        self._failures = failures
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[float, str]] = {}  # key: (created, entry text)
+        self._touched: dict[str, float] = {}  # key: last read (LRU order, with max_entries)
+        self._flush_queued: Future[None] | None = None  # the next transaction, not started
+        self._closed = False
+        self._db: sqlite3.Connection | None = None  # used on the worker thread only
+        self._worker: Worker | None = Worker(f"typedspy-cache {os.path.basename(path)}")
+        try:
+            self._worker.call(self._open)
+        except BaseException as exc:
+            self._worker.stop(_CLOSE_GRACE)
+            if isinstance(exc, sqlite3.Error):
+                raise ConfigurationError(f"SQLiteCache({path!r}): {exc}") from exc
+            raise
+        _LIVE.add(self)
+
+    # -- on the calling thread -----------------------------------------------------------
+
+    def read(self, key: str, oldest: float) -> str | None:
+        return self._ready().call(lambda: self._select(key, oldest))
+
+    async def aread(self, key: str, oldest: float) -> str | None:
+        return await self._ready().acall(lambda: self._select(key, oldest))
+
+    def write(self, key: str, text: str, now: float) -> Future[None]:
+        """Queue the entry; the future is done once its transaction has ended (never fails).
+
+        Writes queued while a transaction runs go together into the next one.
+        """
+        worker = self._ready()
+        with self._lock:
+            if self._closed:
+                raise StoreFailure("the cache is closed")
+            self._pending[key] = (now, text)
+            return self._queue_flush(worker)
+
+    def count(self) -> int:
+        return self._ready().call(lambda: self._flushed(self._count))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pending.clear()
+            self._touched.clear()
+        self._ready().call(lambda: self._flushed(self._delete_all))
+
+    def purge(self, oldest: float) -> int:
+        return self._ready().call(lambda: self._flushed(lambda: self._delete_older(oldest)))
+
+    def close(self) -> None:
+        """Commit the queued writes, close the connection, end the thread (once)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            worker = self._worker
+        _LIVE.discard(self)
+        if worker is not None:
+            worker.submit(self._shutdown)
+            worker.stop(self._busy_timeout + _CLOSE_GRACE)
+
+    def forked(self) -> None:
+        """In a forked child: forget the parent's thread, connection and queued writes."""
+        self._lock = threading.Lock()  # the parent's may have been held by a thread now gone
+        if self._db is not None:
+            _ABANDONED.append(self._db)  # the parent's: never used nor closed in the child
+        self._db = None
+        self._worker = None  # a new thread and connection on first use
+        self._pending.clear()
+        self._touched.clear()
+        self._flush_queued = None
+
+    def _ready(self) -> Worker:
+        with self._lock:
+            if self._closed:
+                raise StoreFailure("the cache is closed")
+            if self._worker is None:  # first use in a forked child
+                self._worker = Worker(f"typedspy-cache {os.path.basename(self._path)}")
+                self._worker.submit(self._open)  # a failure shows in the first job's result
+            return self._worker
+
+    def _queue_flush(self, worker: Worker) -> Future[None]:  # with self._lock held
+        if self._flush_queued is None:
+            self._flush_queued = worker.submit(self._flush)
+        return self._flush_queued
+
+    # -- on the worker thread ------------------------------------------------------------
+
+    def _open(self) -> None:
+        busy = self._busy_timeout
+        db = sqlite3.connect(self._path, timeout=busy, isolation_level=None)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(busy * 1000)}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            for statement in _SCHEMA:
+                db.execute(statement)
+        except BaseException:
+            db.close()
+            raise
+        self._db = db
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreFailure("the file could not be opened")
+        return self._db
+
+    def _select(self, key: str, oldest: float) -> str | None:
+        try:
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT entry FROM responses WHERE key = ? AND created >= ?", (key, oldest)
+                )
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            raise StoreFailure(str(exc)) from exc
+        if row is None:
+            return None
+        if self._max_entries is not None and self._worker is not None:
+            with self._lock:  # LRU order matters only then; written by a flush, not here
+                self._touched[key] = time.time()
+                self._queue_flush(self._worker)
+        return str(row[0])
+
+    def _flushed(self, then: Callable[[], _T]) -> _T:
+        self._flush()
+        try:
+            return then()
+        except sqlite3.Error as exc:
+            raise StoreFailure(str(exc)) from exc
+
+    def _flush(self) -> None:
+        with self._lock:
+            writes, self._pending = self._pending, {}
+            touches, self._touched = self._touched, {}
+            self._flush_queued = None
+        if not writes and not touches:
+            return
+        try:
+            self._commit(writes, touches)
+        except (sqlite3.Error, StoreFailure) as exc:
+            stored = f"{len(writes)} entries" if len(writes) != 1 else "an entry"
+            self._failures.report(
+                f"writing {stored}",
+                str(exc),
+                "the replies were returned, not stored",
+                failures=max(1, len(writes)),
+            )
+
+    def _commit(self, writes: dict[str, tuple[float, str]], touches: dict[str, float]) -> None:
+        db = self._connection()
+        db.execute("BEGIN IMMEDIATE")  # waits up to the busy timeout for other writers
+        try:
+            db.executemany(
+                "INSERT OR REPLACE INTO responses (key, created, accessed, entry) "
+                "VALUES (?, ?, ?, ?)",
+                [(key, created, created, text) for key, (created, text) in writes.items()],
+            )
+            db.executemany(
+                "UPDATE responses SET accessed = ? WHERE key = ?",
+                [(accessed, key) for key, accessed in touches.items()],
+            )
+            if self._max_entries is not None:
+                db.execute(
+                    "DELETE FROM responses WHERE key IN (SELECT key FROM responses "
+                    "ORDER BY accessed DESC LIMIT -1 OFFSET ?)",
+                    (self._max_entries,),
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            raise
+
+    def _count(self) -> int:
+        return int(self._connection().execute("SELECT count(*) FROM responses").fetchone()[0])
+
+    def _delete_all(self) -> None:
+        self._connection().execute("DELETE FROM responses")
+
+    def _delete_older(self, oldest: float) -> int:
+        cursor = self._connection().execute("DELETE FROM responses WHERE created < ?", (oldest,))
+        return cursor.rowcount
+
+    def _shutdown(self) -> None:
+        self._flush()
+        db, self._db = self._db, None
+        if db is not None:
+            try:
+                db.close()  # the last connection to close checkpoints and removes the WAL
+            except sqlite3.Error as exc:
+                self._failures.report("closing the file", str(exc), "left to SQLite")
+
+
+_LIVE: weakref.WeakSet[_File] = weakref.WeakSet()
+_ABANDONED: list[Any] = []  # connections inherited through fork(), kept so none is closed
+
+
+def _after_fork_in_child() -> None:
+    for file in list(_LIVE):
+        file.forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

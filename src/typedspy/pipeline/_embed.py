@@ -22,6 +22,7 @@ async def embed(lm: BaseLM, texts: Sequence[str], *, model: str | None = None) -
 
     Raises:
         CacheMissError: ``cache_mode="replay"`` and the request is not cached.
+        CacheError: ``cache_mode="replay"`` and the cache could not be read.
         BudgetExceededError: The budget refuses the request (it is not sent).
         LMError: The endpoint could not be used.
     """
@@ -32,7 +33,7 @@ async def embed(lm: BaseLM, texts: Sequence[str], *, model: str | None = None) -
     key = None
     if cache is not None and mode != "off":
         key = embedding_key(lm, texts, name, salt=settings.cache_salt)
-        hit = cache.get_embeddings(key) if mode in _READS else None
+        hit = await cache.aget_embeddings(key, strict=mode == "replay") if mode in _READS else None
         if hit is not None:
             record(hit.usage, cached=True)
             return hit.vectors
@@ -52,7 +53,7 @@ async def embed(lm: BaseLM, texts: Sequence[str], *, model: str | None = None) -
         raise
     await _settle_usage(settings, lm, name, reply, charged)
     if key is not None and mode in _WRITES:
-        settings.cache.put_embeddings(key, reply)  # type: ignore[union-attr]  # key: a cache
+        await settings.cache.aput_embeddings(key, reply)  # type: ignore[union-attr]  # key: a cache
     return reply.vectors
 
 

@@ -145,6 +145,7 @@ async def complete(
 
     Raises:
         CacheMissError: ``cache_mode="replay"`` and the request is not cached.
+        CacheError: ``cache_mode="replay"`` and the cache could not be read.
         BudgetExceededError: The budget refuses the request (it is not sent).
         RequestLimitError: ``requests`` has no room for it (it is not sent).
         LMError: The endpoint could not be used.

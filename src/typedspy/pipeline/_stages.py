@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 
 from typedspy._deadline import note_request
 from typedspy.cache import Cache, cache_key
@@ -79,7 +80,13 @@ _RECORD = Record()
 
 
 class CacheStage(Stage):
-    """The response cache: a hit answers the request; a reply sent is stored (``cache_mode``)."""
+    """The response cache: a hit answers the request; a reply sent is stored (``cache_mode``).
+
+    Reads are awaited off the event loop and never fail a call (ADR-055): a failed read is a
+    miss, except in ``"replay"`` mode, where it is a `CacheError`. In ``"read_write"`` mode the
+    key's flight is held from the lookup until the reply is stored, so identical requests in
+    flight at once send one request (`Cache.hold`).
+    """
 
     name = "cache"
 
@@ -88,6 +95,7 @@ class CacheStage(Stage):
         self.mode = settings.cache_mode
         self.salt = settings.cache_salt
         self.key: str | None = None
+        self.land: Callable[[], None] | None = None
 
     @classmethod
     def configured(cls, settings: Settings) -> CacheStage | None:
@@ -98,9 +106,11 @@ class CacheStage(Stage):
     async def enter(self, exchange: Exchange) -> LMResponse | None:
         lm = exchange.lm
         self.key = key = cache_key(lm, exchange.request, salt=self.salt)
+        if self.mode == "read_write":
+            self.land = await self.cache.hold(key)
         if self.mode not in _READS:
             return None
-        hit = self.cache.get(key)
+        hit = await self.cache.aget(key, strict=self.mode == "replay")
         if hit is not None:
             record(hit.usage, cached=True)
             return hit
@@ -113,9 +123,20 @@ class CacheStage(Stage):
         return None
 
     async def leave(self, exchange: Exchange) -> None:
-        if self.key is not None and not exchange.cached and self.mode in _WRITES:
-            assert exchange.response is not None
-            self.cache.put(self.key, exchange.response)
+        try:
+            if self.key is not None and not exchange.cached and self.mode in _WRITES:
+                assert exchange.response is not None
+                await self.cache.aput(self.key, exchange.response)
+        finally:
+            self._land()
+
+    def fail(self, exchange: Exchange, error: BaseException | None) -> None:
+        self._land()
+
+    def _land(self) -> None:
+        land, self.land = self.land, None
+        if land is not None:
+            land()
 
 
 class Admit(Stage):
