@@ -22,7 +22,7 @@ from typedspy.lm import LMResponse
 if TYPE_CHECKING:
     from typedspy.pipeline._exchange import Exchange
 
-__all__ = ["HISTORY", "Entry", "History", "inspect_history", "last_exchanges"]
+__all__ = ["HISTORY", "Entry", "ExchangeLog", "inspect_history", "last_exchanges"]
 
 
 @dataclass
@@ -83,7 +83,7 @@ class Entry:
         return self.response.usage if self.response is not None else Usage()
 
 
-class History:
+class ExchangeLog:
     """A bounded, thread-safe record of the last exchanges."""
 
     def __init__(self, size: int = 20) -> None:
@@ -121,7 +121,7 @@ class History:
             self._entries.clear()
 
 
-HISTORY = History()
+HISTORY = ExchangeLog()
 
 
 def last_exchanges(n: int = 1) -> list[Entry]:
