@@ -114,7 +114,7 @@ async def main() -> None:
 
         rpm = round(slowest * 60 / 3)
         sends.clear()
-        limit = ts.RateLimit(requests_per_minute=rpm)
+        limit = ts.limits.RateLimit(requests_per_minute=rpm)
         seconds, ours = await timed(
             limited.abatch(INPUTS, concurrency=CONCURRENCY, rate_limit=limit)
         )
@@ -130,7 +130,7 @@ async def main() -> None:
 
         tpm = round(slowest * tokens_per_item * 60 / 3)
         sends.clear()
-        limit = ts.RateLimit(tokens_per_minute=tpm)
+        limit = ts.limits.RateLimit(tokens_per_minute=tpm)
         seconds, ours = await timed(
             limited.abatch(INPUTS, concurrency=CONCURRENCY, rate_limit=limit)
         )

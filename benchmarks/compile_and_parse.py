@@ -57,7 +57,7 @@ def completion_2kb() -> str:
             ][i % 3]
         )
         i += 1
-    data = {"steps": [ts.to_jsonable(s) for s in steps], "confidence": 0.82}
+    data = {"steps": [ts.signature.to_jsonable(s) for s in steps], "confidence": 0.82}
     return json.dumps(data)
 
 
@@ -66,20 +66,20 @@ def main() -> None:
     cold = []
     for sig in fresh:
         start = time.perf_counter()
-        ts.compile_schema(sig)
+        ts.schema.compile_schema(sig)
         cold.append(time.perf_counter() - start)
-    ts.compile_schema(Decide)
-    cached = _per_call(lambda: ts.compile_schema(Decide), 100_000)
+    ts.schema.compile_schema(Decide)
+    cached = _per_call(lambda: ts.schema.compile_schema(Decide), 100_000)
     text = completion_2kb()
     plain = TypeAdapter(PlainPlan)
     baseline = _per_call(lambda: plain.validate_json(text), 5_000)
-    ours = _per_call(lambda: ts.parse_outputs(Plan, text), 5_000)
-    assert ts.parse_outputs(Plan, text).ok
+    ours = _per_call(lambda: ts.parse.parse_outputs(Plan, text), 5_000)
+    assert ts.parse.parse_outputs(Plan, text).ok
     print(f"cold compile (DSPy.rb agent signature): {statistics.median(cold) * 1e3:.2f} ms")
     print(f"cached compile: {cached * 1e6:.2f} us (target < 10 us)")
     print(f"completion size: {len(text)} bytes")
     print(f"TypeAdapter.validate_json: {baseline * 1e6:.1f} us")
-    print(f"ts.parse_outputs:          {ours * 1e6:.1f} us")
+    print(f"ts.parse.parse_outputs:          {ours * 1e6:.1f} us")
     print(f"parse ratio: {ours / baseline:.2f}x (target <= 1.5x)")
 
 

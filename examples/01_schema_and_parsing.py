@@ -53,12 +53,12 @@ MESSY = {
 
 
 def main() -> None:
-    compiled = ts.compile_schema(Decide)
+    compiled = ts.schema.compile_schema(Decide)
     print(f"response_format name: {compiled.name} (strict={compiled.strict})")
     print(json.dumps(compiled.schema, indent=2))
     print("\nprompt shape:\n" + compiled.shape)
     for label, text in MESSY.items():
-        result = ts.parse_outputs(Decide, text)
+        result = ts.parse.parse_outputs(Decide, text)
         print(f"\n{label}:")
         if result.ok:
             assert result.value is not None

@@ -62,7 +62,7 @@ def typed_failure() -> None:
         lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline")
         outcome = ts.Predict(Triage, lm=lm, max_retries=1).try_call(message=MESSAGE)
         lm.close()
-    assert isinstance(outcome, ts.OutputValidationError)
+    assert isinstance(outcome, ts.errors.OutputValidationError)
     print(f"{type(outcome).__name__} after {len(outcome.attempts)} attempts:")
     for error in outcome.errors:
         print(f"  {error}")

@@ -32,9 +32,9 @@ def main() -> None:
     with StandIn() as server, tempfile.TemporaryDirectory() as tmp:
         lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline")
         label = ts.Predict(Label, lm=lm)
-        cache = ts.SQLiteCache(Path(tmp) / "responses.sqlite3")
-        budget = ts.Budget(requests=200, total_tokens=100_000)
-        limit = ts.RateLimit(requests_per_minute=1_200, tokens_per_minute=500_000)
+        cache = ts.cache.SQLiteCache(Path(tmp) / "responses.sqlite3")
+        budget = ts.limits.Budget(requests=200, total_tokens=100_000)
+        limit = ts.limits.RateLimit(requests_per_minute=1_200, tokens_per_minute=500_000)
 
         with ts.context(cache=cache):
             results = label.batch(

@@ -56,7 +56,7 @@ def main() -> None:
         local = ts.LM("standin-1", base_url=server.base_url, api_key="offline", profile="ollama")
         try:
             ts.Predict(Transcribe, lm=local)(clip=WAV)
-        except ts.MediaNotSupportedError as exc:
+        except ts.errors.MediaNotSupportedError as exc:
             print(f"{type(exc).__name__}: field={exc.field} kind={exc.kind} profile={exc.profile}")
 
 

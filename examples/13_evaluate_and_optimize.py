@@ -35,13 +35,13 @@ def main() -> None:
         baseline = ts.evaluate(program, dev)
         print(baseline)
 
-        optimizer = ts.BootstrapFewShot(max_bootstrapped_demos=8, max_labeled_demos=8)
+        optimizer = ts.optimize.BootstrapFewShot(max_bootstrapped_demos=8, max_labeled_demos=8)
         compiled = optimizer.compile(program, train)
         print(f"bootstrapped from training examples {optimizer.result.passed}")
         optimized = ts.evaluate(compiled, dev)
         print(optimized)
 
-        knn = ts.KNNFewShot(k=2).compile(ts.Predict(RouteTicket), train)
+        knn = ts.optimize.KNNFewShot(k=2).compile(ts.Predict(RouteTicket), train)
         print(f"KNNFewShot(k=2): {ts.evaluate(knn, dev).percent}%")
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -51,7 +51,7 @@ def main() -> None:
             reloaded.load(path)
             again = ts.evaluate(reloaded, dev)
             knn.save(Path(tmp) / "knn.json")  # with its training examples and their vectors
-            knn_again = ts.KNNProgram(ts.Predict(RouteTicket))
+            knn_again = ts.optimize.KNNProgram(ts.Predict(RouteTicket))
             knn_again.load(Path(tmp) / "knn.json")
             knn_reloaded = ts.evaluate(knn_again, dev)
         print(f"before {baseline.percent}%, after {optimized.percent}%, reloaded {again.percent}%")

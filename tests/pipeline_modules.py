@@ -55,7 +55,7 @@ class Inner(ts.Module):
 
 
 class Pipeline(ts.Module):
-    def __init__(self, lm: ts.BaseLM | None = None) -> None:
+    def __init__(self, lm: ts.lm.BaseLM | None = None) -> None:
         self.measure = ts.Predict(Measure, lm=lm, mode="json_schema")
         self.steps = [ts.ChainOfThought(Summarize, lm=lm, mode="json_schema"), Inner()]
         self.experts = {"checker": ts.Predict(Check, lm=lm, mode="json_schema")}

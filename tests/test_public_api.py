@@ -14,11 +14,14 @@ PACKAGES = [
     "typedspy",
     "typedspy.batch",
     "typedspy.cache",
+    "typedspy.errors",
     "typedspy.limits",
     "typedspy.lm",
     *(["typedspy.mcp"] if importlib.util.find_spec("mcp") else []),  # the typedspy[mcp] extra
     "typedspy.media",
     "typedspy.modules",
+    "typedspy.pipeline",
+    "typedspy.prediction",
     "typedspy.program",
     "typedspy.react",
     "typedspy.schema",
@@ -59,14 +62,22 @@ def test_every_public_callable_and_class_has_a_docstring() -> None:
     assert undocumented == []
 
 
+def test_the_front_door_is_small() -> None:
+    # Issue 22 item 4, ADR-062: the DSPy vocabulary, what every program touches and the error
+    # roots; everything else is in its subpackage (ts.errors, ts.optimize, ts.limits, ...).
+    assert len(ts.__all__) <= 40
+    assert all(hasattr(ts, p) for p in ("errors", "optimize", "evaluation", "limits", "cache"))
+
+
 def test_errors_share_one_root_and_refine_builtins() -> None:
     assert issubclass(ts.SchemaError, TypeError)
     assert issubclass(ts.ConfigurationError, ValueError)
     assert issubclass(ts.InputError, ts.ConfigurationError)
     exceptions = [
-        getattr(ts, n)
-        for n in ts.__all__
-        if inspect.isclass(getattr(ts, n)) and issubclass(getattr(ts, n), BaseException)
+        getattr(ts.errors, n)
+        for n in ts.errors.__all__
+        if inspect.isclass(getattr(ts.errors, n))
+        and issubclass(getattr(ts.errors, n), BaseException)
     ]
     # Pauses are control flow, not failures (ADR-012); everything else shares the root.
     failures = [e for e in exceptions if e is not ts.ConfirmationRequired]
@@ -113,12 +124,17 @@ def test_moved_classes_live_at_the_public_path_and_pickle_there() -> None:
     # ADR-042: Module, ReAct, Tool, ResumeState... moved packages; pickles name `typedspy`.
     import pickle
 
-    moved = [ts.Module, ts.ReAct, ts.Tool, ts.Toolset, ts.ResumeState, ts.Trajectory]
+    moved = [ts.Module, ts.ReAct, ts.Tool, ts.ResumeState]
     assert {c.__name__: c.__module__ for c in moved} == {c.__name__: "typedspy" for c in moved}
     classes = [c for n in ts.__all__ if inspect.isclass(c := getattr(ts, n))]
     assert {c.__name__: c.__module__ for c in classes} == {c.__name__: "typedspy" for c in classes}
     data = pickle.dumps(ts.Predict("question -> answer"))
     assert b"typedspy.modules" not in data
-    data = pickle.dumps(ts.Trajectory())
-    assert b"typedspy.react" not in data
-    assert type(pickle.loads(data)) is ts.Trajectory
+    # A subpackage's classes pickle under the subpackage users import them from (ADR-062).
+    assert (ts.tools.Toolset.__module__, ts.react.Trajectory.__module__) == (
+        "typedspy.tools",
+        "typedspy.react",
+    )
+    data = pickle.dumps(ts.react.Trajectory())
+    assert b"typedspy.react._" not in data
+    assert type(pickle.loads(data)) is ts.react.Trajectory

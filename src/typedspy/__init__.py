@@ -12,6 +12,11 @@ Declare a `Signature`, call `Predict`, get a typed `Prediction`::
 
     ts.configure(lm=ts.LM("gpt-4o-mini"))
     ts.Predict(Answer)(question="2 + 2?").answer  # 4
+
+The front door holds the DSPy vocabulary, what every program touches, and the roots of the
+error tree (ADR-062). Everything else lives in its subpackage: ``ts.errors`` (every error),
+``ts.optimize``, ``ts.evaluation``, ``ts.limits``, ``ts.cache``, ``ts.batch``, ``ts.lm``,
+``ts.react``, ``ts.tools``, ``ts.schema``, ``ts.parse``, ``ts.pipeline``, ``ts.testing``, ...
 """
 
 from __future__ import annotations
@@ -19,242 +24,152 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from typedspy._types import Attempt, FieldError, Usage
-from typedspy._version import __version__
-from typedspy.batch import BatchItem, BatchOptions, BatchProgress, BatchResult
-from typedspy.cache import Cache, CacheMode, MemoryCache, SQLiteCache
+from typedspy import adapter as adapter
+from typedspy import batch as batch
+from typedspy import cache as cache
+from typedspy import callbacks as callbacks
+from typedspy import errors as errors
+from typedspy import evaluation as evaluation
+from typedspy import limits as limits
+from typedspy import lm as lm
+from typedspy import media as media
+from typedspy import modules as modules
+from typedspy import optimize as optimize
+from typedspy import parse as parse
+from typedspy import pipeline as pipeline
+from typedspy import prediction as prediction
+from typedspy import profiles as profiles
+from typedspy import program as program
+from typedspy import react as react
+from typedspy import schema as schema
+from typedspy import settings as settings
+from typedspy import signature as signature
+from typedspy import streaming as streaming
+from typedspy import tools as tools
+from typedspy._version import __version__ as __version__
 from typedspy.callbacks import BaseCallback
 from typedspy.errors import (
-    BatchFileError,
-    BatchStoppedError,
     BudgetExceededError,
-    CacheMissError,
     ConfigurationError,
-    ContentFilterError,
-    DatasetError,
     DeadlineExceededError,
-    ExampleError,
     InputError,
-    ItemTimeoutError,
-    LMConnectionError,
     LMError,
-    LMRateLimitError,
-    LMResponseError,
-    LMResponseLimitError,
-    LMStatusError,
-    LMTimeoutError,
-    LMUnsupportedFeatureError,
-    MediaError,
-    MediaNotSupportedError,
-    OutputDecodeError,
     OutputError,
-    OutputValidationError,
-    RefusalError,
-    RequestLimitError,
-    ResumeConflictError,
-    RowError,
-    SavedStateError,
     SchemaError,
-    TokenBudgetExceededError,
-    ToolArgumentsError,
     ToolError,
-    ToolNotFoundError,
-    TruncatedOutputError,
     TypedspyError,
 )
-from typedspy.evaluation import (
-    Evaluate,
-    EvaluationReport,
-    Example,
-    FieldMetric,
-    LLMJudge,
-    aevaluate,
-    evaluate,
-    load_dataset,
-)
-from typedspy.limits import Budget, RateLimit
-from typedspy.lm import LM, BaseLM, FallbackLM, FallbackTrace, RequestParams
+from typedspy.evaluation import Example, evaluate
+from typedspy.lm import LM
 from typedspy.media import Audio, File, Image
-from typedspy.modules import (
-    ChainOfThought,
-    History,
-    Module,
-    Predict,
-    aread_batch_file,
-    read_batch_file,
-    write_batch_file,
-)
-from typedspy.optimize import (
-    BootstrapFewShot,
-    BootstrapFewShotWithRandomSearch,
-    KNNFewShot,
-    KNNProgram,
-    LabeledFewShot,
-)
-from typedspy.parse import ParseFailure, ParseResult, parse_outputs
+from typedspy.modules import ChainOfThought, History, Predict
 from typedspy.pipeline import inspect_history
 from typedspy.prediction import Prediction
-from typedspy.profiles import LoopRemedy, Profile
-from typedspy.react import (
-    MemoryResumeStore,
-    ModuleContext,
-    ReAct,
-    ResumeRecord,
-    ResumeStore,
-    Trajectory,
-    module_callback,
-)
-from typedspy.schema import CompiledSchema, compile_schema
-from typedspy.settings import configure, context, get_settings
-from typedspy.signature import (
-    InputField,
-    OutputField,
-    Returns,
-    Signature,
-    make_signature,
-    to_jsonable,
-)
+from typedspy.profiles import Profile
+from typedspy.program import Module
+from typedspy.react import ReAct
+from typedspy.settings import configure, context
+from typedspy.signature import InputField, OutputField, Returns, Signature, make_signature
 from typedspy.tools import (
     ConfirmationRejected,
     ConfirmationRequired,
     ResumeState,
     Tool,
-    Toolset,
     confirm_first,
-    resume,
     tool,
 )
 
 if TYPE_CHECKING:
     from typedspy import mcp as mcp  # the typedspy[mcp] extra: not in __all__, loaded on use
-    from typedspy import metrics, testing
+    from typedspy import metrics as metrics
+    from typedspy import testing as testing
+    from typedspy import tracing as tracing
 
 __all__ = [
     "LM",
-    "Attempt",
     "Audio",
     "BaseCallback",
-    "BaseLM",
-    "BatchFileError",
-    "BatchItem",
-    "BatchOptions",
-    "BatchProgress",
-    "BatchResult",
-    "BatchStoppedError",
-    "BootstrapFewShot",
-    "BootstrapFewShotWithRandomSearch",
-    "Budget",
     "BudgetExceededError",
-    "Cache",
-    "CacheMissError",
-    "CacheMode",
     "ChainOfThought",
-    "CompiledSchema",
     "ConfigurationError",
     "ConfirmationRejected",
     "ConfirmationRequired",
-    "ContentFilterError",
-    "DatasetError",
     "DeadlineExceededError",
-    "Evaluate",
-    "EvaluationReport",
     "Example",
-    "ExampleError",
-    "FallbackLM",
-    "FallbackTrace",
-    "FieldError",
-    "FieldMetric",
     "File",
     "History",
     "Image",
     "InputError",
     "InputField",
-    "ItemTimeoutError",
-    "KNNFewShot",
-    "KNNProgram",
-    "LLMJudge",
-    "LMConnectionError",
     "LMError",
-    "LMRateLimitError",
-    "LMResponseError",
-    "LMResponseLimitError",
-    "LMStatusError",
-    "LMTimeoutError",
-    "LMUnsupportedFeatureError",
-    "LabeledFewShot",
-    "LoopRemedy",
-    "MediaError",
-    "MediaNotSupportedError",
-    "MemoryCache",
-    "MemoryResumeStore",
     "Module",
-    "ModuleContext",
-    "OutputDecodeError",
     "OutputError",
     "OutputField",
-    "OutputValidationError",
-    "ParseFailure",
-    "ParseResult",
     "Predict",
     "Prediction",
     "Profile",
-    "RateLimit",
     "ReAct",
-    "RefusalError",
-    "RequestLimitError",
-    "RequestParams",
-    "ResumeConflictError",
-    "ResumeRecord",
     "ResumeState",
-    "ResumeStore",
     "Returns",
-    "RowError",
-    "SQLiteCache",
-    "SavedStateError",
     "SchemaError",
     "Signature",
-    "TokenBudgetExceededError",
     "Tool",
-    "ToolArgumentsError",
     "ToolError",
-    "ToolNotFoundError",
-    "Toolset",
-    "Trajectory",
-    "TruncatedOutputError",
     "TypedspyError",
-    "Usage",
-    "__version__",
-    "aevaluate",
-    "aread_batch_file",
-    "compile_schema",
     "configure",
     "confirm_first",
     "context",
     "evaluate",
-    "get_settings",
     "inspect_history",
-    "load_dataset",
     "make_signature",
-    "metrics",
-    "module_callback",
-    "parse_outputs",
-    "read_batch_file",
-    "resume",
-    "testing",
-    "to_jsonable",
     "tool",
-    "write_batch_file",
 ]
+
+_PACKAGES = (
+    "batch",
+    "cache",
+    "callbacks",
+    "errors",
+    "evaluation",
+    "limits",
+    "lm",
+    "media",
+    "modules",
+    "optimize",
+    "parse",
+    "pipeline",
+    "prediction",
+    "profiles",
+    "program",
+    "react",
+    "schema",
+    "settings",
+    "signature",
+    "streaming",
+    "tools",
+)
 
 
 def _publish() -> None:
-    # Public classes print and pickle under the path users import them from (``typedspy.X``),
-    # not the private module that defines them: a pickled ConfirmationRequired or Predict
-    # survives refactors such as ADR-042's move of Module, ReAct and the tools.
+    # Public classes print and pickle under the path users import them from (``typedspy.X``,
+    # ``typedspy.errors.X``), not the private module that defines them: a pickled
+    # ConfirmationRequired or Predict survives refactors such as ADR-042's move of Module.
+    for package in _PACKAGES:
+        module = globals()[package]
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name, None)
+            if isinstance(obj, type) and _private(obj.__module__):
+                obj.__module__ = f"typedspy.{package}"
     for name in __all__:
         obj = globals().get(name)
         if isinstance(obj, type) and obj.__module__.startswith("typedspy."):
             obj.__module__ = "typedspy"
+
+
+def _private(module: str) -> bool:
+    """Whether ``module`` is one of typedspy's private modules (``typedspy.lm._openai``)."""
+    parts = module.split(".")
+    return parts[0] == "typedspy" and any(part.startswith("_") for part in parts[1:])
 
 
 _publish()
@@ -263,6 +178,6 @@ _publish()
 def __getattr__(name: str) -> Any:
     # typedspy.testing starts nothing at import, but users who never test need not load it;
     # typedspy.mcp needs the optional extra, so it loads only when asked for.
-    if name in ("testing", "mcp", "metrics"):
+    if name in ("testing", "mcp", "metrics", "tracing"):
         return importlib.import_module(f"typedspy.{name}")
     raise AttributeError(f"module 'typedspy' has no attribute {name!r}")

@@ -11,7 +11,7 @@ from typedspy.signature import Signature, to_jsonable
 if TYPE_CHECKING:
     from typedspy.lm import LMResponse
 
-__all__ = ["Prediction"]
+__all__ = ["Attempt", "Prediction", "Usage"]
 
 SigT = TypeVar("SigT", bound=Signature)
 

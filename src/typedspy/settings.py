@@ -284,9 +284,9 @@ _CACHE_MODES = ("read_write", "read", "refresh", "replay", "off")
 
 def _scale_problem(key: str, value: object) -> str | None:
     expected: dict[str, tuple[type, str]] = {
-        "budget": (Budget, "a typedspy.Budget"),
-        "rate_limit": (RateLimit, "a typedspy.RateLimit"),
-        "cache": (Cache, "a typedspy.MemoryCache, typedspy.SQLiteCache or other Cache"),
+        "budget": (Budget, "a typedspy.limits.Budget"),
+        "rate_limit": (RateLimit, "a typedspy.limits.RateLimit"),
+        "cache": (Cache, "a typedspy.cache.MemoryCache, typedspy.cache.SQLiteCache or other Cache"),
     }
     if key in expected and value is not None and not isinstance(value, expected[key][0]):
         return f"expected {expected[key][1]} or None"

@@ -73,7 +73,7 @@ def test_results_come_in_input_order_with_the_typed_error_of_each_failed_item(
     assert len(results) == 9
     for i, result in enumerate(results):
         if i % 3 == 0:
-            assert isinstance(result, ts.OutputValidationError)
+            assert isinstance(result, ts.errors.OutputValidationError)
             assert [str(e.path) for e in result.errors] == ["('doubled',)"]
         else:
             assert isinstance(result, ts.Prediction)
@@ -136,14 +136,14 @@ def test_a_hanging_item_times_out_alone_and_its_request_is_cancelled(
     llm.post("/chat/completions").mock(side_effect=reply)
     predict = ts.Predict(Double, lm=make_lm(), max_retries=0)
 
-    async def main() -> ts.BatchResult[Any]:
+    async def main() -> ts.batch.BatchResult[Any]:
         results = await predict.abatch(inputs(3), concurrency=3, timeout=3.0)
         assert cancelled.is_set()
         return results
 
     results = asyncio.run(main())
 
-    assert isinstance(results[0], ts.ItemTimeoutError)
+    assert isinstance(results[0], ts.errors.ItemTimeoutError)
     assert isinstance(results[0], TimeoutError)
     assert results[0].timeout == 3.0
     assert results.items[0].seconds >= 3.0 > results.items[1].seconds
@@ -153,7 +153,7 @@ def test_a_hanging_item_times_out_alone_and_its_request_is_cancelled(
 def test_max_errors_stops_starting_items_and_marks_the_rest(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=answer("bad"))
     predict = ts.Predict(Double, lm=make_lm(), max_retries=0)
-    seen: list[ts.BatchProgress] = []
+    seen: list[ts.batch.BatchProgress] = []
 
     results = predict.batch(inputs(10), concurrency=1, max_errors=3, on_progress=seen.append)
 
@@ -172,7 +172,7 @@ def test_progress_reports_done_failures_by_kind_and_tokens(llm: respx.MockRouter
     llm.post("/chat/completions").mock(
         side_effect=lambda r: answer("x" if _number(r) == 1 else 0, tokens=8)
     )
-    seen: list[ts.BatchProgress] = []
+    seen: list[ts.batch.BatchProgress] = []
 
     ts.Predict(Double, lm=make_lm(), max_retries=0).batch(
         inputs(3), concurrency=1, on_progress=seen.append
@@ -202,7 +202,7 @@ def test_a_progress_callback_that_raises_is_logged_and_the_batch_goes_on(
 ) -> None:
     llm.post("/chat/completions").mock(side_effect=lambda r: answer(_number(r) * 2))
 
-    def broken(progress: ts.BatchProgress) -> None:
+    def broken(progress: ts.batch.BatchProgress) -> None:
         raise RuntimeError("display gone")
 
     with caplog.at_level(logging.WARNING, logger="typedspy"):

@@ -60,7 +60,7 @@ def test_the_file_holds_the_bodies_predict_sends(
     server: StandIn, predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:
     path = tmp_path / "in.jsonl"
-    ids = ts.write_batch_file(predict, INPUTS[:2], path)
+    ids = ts.modules.write_batch_file(predict, INPUTS[:2], path)
     predict(number=0)  # the live call, for comparison
 
     lines = [json.loads(t) for t in path.read_text().splitlines()]
@@ -78,17 +78,17 @@ def test_the_file_holds_the_bodies_predict_sends(
 def test_a_round_trip_gives_the_same_per_item_results_as_a_live_batch(
     server: StandIn, predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:
-    ts.write_batch_file(predict, INPUTS, tmp_path / "in.jsonl")
+    ts.modules.write_batch_file(predict, INPUTS, tmp_path / "in.jsonl")
     server.enqueue('{"doubled": 0}', '{"doubled": "two"}', Reply(refusal="no"), '{"doubled": 6}')
     run_batch_file(server, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
 
-    results = ts.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
+    results = ts.modules.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
 
     assert len(server.requests) == 4  # reading sends nothing
     assert isinstance(results[0], ts.Prediction) and results[0].doubled == 0
-    assert isinstance(results[1], ts.OutputValidationError)
+    assert isinstance(results[1], ts.errors.OutputValidationError)
     assert str(results[1].errors[0]).startswith("doubled:")
-    assert isinstance(results[2], ts.RefusalError)
+    assert isinstance(results[2], ts.errors.RefusalError)
     assert isinstance(results[3], ts.Prediction) and results[3].doubled == 6
     assert len(results[3].attempts) == 1
     assert results.usage.total_tokens > 0
@@ -98,7 +98,7 @@ def test_a_round_trip_gives_the_same_per_item_results_as_a_live_batch(
 def test_missing_failed_and_error_status_lines_are_typed_item_results(
     predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:
-    ids = ts.write_batch_file(
+    ids = ts.modules.write_batch_file(
         predict, INPUTS[:3], tmp_path / "in.jsonl", custom_ids=["a", "b", "c"]
     )
     status = {"status_code": 429, "request_id": "r", "body": {"error": {"message": "slow down"}}}
@@ -108,11 +108,13 @@ def test_missing_failed_and_error_status_lines_are_typed_item_results(
     ]
     (tmp_path / "out.jsonl").write_text("".join(json.dumps(o) + "\n" for o in out))
 
-    results = ts.read_batch_file(predict, INPUTS[:3], tmp_path / "out.jsonl", custom_ids=ids)
+    results = ts.modules.read_batch_file(
+        predict, INPUTS[:3], tmp_path / "out.jsonl", custom_ids=ids
+    )
 
-    assert isinstance(results[0], ts.BatchFileError) and "boom" in str(results[0])
-    assert isinstance(results[1], ts.LMStatusError) and results[1].status_code == 429
-    assert isinstance(results[2], ts.BatchFileError) and results[2].custom_id == "c"
+    assert isinstance(results[0], ts.errors.BatchFileError) and "boom" in str(results[0])
+    assert isinstance(results[1], ts.errors.LMStatusError) and results[1].status_code == 429
+    assert isinstance(results[2], ts.errors.BatchFileError) and results[2].custom_id == "c"
     assert "no line" in str(results[2])
 
 
@@ -122,19 +124,21 @@ def test_an_output_line_from_another_batch_is_refused(
     line = {"custom_id": "item-99", "response": None, "error": None}
     (tmp_path / "out.jsonl").write_text(json.dumps(line) + "\n")
     with pytest.raises(ts.ConfigurationError, match=r"out\.jsonl:1: custom_id 'item-99'"):
-        ts.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
+        ts.modules.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
     (tmp_path / "out.jsonl").write_text("{not json\n")
     with pytest.raises(ts.ConfigurationError, match="not a JSON line"):
-        ts.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
+        ts.modules.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
     deep = '{"custom_id": "item-0", "response": ' + "[" * 5_000 + "]" * 5_000 + "}"
     (tmp_path / "out.jsonl").write_text(deep + "\n")  # was an untyped RecursionError
     with pytest.raises(ts.ConfigurationError, match=r"out\.jsonl:1: .*256 levels"):
-        ts.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
+        ts.modules.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
 
 
 def test_a_bad_input_writes_no_file_at_all(predict: ts.Predict[Any, Any], tmp_path: Path) -> None:
     with pytest.raises(ts.InputError, match="batch input 2"):
-        ts.write_batch_file(predict, [{"number": 1}, {"number": 2}, {"numbr": 3}], tmp_path / "x")
+        ts.modules.write_batch_file(
+            predict, [{"number": 1}, {"number": 2}, {"numbr": 3}], tmp_path / "x"
+        )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -142,4 +146,4 @@ def test_custom_ids_must_be_unique_and_one_per_input(
     predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:
     with pytest.raises(ts.ConfigurationError, match="2 unique ids"):
-        ts.write_batch_file(predict, INPUTS[:2], tmp_path / "x", custom_ids=["a", "a"])
+        ts.modules.write_batch_file(predict, INPUTS[:2], tmp_path / "x", custom_ids=["a", "a"])

@@ -1,4 +1,4 @@
-"""Rate limits and budgets at the HTTP boundary: 429s, rate-limit headers, `ts.Budget`."""
+"""Rate limits and budgets at the HTTP boundary: 429s, rate-limit headers, `ts.limits.Budget`."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_a_429_with_retry_after_is_retried_once_by_the_sdk_and_never_again_by_ty
     route = llm.post("/chat/completions").mock(
         side_effect=[limited({"retry-after-ms": "1"}), ok(), ok()]
     )
-    limit = ts.RateLimit(requests_per_minute=60_000)
+    limit = ts.limits.RateLimit(requests_per_minute=60_000)
     predict = ts.Predict(Double, lm=make_lm(max_retries=1), max_retries=3)
 
     results = predict.batch(inputs(2), concurrency=1, rate_limit=limit)
@@ -93,12 +93,12 @@ def test_a_final_429_is_the_items_result_and_its_retry_after_pauses_the_others(
     route = llm.post("/chat/completions").mock(
         side_effect=[limited({"Retry-After": "0.05"}), ok(), ok()]
     )
-    limit = ts.RateLimit(requests_per_minute=60_000)
+    limit = ts.limits.RateLimit(requests_per_minute=60_000)
     predict = ts.Predict(Double, lm=make_lm(max_retries=0), max_retries=3)
 
     results = predict.batch(inputs(3), concurrency=1, rate_limit=limit)
 
-    assert isinstance(results[0], ts.LMRateLimitError)
+    assert isinstance(results[0], ts.errors.LMRateLimitError)
     assert results[0].retry_after == 0.05
     assert limit.pauses == 1
     assert route.call_count == 3
@@ -110,7 +110,7 @@ def test_remaining_zero_headers_pause_every_sender_until_the_reset(
 ) -> None:
     exhausted = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "20ms"}
     llm.post("/chat/completions").mock(side_effect=[ok(headers=exhausted), ok(), ok()])
-    limit = ts.RateLimit(tokens_per_minute=1_000_000)
+    limit = ts.limits.RateLimit(tokens_per_minute=1_000_000)
 
     results = ts.Predict(Double, lm=make_lm()).batch(inputs(3), concurrency=1, rate_limit=limit)
 
@@ -133,14 +133,14 @@ def test_unreadable_reset_durations_are_ignored(value: str) -> None:
 
 def test_rate_limit_needs_a_positive_limit() -> None:
     with pytest.raises(ts.ConfigurationError, match="needs requests_per_minute"):
-        ts.RateLimit()
+        ts.limits.RateLimit()
     with pytest.raises(ts.ConfigurationError, match="expected a number > 0"):
-        ts.RateLimit(requests_per_minute=0)
+        ts.limits.RateLimit(requests_per_minute=0)
 
 
 def test_the_requests_bucket_admits_its_burst_then_waits(llm: respx.MockRouter) -> None:
     # 6 rpm: a bucket of one request, refilled every 10 s: one passes at once, the next waits.
-    limit = ts.RateLimit(requests_per_minute=6)
+    limit = ts.limits.RateLimit(requests_per_minute=6)
 
     async def main() -> tuple[int, bool]:
         charged = await limit.acquire(10)
@@ -154,14 +154,14 @@ def test_the_requests_bucket_admits_its_burst_then_waits(llm: respx.MockRouter) 
 
 
 def test_tokens_are_charged_from_the_estimate_and_reconciled_with_usage() -> None:
-    limit = ts.RateLimit(tokens_per_minute=600_000)
-    usage = ts.Usage(prompt_tokens=30, completion_tokens=20, total_tokens=50)
+    limit = ts.limits.RateLimit(tokens_per_minute=600_000)
+    usage = ts.prediction.Usage(prompt_tokens=30, completion_tokens=20, total_tokens=50)
 
     async def main() -> list[int]:
         first = await limit.acquire(40)  # no completion seen yet: the prompt estimate only
         await limit.settle(first, usage)  # reported 50: 10 more charged
         second = await limit.acquire(40)  # 40 + the 20-token average completion
-        await limit.settle(second, ts.Usage(total_tokens=20))  # 40 too many: credited
+        await limit.settle(second, ts.prediction.Usage(total_tokens=20))  # 40 too many: credited
         third = await limit.acquire(40)
         return [first, second, third]
 
@@ -173,7 +173,7 @@ def test_tokens_are_charged_from_the_estimate_and_reconciled_with_usage() -> Non
 
 def test_a_budget_counts_retries_and_refuses_the_request_past_it(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=ok("bad"))
-    budget = ts.Budget(requests=2)
+    budget = ts.limits.Budget(requests=2)
 
     with ts.context(budget=budget), pytest.raises(ts.BudgetExceededError) as caught:
         ts.Predict(Double, lm=make_lm(), max_retries=5)(number=1)
@@ -193,7 +193,7 @@ def test_a_budget_spans_react_steps(llm: respx.MockRouter) -> None:
     )
     agent = ts.ReAct(AnswerQuestion, tools=[lookup], lm=make_lm())
 
-    with ts.context(budget=ts.Budget(requests=2)), pytest.raises(ts.BudgetExceededError):
+    with ts.context(budget=ts.limits.Budget(requests=2)), pytest.raises(ts.BudgetExceededError):
         agent(question="q")
 
     assert route.call_count == 2
@@ -203,13 +203,13 @@ def test_a_batch_budget_turns_each_refusal_into_that_items_result(
     llm: respx.MockRouter,
 ) -> None:
     route = llm.post("/chat/completions").mock(side_effect=lambda r: ok(4))
-    budget = ts.Budget(output_tokens=5)
+    budget = ts.limits.Budget(output_tokens=5)
 
     results = ts.Predict(Double, lm=make_lm()).batch(inputs(5), concurrency=1, budget=budget)
 
     assert [type(r).__name__ for r in results] == ["Prediction"] * 3 + ["BudgetExceededError"] * 2
     assert route.call_count == 3
-    assert results.usage == budget.usage == ts.Usage(30, 6, 36)
+    assert results.usage == budget.usage == ts.prediction.Usage(30, 6, 36)
     refusal = results[4]
     assert isinstance(refusal, ts.BudgetExceededError)
     assert refusal.limit == "output_tokens"
@@ -221,7 +221,10 @@ def test_an_input_token_budget_refuses_a_prompt_that_would_not_fit(
 ) -> None:
     route = llm.post("/chat/completions").mock(return_value=ok())
 
-    with ts.context(budget=ts.Budget(input_tokens=5)), pytest.raises(ts.BudgetExceededError) as e:
+    with (
+        ts.context(budget=ts.limits.Budget(input_tokens=5)),
+        pytest.raises(ts.BudgetExceededError) as e,
+    ):
         ts.Predict(Double, lm=make_lm())(number=1)
 
     assert route.call_count == 0
@@ -238,21 +241,21 @@ def test_an_input_token_budget_refuses_a_prompt_that_would_not_fit(
 )
 def test_invalid_budgets_are_configuration_errors(limits: dict[str, Any], message: str) -> None:
     with pytest.raises(ts.ConfigurationError, match=message):
-        ts.Budget(**limits)
+        ts.limits.Budget(**limits)
 
 
 def test_budget_reports_what_is_left() -> None:
-    budget = ts.Budget(requests=3, total_tokens=100)
+    budget = ts.limits.Budget(requests=3, total_tokens=100)
     budget.reserve(10)
-    budget.spend(ts.Usage(10, 5, 15))
+    budget.spend(ts.prediction.Usage(10, 5, 15))
     assert budget.remaining() == {"requests": 2, "total_tokens": 85}
 
 
 def test_streamed_calls_are_budgeted_and_limited_too() -> None:
     from typedspy.testing import StandIn
 
-    budget = ts.Budget(requests=1)
-    limit = ts.RateLimit(requests_per_minute=60_000, tokens_per_minute=1_000_000)
+    budget = ts.limits.Budget(requests=1)
+    limit = ts.limits.RateLimit(requests_per_minute=60_000, tokens_per_minute=1_000_000)
 
     async def main(base_url: str) -> tuple[Any, BaseException | None]:
         lm = ts.LM("standin-1", base_url=base_url, api_key="sk-test", max_retries=0)
@@ -283,7 +286,7 @@ def test_a_cost_budget_prices_replies_with_genai_prices(llm: respx.MockRouter) -
     usage = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
     reply = httpx.Response(200, json=chat_completion('{"doubled": 2}', usage=usage))
     route = llm.post("/chat/completions").mock(return_value=reply)
-    budget = ts.Budget(cost=0.0005)  # gpt-4o-mini: $0.00021 per reply above
+    budget = ts.limits.Budget(cost=0.0005)  # gpt-4o-mini: $0.00021 per reply above
 
     results = ts.Predict(Double, lm=make_lm()).batch(inputs(5), concurrency=1, budget=budget)
 
@@ -296,7 +299,10 @@ def test_a_cost_budget_prices_replies_with_genai_prices(llm: respx.MockRouter) -
 def test_a_cost_budget_refuses_a_model_without_a_known_price(llm: respx.MockRouter) -> None:
     pytest.importorskip("genai_prices", reason="the prices extra (genai-prices) is not installed")
     route = llm.post("/chat/completions").mock(return_value=ok())
-    with ts.context(budget=ts.Budget(cost=1)), pytest.raises(ts.ConfigurationError, match="price"):
+    with (
+        ts.context(budget=ts.limits.Budget(cost=1)),
+        pytest.raises(ts.ConfigurationError, match="price"),
+    ):
         ts.Predict(Double, lm=make_lm(model="standin-1"))(number=1)
     assert route.call_count == 0
 
@@ -312,7 +318,7 @@ def test_a_fresh_limit_sends_no_burst_ahead_of_its_rate(llm: respx.MockRouter) -
         return ok(2)
 
     llm.post("/chat/completions").mock(side_effect=reply)
-    limit = ts.RateLimit(requests_per_minute=1_200)
+    limit = ts.limits.RateLimit(requests_per_minute=1_200)
     started = time.monotonic()  # measured from here, load can only make the span longer
     results = ts.Predict(Double, lm=make_lm()).batch(
         [{"number": 1}] * 11, concurrency=11, rate_limit=limit
@@ -323,7 +329,7 @@ def test_a_fresh_limit_sends_no_burst_ahead_of_its_rate(llm: respx.MockRouter) -
 
 
 def test_a_fresh_request_limit_admits_the_first_request_at_once_but_no_more() -> None:
-    limit = ts.RateLimit(requests_per_minute=1_200)  # 20 a second; a 5-request bucket
+    limit = ts.limits.RateLimit(requests_per_minute=1_200)  # 20 a second; a 5-request bucket
 
     async def main() -> bool:
         await limit.acquire(10)  # at once, though the bucket starts primed
@@ -339,7 +345,7 @@ def test_a_fresh_request_limit_admits_the_first_request_at_once_but_no_more() ->
 def test_a_fresh_token_limit_admits_the_first_request_at_once_but_no_more(
     llm: respx.MockRouter,
 ) -> None:
-    limit = ts.RateLimit(tokens_per_minute=60_000)  # 1,000 a second; a 250-token bucket
+    limit = ts.limits.RateLimit(tokens_per_minute=60_000)  # 1,000 a second; a 250-token bucket
 
     async def main() -> tuple[int, bool]:
         charged = await limit.acquire(100)  # at once, though the bucket starts primed
@@ -352,7 +358,7 @@ def test_a_fresh_token_limit_admits_the_first_request_at_once_but_no_more(
     assert asyncio.run(main()) == (100, True)
 
 
-class RecordingLimit(ts.RateLimit):
+class RecordingLimit(ts.limits.RateLimit):
     """A token limit that records each charge (a user subclass)."""
 
     def __init__(self) -> None:
@@ -380,7 +386,7 @@ def test_later_token_charges_learn_the_reported_prompt_size(llm: respx.MockRoute
 def test_token_charges_are_served_first_come_first_served() -> None:
     # aiolimiter alone serves the smallest waiting amount first: a later, smaller charge
     # would overtake a bigger one that was waiting already (and could starve it).
-    limit = ts.RateLimit(tokens_per_minute=60_000)  # 1,000 a second; a 250-token bucket
+    limit = ts.limits.RateLimit(tokens_per_minute=60_000)  # 1,000 a second; a 250-token bucket
     served: list[str] = []
 
     async def take(name: str, tokens: int) -> None:

@@ -95,7 +95,7 @@ def test_the_key_hashes_the_body_as_sent_with_extra_body_merged() -> None:
 
 
 def test_two_servers_serving_the_same_model_do_not_share_entries() -> None:
-    cache = ts.MemoryCache()
+    cache = ts.cache.MemoryCache()
     with StandIn() as one, StandIn() as two, ts.context(cache=cache):
         ts.Predict(Double, lm=lm_for(one))(number=1)
         ts.Predict(Double, lm=lm_for(two))(number=1)
@@ -111,11 +111,11 @@ def test_a_cached_retry_chain_replays_to_an_equal_prediction_with_the_same_attem
     server: StandIn, tmp_path: Path
 ) -> None:
     server.enqueue('{"doubled": "four"}', '{"doubled": 4}')
-    cache = ts.SQLiteCache(tmp_path / "cache.sqlite3")
+    cache = ts.cache.SQLiteCache(tmp_path / "cache.sqlite3")
     predict = ts.Predict(Double, lm=lm_for(server), max_retries=2)
     with ts.context(cache=cache):
         first = predict(number=2)
-    with ts.context(cache=ts.SQLiteCache(tmp_path / "cache.sqlite3"), cache_mode="replay"):
+    with ts.context(cache=ts.cache.SQLiteCache(tmp_path / "cache.sqlite3"), cache_mode="replay"):
         again = predict(number=2)
 
     assert len(server.requests) == 2
@@ -127,15 +127,15 @@ def test_a_cached_retry_chain_replays_to_an_equal_prediction_with_the_same_attem
 
 
 def test_replay_mode_never_sends_a_request_it_has_not_recorded(server: StandIn) -> None:
-    with ts.context(cache=ts.MemoryCache(), cache_mode="replay"):
-        with pytest.raises(ts.CacheMissError, match="record it first") as caught:
+    with ts.context(cache=ts.cache.MemoryCache(), cache_mode="replay"):
+        with pytest.raises(ts.errors.CacheMissError, match="record it first") as caught:
             ts.Predict(Double, lm=lm_for(server))(number=3)
     assert server.requests == []
     assert len(caught.value.key) == 64
 
 
 def test_read_mode_stores_nothing_and_refresh_mode_overwrites(server: StandIn) -> None:
-    cache = ts.MemoryCache()
+    cache = ts.cache.MemoryCache()
     predict = ts.Predict(Double, lm=lm_for(server))
     with ts.context(cache=cache, cache_mode="read"):
         predict(number=1)
@@ -168,7 +168,7 @@ def test_a_streamed_reply_is_cached_and_replayed(server: StandIn) -> None:
         finally:
             await lm.aclose()
 
-    with ts.context(cache=ts.MemoryCache()):
+    with ts.context(cache=ts.cache.MemoryCache()):
         first, second = asyncio.run(twice())
     assert len(server.requests) == 1
     assert server.requests[0]["stream"] is True
@@ -184,8 +184,10 @@ def test_a_streamed_reply_is_cached_and_replayed(server: StandIn) -> None:
 def test_entries_hit_within_their_ttl_and_miss_after_it(
     kind: str, ttl: float, sent: int, hits: int, server: StandIn, tmp_path: Path
 ) -> None:
-    cache: ts.Cache = (
-        ts.MemoryCache(ttl=ttl) if kind == "memory" else ts.SQLiteCache(tmp_path / "c", ttl=ttl)
+    cache: ts.cache.Cache = (
+        ts.cache.MemoryCache(ttl=ttl)
+        if kind == "memory"
+        else ts.cache.SQLiteCache(tmp_path / "c", ttl=ttl)
     )
     predict = ts.Predict(Double, lm=lm_for(server))
     with ts.context(cache=cache):
@@ -199,10 +201,10 @@ def test_entries_hit_within_their_ttl_and_miss_after_it(
 def test_the_least_recently_used_entry_goes_first(
     kind: str, server: StandIn, tmp_path: Path
 ) -> None:
-    cache: ts.Cache = (
-        ts.MemoryCache(max_entries=2)
+    cache: ts.cache.Cache = (
+        ts.cache.MemoryCache(max_entries=2)
         if kind == "memory"
-        else ts.SQLiteCache(tmp_path / "c", max_entries=2)
+        else ts.cache.SQLiteCache(tmp_path / "c", max_entries=2)
     )
     predict = ts.Predict(Double, lm=lm_for(server))
     with ts.context(cache=cache):
@@ -219,7 +221,7 @@ def test_the_least_recently_used_entry_goes_first(
 def test_sqlite_entries_are_plain_json(server: StandIn, tmp_path: Path) -> None:
     import sqlite3
 
-    with ts.context(cache=ts.SQLiteCache(tmp_path / "c.sqlite3")):
+    with ts.context(cache=ts.cache.SQLiteCache(tmp_path / "c.sqlite3")):
         ts.Predict(Double, lm=lm_for(server))(number=1)
     rows = sqlite3.connect(tmp_path / "c.sqlite3").execute("SELECT entry FROM responses").fetchall()
     entry = json.loads(rows[0][0])
@@ -232,7 +234,7 @@ def test_a_file_that_is_not_a_database_is_a_configuration_error(tmp_path: Path) 
     path = tmp_path / "not.sqlite3"
     path.write_text("hello, this is not sqlite" * 100)
     with pytest.raises(ts.ConfigurationError, match="SQLiteCache"):
-        ts.SQLiteCache(path)
+        ts.cache.SQLiteCache(path)
 
 
 # -- several processes ------------------------------------------------------------------------
@@ -253,7 +255,7 @@ print("done", flush=True)
 
 def test_two_processes_write_one_cache_file(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.sqlite3")
-    ts.SQLiteCache(path).close()  # created (and switched to WAL) before the writers start
+    ts.cache.SQLiteCache(path).close()  # created (and switched to WAL) before the writers start
     writers = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, path, name, "300"],
@@ -266,7 +268,7 @@ def test_two_processes_write_one_cache_file(tmp_path: Path) -> None:
     outputs = [w.communicate(timeout=120) for w in writers]
 
     assert [w.returncode for w in writers] == [0, 0], outputs
-    cache = ts.SQLiteCache(path)
+    cache = ts.cache.SQLiteCache(path)
     assert len(cache) == 600
     hit = cache.get("b-299")
     assert hit is not None and hit.text == "b-299"
@@ -283,7 +285,7 @@ class Double(ts.Signature):
     doubled: int = ts.OutputField()
 
 lm = ts.LM("standin-1", base_url=sys.argv[1], api_key="sk-test", max_retries=0)
-ts.configure(cache=ts.SQLiteCache(sys.argv[2]))
+ts.configure(cache=ts.cache.SQLiteCache(sys.argv[2]))
 ts.Predict(Double, lm=lm).batch(
     [{"number": i} for i in range(40)],
     concurrency=2,
@@ -308,10 +310,10 @@ def test_a_batch_killed_half_way_resends_nothing_it_had_finished(
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     child.stdout.close()
-    finished = len(ts.SQLiteCache(path))
+    finished = len(ts.cache.SQLiteCache(path))
     assert 10 <= finished < 40
 
-    with ts.context(cache=ts.SQLiteCache(path)):
+    with ts.context(cache=ts.cache.SQLiteCache(path)):
         results = ts.Predict(Double, lm=lm_for(server)).batch(
             [{"number": i} for i in range(40)], concurrency=2
         )
@@ -334,4 +336,4 @@ def test_cache_settings_are_checked() -> None:
     with pytest.raises(ts.ConfigurationError, match=r"expected a typedspy\.MemoryCache"):
         ts.context(cache={})
     with pytest.raises(ts.ConfigurationError, match="max_entries"):
-        ts.MemoryCache(max_entries=0)
+        ts.cache.MemoryCache(max_entries=0)

@@ -97,7 +97,7 @@ def _key(*parts: Any) -> str:
     return json.dumps(parts, sort_keys=True, default=repr)
 
 
-def compiled_schemas() -> list[tuple[str, type[ts.Signature], ts.CompiledSchema]]:
+def compiled_schemas() -> list[tuple[str, type[ts.Signature], ts.schema.CompiledSchema]]:
     """``(id, signature, compiled)`` for every signature and target that compiles.
 
     Module-level signatures first, then those defined inside test functions; a signature with
@@ -114,7 +114,7 @@ def compiled_schemas() -> list[tuple[str, type[ts.Signature], ts.CompiledSchema]
             continue
         for target in TARGETS:
             try:
-                compiled = ts.compile_schema(sig, target)
+                compiled = ts.schema.compile_schema(sig, target)
             except SchemaError:
                 continue
             outputs = {n: repr(f.annotation) for n, f in sig.output_fields.items()}
@@ -189,7 +189,7 @@ def agents() -> list[tuple[str, Any, list[ts.Tool], str]]:
 
 def _compiles(sig: type[ts.Signature], target: str) -> bool:
     try:
-        ts.compile_schema(sig, target)
+        ts.schema.compile_schema(sig, target)
     except SchemaError:
         return False
     return True

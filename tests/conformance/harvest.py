@@ -185,7 +185,7 @@ class _Tools:
         out = []
         for obj in objects:
             if id(obj) not in self._made:
-                self._made[id(obj)] = next(iter(ts.Toolset([obj])))
+                self._made[id(obj)] = next(iter(ts.tools.Toolset([obj])))
             out.append(self._made[id(obj)])
         return out
 

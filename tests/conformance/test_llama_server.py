@@ -104,7 +104,9 @@ def test_evaluate_and_labeled_few_shot_run_end_to_end(lm: ts.LM) -> None:
     train, dev = support_tickets()
     with ts.context(lm=lm):
         plain = ts.evaluate(ts.Predict(RouteTicket), dev[:4], concurrency=2, timeout=300)
-        fewshot = ts.LabeledFewShot(k=3, verbose=False).compile(ts.Predict(RouteTicket), train)
+        fewshot = ts.optimize.LabeledFewShot(k=3, verbose=False).compile(
+            ts.Predict(RouteTicket), train
+        )
         shown = ts.evaluate(fewshot, dev[:4], concurrency=2, timeout=300)
     for report in (plain, shown):
         assert len(report.items) == 4

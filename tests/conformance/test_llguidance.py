@@ -44,11 +44,11 @@ def test_the_corpus_covers_the_suites_signatures() -> None:
 
 @pytest.mark.parametrize(("case_id", "sig", "compiled"), PARAMS)
 def test_engine_compiles_and_its_outputs_parse_back(
-    case_id: str, sig: type[ts.Signature], compiled: ts.CompiledSchema
+    case_id: str, sig: type[ts.Signature], compiled: ts.schema.CompiledSchema
 ) -> None:
     lossy = compiled.target == "openai-strict"
     for text in samples(compiled.schema):
-        result = ts.parse_outputs(sig, text)
+        result = ts.parse.parse_outputs(sig, text)
         if lossy and result.error is not None:
             # OpenAI's strict subset drops some constraints (they move into descriptions and are
             # checked locally, ADR-003), so an engine may produce values validation refuses.

@@ -59,7 +59,7 @@ def test_tool_parameters_compile_and_sampled_arguments_validate(
     for text in samples(tool.to_openai_tool(target)["function"]["parameters"]):
         try:
             tool.parse_arguments(text)
-        except ts.ToolArgumentsError as exc:
+        except ts.errors.ToolArgumentsError as exc:
             if not (_lossy(target) and _only_validation(exc.errors)):
                 raise AssertionError(f"{name}: engine output {text!r} failed: {exc}") from exc
 
@@ -72,16 +72,16 @@ class _Recorder(ts.BaseCallback):
 
     def __init__(self) -> None:
         self.kinds: list[str | None] = []
-        self.argument_errors: list[ts.ToolArgumentsError] = []
+        self.argument_errors: list[ts.errors.ToolArgumentsError] = []
 
     def on_attempt_end(
-        self, call_id: str, attempt: ts.Attempt | None, exception: BaseException | None
+        self, call_id: str, attempt: ts.prediction.Attempt | None, exception: BaseException | None
     ) -> None:
         if attempt is not None:
             self.kinds.append(attempt.kind)
 
     def on_tool_end(self, call_id: str, outputs: object, exception: BaseException | None) -> None:
-        if isinstance(exception, ts.ToolArgumentsError):
+        if isinstance(exception, ts.errors.ToolArgumentsError):
             self.argument_errors.append(exception)
 
 
@@ -122,7 +122,7 @@ class _Engine:
             return LMResponse.build(
                 text=None,
                 model="engine",
-                usage=ts.Usage(),
+                usage=ts.prediction.Usage(),
                 finish_reason="tool_calls",
                 tool_calls=(ToolCall(id="call_engine", name=call, arguments=arguments),),
             )
@@ -175,7 +175,7 @@ def _input(sig: type[ts.Signature], name: str) -> Any:
     annotation = sig.input_fields[name].annotation
     if isinstance(annotation, type) and issubclass(annotation, ts.Image):
         return ts.Image.from_url("https://example.com/photo.png")
-    schema = ts.compile_schema(sig.input_model, "json-schema").schema
+    schema = ts.schema.compile_schema(sig.input_model, "json-schema").schema
     return generate_instance({**schema["properties"][name], "$defs": schema.get("$defs", {})})
 
 
@@ -214,7 +214,7 @@ def _answers_decode(signature: type[ts.Signature], engine: _Engine) -> list[str]
     # strict target validation may fail, decoding never.
     problems = []
     for answer in engine.answers:
-        result = ts.parse_outputs(signature, answer)
+        result = ts.parse.parse_outputs(signature, answer)
         if result.error is not None and result.error.kind == "decode_failed":
             problems.append(f"the answer {answer!r} failed to decode")
     return problems

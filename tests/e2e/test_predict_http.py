@@ -221,9 +221,11 @@ def replay(name: str) -> httpx.Response:
     )
 
 
-def fixture_usage(name: str) -> ts.Usage:
+def fixture_usage(name: str) -> ts.prediction.Usage:
     usage = load(name)["response"]["usage"]
-    return ts.Usage(usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
+    return ts.prediction.Usage(
+        usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]
+    )
 
 
 def ok(content: str | None = None, **kwargs: Any) -> httpx.Response:
@@ -264,7 +266,7 @@ def test_json_schema_request_is_strict_with_the_compiled_schema(
     pred = ts.Predict(Decide, lm=make_lm(), mode=mode)(task="Ship the release")
 
     (body,) = sent(route)
-    strict = ts.compile_schema(Decide, "openai-strict")
+    strict = ts.schema.compile_schema(Decide, "openai-strict")
     assert body["model"] == "gpt-4o-mini"
     assert body["response_format"] == {
         "type": "json_schema",
@@ -293,7 +295,7 @@ def test_json_object_request_has_json_mode_and_the_word_json(llm: respx.MockRout
     (body,) = sent(route)
     assert body["response_format"] == {"type": "json_object"}
     assert any("JSON" in m["content"] for m in body["messages"])
-    schema = ts.compile_schema(Decide, "json-schema").schema
+    schema = ts.schema.compile_schema(Decide, "json-schema").schema
     fenced = "```json\n" + json.dumps(schema, separators=(",", ":")) + "\n```"
     assert fenced in body["messages"][0]["content"]
     assert pred.action == SpawnTask(description="cut the release branch", priority="high")
@@ -309,7 +311,7 @@ def test_prompt_mode_sends_no_response_format_and_the_shape_in_the_system_turn(
 
     (body,) = sent(route)
     assert "response_format" not in body and "tools" not in body
-    shape = ts.compile_schema(Decide, "json-schema").shape
+    shape = ts.schema.compile_schema(Decide, "json-schema").shape
     assert '"_type": "SpawnTask"' in shape
     assert shape in body["messages"][0]["content"]
     assert isinstance(pred.action, CompleteTask) and pred.action.task_id == "T-7"
@@ -333,7 +335,7 @@ def test_tools_mode_forces_one_strict_call_and_reads_its_arguments(
     pred = ts.Predict(Decide, lm=make_lm(), mode="tools")(task="Ship it")
 
     (body,) = sent(route)
-    strict = ts.compile_schema(Decide, "openai-strict")
+    strict = ts.schema.compile_schema(Decide, "openai-strict")
     assert "response_format" not in body
     assert body["tools"] == [
         {
@@ -380,7 +382,7 @@ def test_prediction_is_typed_with_attribute_mapping_and_dict_access(
         "confidence": 0.9,
     }
     assert pred.to_dict() == {"action": COMPLETE, "confidence": 0.9}
-    assert pred.usage == ts.Usage(40, 12, 52)
+    assert pred.usage == ts.prediction.Usage(40, 12, 52)
     assert [(a.number, a.raw, a.errors, a.kind) for a in pred.attempts] == [(1, GOOD, (), None)]
     assert pred.raw == GOOD
     assert pred.completion is not None and pred.completion.finish_reason == "stop"
@@ -399,7 +401,7 @@ def test_acall_in_a_running_loop_and_lm_from_context(llm: respx.MockRouter) -> N
     pred = asyncio.run(main())
     assert sent(route)[0]["model"] == "from-context"
     assert pred.action == CompleteTask(task_id="T-7", result="shipped")
-    assert ts.get_settings().lm is not lm
+    assert ts.settings.get_settings().lm is not lm
 
 
 def test_each_union_member_comes_back_as_its_own_class(llm: respx.MockRouter) -> None:
@@ -449,7 +451,7 @@ def test_retry_sends_the_failed_reply_and_one_labelled_feedback_turn(
     assert pred.attempts[0].kind == "not_enforced"  # "urgent" is outside the strict enum
     assert [e.path for e in pred.attempts[0].errors] == [("action", "priority")]
     assert pred.attempts[1].errors == ()
-    assert pred.usage == ts.Usage(140, 35, 175)
+    assert pred.usage == ts.prediction.Usage(140, 35, 175)
 
 
 def test_feedback_lists_at_most_ten_errors_and_no_urls(llm: respx.MockRouter) -> None:
@@ -525,7 +527,7 @@ def test_exhausted_retries_raise_with_every_attempt_and_flat_request_size(
             ok(bad[2], usage=usage(30, 3)),
         ]
     )
-    with pytest.raises(ts.OutputValidationError) as caught:
+    with pytest.raises(ts.errors.OutputValidationError) as caught:
         ts.Predict(Decide, lm=make_lm(), max_retries=2)(task="Ship it")
 
     err = caught.value
@@ -548,13 +550,13 @@ def test_exhausted_retries_raise_with_every_attempt_and_flat_request_size(
     assert err.errors == err.attempts[2].errors
     assert err.raw == bad[2]
     assert [a.usage.total_tokens for a in err.attempts] == [11, 22, 33]
-    assert err.usage == ts.Usage(60, 6, 66)
+    assert err.usage == ts.prediction.Usage(60, 6, 66)
     assert "3 attempt(s)" in str(err)
 
 
 def test_exhausted_decode_failures_raise_output_decode_error(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=ok("no JSON here, sorry"))
-    with pytest.raises(ts.OutputDecodeError) as caught:
+    with pytest.raises(ts.errors.OutputDecodeError) as caught:
         ts.Predict(Decide, lm=make_lm(), max_retries=1)(task="Ship it")
 
     assert route.call_count == 2
@@ -565,12 +567,12 @@ def test_exhausted_decode_failures_raise_output_decode_error(llm: respx.MockRout
 
 def test_max_retries_zero_makes_exactly_one_request(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=ok(BAD_PRIORITY, usage=usage(7, 3)))
-    with pytest.raises(ts.OutputValidationError) as caught:
+    with pytest.raises(ts.errors.OutputValidationError) as caught:
         ts.Predict(Decide, lm=make_lm(), max_retries=0)(task="Ship it")
 
     assert route.call_count == 1
     assert len(caught.value.attempts) == 1
-    assert caught.value.usage == ts.Usage(7, 3, 10)
+    assert caught.value.usage == ts.prediction.Usage(7, 3, 10)
 
 
 def test_recorded_json_object_validation_retry(llm: respx.MockRouter) -> None:
@@ -605,7 +607,7 @@ def test_recorded_refusal_raises_refusal_error_after_one_request(
     llm: respx.MockRouter, fixture: str, text: str
 ) -> None:
     route = llm.post("/chat/completions").mock(return_value=replay(fixture))
-    with pytest.raises(ts.RefusalError) as caught:
+    with pytest.raises(ts.errors.RefusalError) as caught:
         ts.Predict(Decide, lm=make_lm(), max_retries=2)(task="Something harmful")
 
     assert route.call_count == 1
@@ -626,7 +628,7 @@ def test_recorded_length_raises_truncated_output_error(
     llm: respx.MockRouter, fixture: str, partial: str
 ) -> None:
     route = llm.post("/chat/completions").mock(return_value=replay(fixture))
-    with pytest.raises(ts.TruncatedOutputError) as caught:
+    with pytest.raises(ts.errors.TruncatedOutputError) as caught:
         ts.Predict(Location, lm=make_lm(), max_retries=2, max_tokens=1)(question="SF?")
 
     assert route.call_count == 1
@@ -639,12 +641,12 @@ def test_recorded_length_raises_truncated_output_error(
 def test_content_filter_raises_without_retry(llm: respx.MockRouter) -> None:
     body = chat_completion('{"action": {"_ty', finish_reason="content_filter", usage=usage(9, 4))
     route = llm.post("/chat/completions").mock(return_value=httpx.Response(200, json=body))
-    with pytest.raises(ts.ContentFilterError) as caught:
+    with pytest.raises(ts.errors.ContentFilterError) as caught:
         ts.Predict(Decide, lm=make_lm(), max_retries=2)(task="Ship it")
 
     assert route.call_count == 1
     assert caught.value.raw == '{"action": {"_ty'
-    assert caught.value.usage == ts.Usage(9, 4, 13)
+    assert caught.value.usage == ts.prediction.Usage(9, 4, 13)
     assert isinstance(caught.value, ts.OutputError)
 
 
@@ -655,7 +657,7 @@ def test_azure_filter_annotations_alone_are_not_a_content_filter(llm: respx.Mock
         question="What is the capital of France?"
     )
 
-    assert type(result) is ts.OutputDecodeError
+    assert type(result) is ts.errors.OutputDecodeError
     assert result.raw == "The capital of France is **Paris**."
     assert result.usage == fixture_usage(fixture)
 
@@ -663,7 +665,7 @@ def test_azure_filter_annotations_alone_are_not_a_content_filter(llm: respx.Mock
 def test_empty_choices_is_an_lm_response_error(llm: respx.MockRouter) -> None:
     body = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": []}
     route = llm.post("/chat/completions").mock(return_value=httpx.Response(200, json=body))
-    with pytest.raises(ts.LMResponseError, match="no choices"):
+    with pytest.raises(ts.errors.LMResponseError, match="no choices"):
         ts.Predict(Decide, lm=make_lm(), max_retries=2)(task="Ship it")
     assert route.call_count == 1
 
@@ -672,7 +674,7 @@ def test_null_content_without_refusal_is_a_decode_error_after_retries(
     llm: respx.MockRouter,
 ) -> None:
     route = llm.post("/chat/completions").mock(return_value=ok(None))
-    with pytest.raises(ts.OutputDecodeError) as caught:
+    with pytest.raises(ts.errors.OutputDecodeError) as caught:
         ts.Predict(Decide, lm=make_lm(), max_retries=2)(task="Ship it")
 
     assert route.call_count == 3
@@ -717,12 +719,12 @@ def test_text_where_a_tool_call_was_expected_is_retried(llm: respx.MockRouter) -
 
 def test_token_budget_stops_before_max_retries(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=ok(BAD_PRIORITY, usage=usage(100, 10)))
-    with pytest.raises(ts.TokenBudgetExceededError) as caught:
+    with pytest.raises(ts.errors.TokenBudgetExceededError) as caught:
         ts.Predict(Decide, lm=make_lm(), max_retries=5, token_budget=150)(task="Ship it")
 
     assert route.call_count == 2
     assert len(caught.value.attempts) == 2
-    assert caught.value.usage == ts.Usage(200, 20, 220)
+    assert caught.value.usage == ts.prediction.Usage(200, 20, 220)
     assert "150" in str(caught.value)
     assert isinstance(caught.value, ts.OutputError)
 
@@ -734,7 +736,7 @@ def test_try_call_returns_the_output_error_instead_of_raising(llm: respx.MockRou
     llm.post("/chat/completions").mock(return_value=ok(BAD_PRIORITY))
     result = ts.Predict(Decide, lm=make_lm(), max_retries=1).try_call(task="Ship it")
 
-    assert type(result) is ts.OutputValidationError
+    assert type(result) is ts.errors.OutputValidationError
     assert len(result.attempts) == 2
     assert [e.path for e in result.errors] == [("action", "priority")]
 
@@ -748,14 +750,14 @@ def test_atry_call_returns_a_prediction_or_the_error(llm: respx.MockRouter) -> N
 
     good, bad = asyncio.run(main())
     assert isinstance(good, ts.Prediction) and good.confidence == 0.9
-    assert type(bad) is ts.OutputDecodeError and bad.raw == "nope"
+    assert type(bad) is ts.errors.OutputDecodeError and bad.raw == "nope"
 
 
 def test_try_call_still_raises_endpoint_errors(llm: respx.MockRouter) -> None:
     llm.post("/chat/completions").mock(
         return_value=replay("mirascope-error-401-invalid-api-key.json")
     )
-    with pytest.raises(ts.LMStatusError):
+    with pytest.raises(ts.errors.LMStatusError):
         ts.Predict(Decide, lm=make_lm()).try_call(task="Ship it")
 
 
@@ -904,7 +906,7 @@ def test_auto_steps_down_to_prompt_when_json_mode_is_rejected_too(
 def test_explicit_mode_never_falls_back(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=UNSUPPORTED_SCHEMA)
     lm = make_lm()
-    with pytest.raises(ts.LMUnsupportedFeatureError) as caught:
+    with pytest.raises(ts.errors.LMUnsupportedFeatureError) as caught:
         ts.Predict(Decide, lm=lm, mode="json_schema")(task="Ship it")
 
     assert route.call_count == 1
@@ -932,7 +934,7 @@ def test_429_with_retry_after_is_retried_by_the_sdk_only(llm: respx.MockRouter) 
 def test_429_without_sdk_retries_is_a_rate_limit_error(llm: respx.MockRouter) -> None:
     limited = httpx.Response(429, json=error_body("Rate limit reached", type="requests"))
     route = llm.post("/chat/completions").mock(return_value=limited)
-    with pytest.raises(ts.LMRateLimitError) as caught:
+    with pytest.raises(ts.errors.LMRateLimitError) as caught:
         ts.Predict(Decide, lm=make_lm(max_retries=0), max_retries=2)(task="Ship it")
 
     assert route.call_count == 1
@@ -1136,17 +1138,27 @@ def test_recorded_n3_choices_uses_the_first_and_keeps_the_rest_raw(
 @pytest.mark.parametrize(
     ("fixture", "error_type", "status", "code"),
     [
-        ("mirascope-error-401-invalid-api-key.json", ts.LMStatusError, 401, "invalid_api_key"),
-        ("mirascope-error-404-model-not-found.json", ts.LMStatusError, 404, "model_not_found"),
+        (
+            "mirascope-error-401-invalid-api-key.json",
+            ts.errors.LMStatusError,
+            401,
+            "invalid_api_key",
+        ),
+        (
+            "mirascope-error-404-model-not-found.json",
+            ts.errors.LMStatusError,
+            404,
+            "model_not_found",
+        ),
         (
             "pydantic-ai-groq-error-400-tool-use-failed.json",
-            ts.LMStatusError,
+            ts.errors.LMStatusError,
             400,
             "tool_use_failed",
         ),
         (
             "mirascope-error-400-unsupported-parameter.json",
-            ts.LMUnsupportedFeatureError,
+            ts.errors.LMUnsupportedFeatureError,
             400,
             "unsupported_parameter",
         ),
@@ -1155,7 +1167,7 @@ def test_recorded_n3_choices_uses_the_first_and_keeps_the_rest_raw(
 def test_recorded_error_statuses_become_typed_lm_errors(
     llm: respx.MockRouter,
     fixture: str,
-    error_type: type[ts.LMStatusError],
+    error_type: type[ts.errors.LMStatusError],
     status: int,
     code: str,
 ) -> None:
@@ -1166,7 +1178,7 @@ def test_recorded_error_statuses_become_typed_lm_errors(
 
     err = caught.value
     assert type(err) is error_type
-    assert isinstance(err, ts.LMStatusError)
+    assert isinstance(err, ts.errors.LMStatusError)
     assert (err.status_code, err.code) == (status, code)
     assert isinstance(err.__cause__, openai.APIStatusError)
     assert route.call_count == 1
@@ -1180,7 +1192,7 @@ def test_recorded_unsupported_stop_names_the_parameter_and_does_not_fall_back(
     route = llm.post("/chat/completions").mock(
         return_value=replay("mirascope-error-400-unsupported-parameter.json")
     )
-    with pytest.raises(ts.LMUnsupportedFeatureError) as caught:
+    with pytest.raises(ts.errors.LMUnsupportedFeatureError) as caught:
         ts.Predict(Decide, lm=make_lm(), stop=["4242"])(task="Ship it")
 
     assert caught.value.feature == "stop"

@@ -64,7 +64,7 @@ def lm_for(server: StandIn, model: str = "gpt-4o-mini") -> ts.LM:
 
 
 def assert_schema_valid(signature: type[ts.Signature], pred: ts.Prediction[Any]) -> None:
-    jsonschema.validate(pred.to_dict(), ts.compile_schema(signature, "json-schema").schema)
+    jsonschema.validate(pred.to_dict(), ts.schema.compile_schema(signature, "json-schema").schema)
 
 
 @pytest.mark.parametrize("mode", ["json_schema", "tools"])
@@ -85,7 +85,7 @@ def test_strict_call_returns_schema_valid_typed_union_outputs(
 
     assert len(server.requests) == 6  # no retry, no 400: the strict checker accepted both
     for body, signature in zip(server.requests, [Decide] * 3 + [Report] * 3, strict=True):
-        strict = ts.compile_schema(signature, "openai-strict")
+        strict = ts.schema.compile_schema(signature, "openai-strict")
         if mode == "json_schema":
             assert body["response_format"] == strict.response_format
         else:
@@ -159,7 +159,7 @@ def test_200_concurrent_calls_each_use_the_lm_of_their_own_context(server: Stand
                 await asyncio.sleep(0)
                 pred = await predict.acall(task=f"task-{i}")
                 await asyncio.sleep(0)
-                assert ts.get_settings().lm is lm  # still this task's LM after the awaits
+                assert ts.settings.get_settings().lm is lm  # still this task's LM after the awaits
                 return i, lm.model, pred
 
         try:
@@ -168,10 +168,10 @@ def test_200_concurrent_calls_each_use_the_lm_of_their_own_context(server: Stand
             for lm in lms:
                 await lm.client.close()
 
-    before = ts.get_settings().lm
+    before = ts.settings.get_settings().lm
     results = asyncio.run(main())
 
-    assert ts.get_settings().lm is before
+    assert ts.settings.get_settings().lm is before
     assert len(results) == 200 and len(server.requests) == 200
     for i, model, pred in results:
         assert model == models[(i * 7) % 4]
@@ -239,7 +239,7 @@ def test_refusal_over_http_is_not_retried(server: StandIn) -> None:
     server.enqueue(Reply(refusal="I can't help with that."))
     lm = lm_for(server)
     try:
-        with pytest.raises(ts.RefusalError) as caught:
+        with pytest.raises(ts.errors.RefusalError) as caught:
             ts.Predict(Decide, lm=lm, max_retries=2)(task="Something harmful")
     finally:
         lm.close()

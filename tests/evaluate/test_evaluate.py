@@ -54,7 +54,10 @@ def test_report_exports_json_csv_and_a_table(tmp_path: Path) -> None:
     data = json.loads(report.to_json(tmp_path / "r.json"))
     assert data["score"] == report.score
     assert len(data["items"]) == 12
-    assert ts.EvaluationReport.model_validate_json((tmp_path / "r.json").read_text()) == report
+    assert (
+        ts.evaluation.EvaluationReport.model_validate_json((tmp_path / "r.json").read_text())
+        == report
+    )
     rows = list(csv.DictReader(io.StringIO(report.to_csv(tmp_path / "r.csv"))))
     assert (tmp_path / "r.csv").read_text() == report.to_csv()
     assert [float(r["score.route"]) for r in rows].count(1.0) == 2
@@ -81,9 +84,9 @@ def test_a_program_that_raises_is_an_error_item_not_an_exception() -> None:
 def test_evaluate_class_is_reusable_and_failure_score_applies() -> None:
     class Broken(ts.Module):
         async def aforward(self, **inputs: object) -> object:
-            raise ts.LMConnectionError("down")
+            raise ts.errors.LMConnectionError("down")
 
-    dev = ts.Evaluate(DEV[:3], failure_score=0.25)
+    dev = ts.evaluation.Evaluate(DEV[:3], failure_score=0.25)
     report = dev(Broken())
     assert report.failures == {"transport": 3}
     assert report.score == 0.25
@@ -98,7 +101,7 @@ def test_evaluate_runs_on_the_batch_machinery_budget_and_progress() -> None:
             ts.Predict(RouteTicket, max_retries=0),
             DEV,
             concurrency=1,
-            budget=ts.Budget(requests=4),
+            budget=ts.limits.Budget(requests=4),
             on_progress=lambda p: seen.append(p.done),
         )
     assert len(server.requests) == 4

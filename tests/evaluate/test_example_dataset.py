@@ -40,7 +40,7 @@ def test_typed_example_validates_values_and_knows_its_inputs() -> None:
 
 
 def test_typed_example_names_the_bad_fields() -> None:
-    with pytest.raises(ts.ExampleError) as caught:
+    with pytest.raises(ts.errors.ExampleError) as caught:
         ts.Example(Triage, label={"_type": "Nope"}, priority=9, extra=1)
     paths = sorted(str(e) for e in caught.value.errors)
     assert any(p.startswith("text: required input missing") for p in paths)
@@ -67,8 +67,8 @@ def test_jsonl_rows_are_numbered_in_errors(tmp_path: Path) -> None:
         {"text": "c", "priority": 7},
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
-    with pytest.raises(ts.DatasetError) as caught:
-        ts.load_dataset(path, Triage)
+    with pytest.raises(ts.errors.DatasetError) as caught:
+        ts.evaluation.load_dataset(path, Triage)
     err = caught.value
     assert [(r.row, str(r.error).split(":")[0]) for r in err.rows] == [
         (2, "label.component"),
@@ -81,15 +81,15 @@ def test_jsonl_rows_are_numbered_in_errors(tmp_path: Path) -> None:
 def test_invalid_json_line_names_its_row(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_text('{"text": "a"}\n{oops\n')
-    with pytest.raises(ts.DatasetError, match="row 2 is not valid JSON"):
-        ts.load_dataset(path, Triage)
+    with pytest.raises(ts.errors.DatasetError, match="row 2 is not valid JSON"):
+        ts.evaluation.load_dataset(path, Triage)
 
 
 def test_a_line_nested_past_the_depth_limit_names_its_row(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_text('{"text": "a"}\n{"text": ' + "[" * 5_000 + "]" * 5_000 + "}\n")
-    with pytest.raises(ts.DatasetError, match=r"row 2 .*deeper than 256 levels"):
-        ts.load_dataset(path, Triage)  # was an untyped RecursionError
+    with pytest.raises(ts.errors.DatasetError, match=r"row 2 .*deeper than 256 levels"):
+        ts.evaluation.load_dataset(path, Triage)  # was an untyped RecursionError
 
 
 def test_csv_reads_json_cells_for_typed_fields_and_text_for_strings(tmp_path: Path) -> None:
@@ -97,7 +97,7 @@ def test_csv_reads_json_cells_for_typed_fields_and_text_for_strings(tmp_path: Pa
     path.write_text(
         'ticket,label,priority\n42,"{""_type"": ""Question"", ""topic"": ""t""}",2\nhello,,\n'
     )
-    [first, second] = ts.load_dataset(path, Triage, rename={"ticket": "text"})
+    [first, second] = ts.evaluation.load_dataset(path, Triage, rename={"ticket": "text"})
     assert first.text == "42"
     assert first.label == Question(topic="t")
     assert first.priority == 2
@@ -106,14 +106,14 @@ def test_csv_reads_json_cells_for_typed_fields_and_text_for_strings(tmp_path: Pa
 
 def test_list_of_dicts_and_json_files(tmp_path: Path) -> None:
     data = [{"text": "a", "priority": 1}, "not an object"]
-    with pytest.raises(ts.DatasetError) as caught:
-        ts.load_dataset(data, Triage)  # type: ignore[arg-type]
+    with pytest.raises(ts.errors.DatasetError) as caught:
+        ts.evaluation.load_dataset(data, Triage)  # type: ignore[arg-type]
     assert [r.row for r in caught.value.rows] == [2]
     path = tmp_path / "d.json"
     path.write_text(json.dumps(data[:1]))
-    assert ts.load_dataset(path, Triage)[0].priority == 1
+    assert ts.evaluation.load_dataset(path, Triage)[0].priority == 1
     with pytest.raises(ts.ConfigurationError, match="unknown dataset type"):
-        ts.load_dataset(tmp_path / "d.txt", Triage)
+        ts.evaluation.load_dataset(tmp_path / "d.txt", Triage)
 
 
 def test_the_shipped_ticket_dataset_loads_with_every_class_in_both_halves() -> None:

@@ -114,7 +114,7 @@ class JudgeSummary(ts.Signature):
 def test_llm_judge_fills_its_inputs_by_name_and_scores_with_its_bool() -> None:
     with served() as (standin, lm):
         standin.enqueue('{"same": true}', '{"same": false}')
-        judge = ts.LLMJudge(JudgeSummary, lm=lm)
+        judge = ts.evaluation.LLMJudge(JudgeSummary, lm=lm)
         assert judge(EXAMPLE, pred(summary="It crashes.")) == 1.0
         assert judge(EXAMPLE, pred(summary="All fine.")) == 0.0
     first = standin.requests[0]["messages"][-1]["content"]
@@ -125,7 +125,7 @@ def test_llm_judge_fills_its_inputs_by_name_and_scores_with_its_bool() -> None:
 
 def test_llm_judge_needs_a_score_output() -> None:
     with pytest.raises(ts.ConfigurationError, match="needs a bool, int or float output"):
-        ts.LLMJudge(ts.make_signature("a -> verdict"))
+        ts.evaluation.LLMJudge(ts.make_signature("a -> verdict"))
 
 
 def test_a_metric_returning_something_else_is_a_reported_failure() -> None:
@@ -146,9 +146,9 @@ def test_a_judge_runs_inside_each_item_its_requests_counted_and_budgeted() -> No
 
     with served() as (standin, lm):
         standin.enqueue('{"same": true}', '{"same": false}')
-        judge = ts.LLMJudge(JudgeSummary, lm=lm)
+        judge = ts.evaluation.LLMJudge(JudgeSummary, lm=lm)
         report = ts.evaluate(
-            Fixed(), [EXAMPLE] * 3, judge, concurrency=1, budget=ts.Budget(requests=2)
+            Fixed(), [EXAMPLE] * 3, judge, concurrency=1, budget=ts.limits.Budget(requests=2)
         )
     assert [i.score for i in report.items] == [1.0, 0.0, 0.0]
     assert [i.calls for i in report.items] == [1, 1, 0]

@@ -41,7 +41,7 @@ def servers() -> Iterator[tuple[StandIn, StandIn]]:
 
 def chain(
     servers: tuple[StandIn, StandIn], *, on: set[str], retries: int = 1, profile: str = "openai"
-) -> ts.FallbackLM:
+) -> ts.lm.FallbackLM:
     primary, secondary = servers
     lms = [
         ts.LM("primary", base_url=s.base_url, api_key="k", max_retries=retries, profile=profile)
@@ -68,7 +68,7 @@ def test_transport_failure_after_the_sdk_retries_moves_on(
     assert (trace.index, trace.model) == (1, "secondary")
     assert trace.endpoint == servers[1].base_url
     assert [(s.model, s.trigger) for s in trace.skipped] == [("primary", "transport")]
-    assert isinstance(trace.skipped[0].error, ts.LMStatusError)
+    assert isinstance(trace.skipped[0].error, ts.errors.LMStatusError)
 
 
 def test_rate_limit_moves_on_only_when_chosen(servers: tuple[StandIn, StandIn]) -> None:
@@ -78,7 +78,7 @@ def test_rate_limit_moves_on_only_when_chosen(servers: tuple[StandIn, StandIn]) 
     assert (pred.answer, pred.extras["fallback"].skipped[0].trigger) == (4, "rate_limit")
 
     servers[0].enqueue(Reply(status=429, headers=FAST))
-    with pytest.raises(ts.LMRateLimitError):
+    with pytest.raises(ts.errors.LMRateLimitError):
         ts.Predict(Add, lm=chain(servers, on={"transport"}, retries=0))(question="q")
     assert counts(servers) == (2, 1)  # the secondary was not asked the second time
 
@@ -113,7 +113,7 @@ def test_not_enforced_needs_the_schema_on_the_wire(servers: tuple[StandIn, Stand
     assert pred.extras["fallback"].skipped[0].trigger == "not_enforced"
 
     servers[0].enqueue(BAD)  # in prompt mode no schema was sent: not the server's fault
-    with pytest.raises(ts.OutputValidationError):
+    with pytest.raises(ts.errors.OutputValidationError):
         ts.Predict(Add, lm=lm, mode="prompt", max_retries=0)(question="q")
     assert counts(servers) == (2, 1)
 
@@ -125,7 +125,7 @@ def test_a_per_call_token_budget(servers: tuple[StandIn, StandIn]) -> None:
     pred = predict(question="q")
     assert pred.answer == 4
     assert pred.extras["fallback"].skipped[0].trigger == "budget"
-    assert isinstance(pred.extras["fallback"].skipped[0].error, ts.TokenBudgetExceededError)
+    assert isinstance(pred.extras["fallback"].skipped[0].error, ts.errors.TokenBudgetExceededError)
 
 
 def test_the_primary_answering_is_recorded_too(servers: tuple[StandIn, StandIn]) -> None:
@@ -149,7 +149,7 @@ def test_transport_and_feedback_retries_never_nest(servers: tuple[StandIn, Stand
 def test_the_last_endpoints_error_is_raised(servers: tuple[StandIn, StandIn]) -> None:
     servers[0].enqueue(Reply(status=503, headers=FAST))
     servers[1].enqueue(Reply(status=503, headers=FAST))
-    with pytest.raises(ts.LMStatusError) as info:
+    with pytest.raises(ts.errors.LMStatusError) as info:
         ts.Predict(Add, lm=chain(servers, on={"transport"}, retries=0))(question="q")
     assert info.value.status_code == 503
     assert counts(servers) == (1, 1)
@@ -171,7 +171,7 @@ def test_streaming_never_falls_back_after_an_event(servers: tuple[StandIn, Stand
     servers[1].enqueue(GOOD)
     predict = ts.Predict(Add, lm=chain(servers, on={"validation"}), max_retries=0)
     seen: list[Any] = []
-    with pytest.raises(ts.OutputValidationError):
+    with pytest.raises(ts.errors.OutputValidationError):
         for event in predict.stream(question="q"):
             seen.append(event)
     assert any(isinstance(e, PartialPrediction) for e in seen)

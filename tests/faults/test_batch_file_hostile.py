@@ -1,6 +1,7 @@
 """Issue 21, D7 and D15: a hostile Batch API output file ends in typed errors, read capped.
 
-Every case reads a real file from ``tmp_path`` with `ts.read_batch_file` (nothing is sent: the
+Every case reads a real file from ``tmp_path`` with `ts.modules.read_batch_file` (nothing is
+sent: the
 LM's URL is a closed port) and ends in per-item results or a `ts.ConfigurationError` naming the
 file and the line, within seconds, with no file descriptor left open.
 """
@@ -51,7 +52,7 @@ def open_fds() -> int:
 def runtime_started(tmp_path: Path) -> None:
     """The sync runtime's loop (and its file descriptors) exists before `read` counts them."""
     lm = ts.LM("m", base_url="http://127.0.0.1:9/v1", api_key=KEY)
-    ts.read_batch_file(ts.Predict(Ask, lm=lm), [], write(tmp_path / "empty.jsonl"))
+    ts.modules.read_batch_file(ts.Predict(Ask, lm=lm), [], write(tmp_path / "empty.jsonl"))
     lm.close()
 
 
@@ -62,11 +63,11 @@ def predict() -> Iterator[ts.Predict[Any, Any]]:
     lm.close()
 
 
-def read(predict: ts.Predict[Any, Any], path: Path) -> ts.BatchResult[Any]:
+def read(predict: ts.Predict[Any, Any], path: Path) -> ts.batch.BatchResult[Any]:
     """`read_batch_file`, bounded in time and leaving no file descriptor behind."""
     before, start = open_fds(), time.monotonic()
     try:
-        return ts.read_batch_file(predict, INPUTS, path)
+        return ts.modules.read_batch_file(predict, INPUTS, path)
     finally:
         assert time.monotonic() - start < 10
         assert open_fds() <= before
@@ -110,7 +111,7 @@ def test_a_custom_id_on_two_lines_is_that_items_error_naming_both(
     results = read(predict, path)
 
     error = results[0]
-    assert isinstance(error, ts.BatchFileError)
+    assert isinstance(error, ts.errors.BatchFileError)
     assert error.custom_id == "item-0" and error.lines == (1, 3)
     assert "item-0: 2 lines of the output file hold it (lines 1, 3); none is used" in str(error)
     assert results.items[0].requests == 0
@@ -169,8 +170,8 @@ def test_an_echoed_key_is_redacted_from_every_item_error(
 
     results = read(predict, path)
 
-    assert isinstance(results[0], ts.BatchFileError)
-    assert isinstance(results[1], ts.LMStatusError) and results[1].status_code == 401
+    assert isinstance(results[0], ts.errors.BatchFileError)
+    assert isinstance(results[1], ts.errors.LMStatusError) and results[1].status_code == 401
     for _, error in results.errors:
         assert KEY not in shown(error)
         assert "[redacted]" in str(error)

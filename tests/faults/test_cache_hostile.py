@@ -78,8 +78,8 @@ def endpoint() -> Iterator[tuple[StandIn, ts.LM]]:
 
 
 @contextmanager
-def opened(path: Path, *, busy_timeout: float = 30.0) -> Iterator[ts.SQLiteCache]:
-    cache = ts.SQLiteCache(path, busy_timeout=busy_timeout)
+def opened(path: Path, *, busy_timeout: float = 30.0) -> Iterator[ts.cache.SQLiteCache]:
+    cache = ts.cache.SQLiteCache(path, busy_timeout=busy_timeout)
     try:
         yield cache
     finally:
@@ -90,7 +90,9 @@ def filled_cache(path: Path, entries: int = 200) -> None:
     """A real cache file holding ``entries`` entries of about 600 bytes, closed."""
     with opened(path) as cache:
         for i in range(entries):
-            reply = LMResponse.build(text=f"{i} " + "x" * 600, model="m", usage=ts.Usage(1, 1, 2))
+            reply = LMResponse.build(
+                text=f"{i} " + "x" * 600, model="m", usage=ts.prediction.Usage(1, 1, 2)
+            )
             cache.put(f"key-{i}", reply)
 
 
@@ -161,7 +163,7 @@ def test_in_replay_mode_a_corrupt_file_is_a_cache_error_and_nothing_is_sent(
     with endpoint() as (server, lm), opened(path) as cache:
         with ts.context(cache=cache, cache_mode="replay"), pytest.raises(CacheError) as caught:
             ts.Predict(Ask, lm=lm)(question="q")
-        assert not isinstance(caught.value, ts.CacheMissError)
+        assert not isinstance(caught.value, ts.errors.CacheMissError)
         assert "malformed" in str(caught.value) and caught.value.key is not None
         with pytest.raises(CacheError, match="len: database disk image is malformed"):
             len(cache)
@@ -172,7 +174,7 @@ def test_a_write_lock_held_past_the_busy_timeout_skips_the_write_not_the_reply(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "c.sqlite3"
-    ts.SQLiteCache(path).close()
+    ts.cache.SQLiteCache(path).close()
     with endpoint() as (server, lm), opened(path, busy_timeout=0.2) as cache:
         with write_lock(path), ts.context(cache=cache):
             answers = [ts.Predict(Ask, lm=lm)(question=f"q{i}").answer for i in range(3)]
@@ -193,9 +195,9 @@ def test_a_write_lock_held_past_the_busy_timeout_skips_the_write_not_the_reply(
 
 def test_a_locked_file_does_not_stall_the_event_loop(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
-    ts.SQLiteCache(path).close()
+    ts.cache.SQLiteCache(path).close()
 
-    async def run(lm: ts.LM, cache: ts.SQLiteCache) -> tuple[float, int]:
+    async def run(lm: ts.LM, cache: ts.cache.SQLiteCache) -> tuple[float, int]:
         gaps: list[float] = []
 
         async def tick() -> None:
@@ -321,7 +323,7 @@ def test_extra_query_and_extra_headers_are_in_the_key() -> None:
         {"extra_headers": {"X-Model-Version": "2"}},
         {"extra_headers": {"x-model-version": "3"}},
     ]
-    with endpoint() as (server, lm), ts.context(cache=ts.MemoryCache()):
+    with endpoint() as (server, lm), ts.context(cache=ts.cache.MemoryCache()):
         for _ in range(2):  # the second round is answered from the cache
             for extra in options:
                 ts.Predict(Ask, lm=lm, **extra)(question="q")  # type: ignore[arg-type]
@@ -329,7 +331,7 @@ def test_extra_query_and_extra_headers_are_in_the_key() -> None:
 
 
 def test_credential_headers_stay_out_of_the_key() -> None:
-    with endpoint() as (server, lm), ts.context(cache=ts.MemoryCache()):
+    with endpoint() as (server, lm), ts.context(cache=ts.cache.MemoryCache()):
         for secret in ("Bearer sk-one-123456", "Bearer sk-two-654321"):
             extra = {"Authorization": secret, "api-key": secret, "x-route": "eu"}
             ts.Predict(Ask, lm=lm, extra_headers=extra)(question="q")
@@ -354,7 +356,7 @@ def test_an_injected_clients_default_query_is_in_the_key() -> None:
         ) as client:
             await ts.Predict(Ask, lm=ts.LM("standin-1", client=client)).acall(question="q")
 
-    with StandIn() as server, ts.context(cache=ts.MemoryCache()):
+    with StandIn() as server, ts.context(cache=ts.cache.MemoryCache()):
         for version in ("2024-01-01", "2025-06-01", "2025-06-01"):
             asyncio.run(ask(server.base_url, version))
         assert len(server.requests) == 2
@@ -365,12 +367,12 @@ def test_an_injected_clients_default_query_is_in_the_key() -> None:
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_identical_misses_at_once_send_one_request(kind: str, tmp_path: Path) -> None:
-    cache: ts.Cache = (
-        ts.MemoryCache() if kind == "memory" else ts.SQLiteCache(tmp_path / "c.sqlite3")
+    cache: ts.cache.Cache = (
+        ts.cache.MemoryCache() if kind == "memory" else ts.cache.SQLiteCache(tmp_path / "c.sqlite3")
     )
     with endpoint() as (server, lm), ts.context(cache=cache):
         results = ts.Predict(Ask, lm=lm).batch([{"question": "same"}] * 32, concurrency=32)
-    if isinstance(cache, ts.SQLiteCache):
+    if isinstance(cache, ts.cache.SQLiteCache):
         cache.close()
     assert len(results.successes) == 32 and len({r.answer for r in results.successes}) == 1
     assert len(server.requests) == 1
@@ -378,7 +380,7 @@ def test_identical_misses_at_once_send_one_request(kind: str, tmp_path: Path) ->
 
 
 def test_when_the_first_of_identical_requests_fails_the_others_send_their_own() -> None:
-    with endpoint() as (server, lm), ts.context(cache=ts.MemoryCache()):
+    with endpoint() as (server, lm), ts.context(cache=ts.cache.MemoryCache()):
         server.enqueue(Reply(status=500))
         results = ts.Predict(Ask, lm=lm).batch([{"question": "same"}] * 8, concurrency=8)
     assert len(results.errors) == 1 and len(results.successes) == 7
@@ -389,13 +391,13 @@ def test_when_the_first_of_identical_requests_fails_the_others_send_their_own() 
 
 
 def test_a_memory_cache_is_bounded_in_bytes() -> None:
-    cache = ts.MemoryCache(max_bytes=4000)
-    reply = LMResponse.build(text="x" * 1000, model="m", usage=ts.Usage(1, 1, 2))
+    cache = ts.cache.MemoryCache(max_bytes=4000)
+    reply = LMResponse.build(text="x" * 1000, model="m", usage=ts.prediction.Usage(1, 1, 2))
     for i in range(10):
         cache.put(f"k{i}", reply)
     assert cache.bytes <= 4000 and 1 <= len(cache) < 10
     assert cache.get("k9") is not None and cache.get("k0") is None  # the oldest went first
-    big = LMResponse.build(text="x" * 5000, model="m", usage=ts.Usage(1, 1, 2))
+    big = LMResponse.build(text="x" * 5000, model="m", usage=ts.prediction.Usage(1, 1, 2))
     cache.put("big", big)  # larger than the bound: not stored, counted
     assert cache.get("big") is None and cache.errors == 1
 
@@ -406,7 +408,7 @@ def test_a_memory_cache_is_bounded_in_bytes() -> None:
 def test_closing_ends_the_thread_and_removes_the_wal(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
     before = threading.active_count()
-    with endpoint() as (_server, lm), ts.SQLiteCache(path) as cache, ts.context(cache=cache):
+    with endpoint() as (_server, lm), ts.cache.SQLiteCache(path) as cache, ts.context(cache=cache):
         ts.Predict(Ask, lm=lm)(question="q")
         assert Path(f"{path}-wal").exists()
     assert cache.closed and threading.active_count() == before
@@ -428,7 +430,7 @@ class Ask(ts.Signature):
 
 server = StandIn()
 server.start()
-ts.configure(cache=ts.SQLiteCache(sys.argv[1]))
+ts.configure(cache=ts.cache.SQLiteCache(sys.argv[1]))
 lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-test", max_retries=0)
 predict = ts.Predict(Ask, lm=lm)
 answers = [predict(question=f"{sys.argv[2]}-{i}").answer for i in range(int(sys.argv[3]))]
@@ -466,13 +468,14 @@ from typedspy.lm import LMResponse
 import typedspy as ts
 
 def child(cache):
-    reply = LMResponse.build(text="from the child", model="m", usage=ts.Usage(1, 1, 2))
+    reply = LMResponse.build(text="from the child", model="m", usage=ts.prediction.Usage(1, 1, 2))
     cache.put("child", reply)
     assert cache.get("parent").text == "from the parent"
     cache.close()
 
 cache = SQLiteCache(sys.argv[1])
-cache.put("parent", LMResponse.build(text="from the parent", model="m", usage=ts.Usage(1, 1, 2)))
+usage = ts.prediction.Usage(1, 1, 2)
+cache.put("parent", LMResponse.build(text="from the parent", model="m", usage=usage))
 process = multiprocessing.get_context("fork").Process(target=child, args=(cache,))
 process.start()
 process.join(60)

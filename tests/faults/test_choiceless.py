@@ -39,7 +39,7 @@ def test_a_choiceless_reply_is_one_request_and_an_lm_error(reply: Reply, streame
     with FaultServer(reply) as server:
         lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=2)
         predict = ts.Predict(Answer)
-        with ts.context(lm=lm), pytest.raises(ts.LMResponseError):
+        with ts.context(lm=lm), pytest.raises(ts.errors.LMResponseError):
             if streamed:
                 list(predict.stream(question="q"))
             else:

@@ -76,7 +76,7 @@ def test_a_password_in_the_base_url_is_in_no_traceback() -> None:
     with FaultServer(Reply(echo=echoing_gateway)) as server:
         url = server.url.replace("http://", f"http://admin:{PASSWORD}@")
         lm = ts.LM("m", base_url=url, api_key=KEY, max_retries=0)
-        with ts.context(lm=lm), pytest.raises(ts.LMStatusError) as caught:
+        with ts.context(lm=lm), pytest.raises(ts.errors.LMStatusError) as caught:
             ts.Predict(Answer)(question="q")
         lm.close()
     assert "authorization" in server.requests[0].headers
@@ -86,7 +86,7 @@ def test_a_password_in_the_base_url_is_in_no_traceback() -> None:
 
 def test_an_unreachable_endpoint_with_a_password_is_redacted() -> None:
     lm = ts.LM("m", base_url=f"http://u:{PASSWORD}@127.0.0.1:9/v1", api_key=KEY, max_retries=0)
-    with ts.context(lm=lm), pytest.raises(ts.LMConnectionError) as caught:
+    with ts.context(lm=lm), pytest.raises(ts.errors.LMConnectionError) as caught:
         ts.Predict(Answer)(question="q")
     lm.close()
     assert PASSWORD not in everything_shown(caught.value)
@@ -122,7 +122,7 @@ def test_a_key_echoed_deep_in_an_error_body_is_redacted() -> None:
     # Was: the scrubber stopped 16 levels deep, leaving the key in exc.__cause__.body.
     with FaultServer(Reply(echo=deep_echo(40))) as server:
         lm = ts.LM("m", base_url=server.url, api_key=KEY, max_retries=0)
-        with ts.context(lm=lm), pytest.raises(ts.LMStatusError) as caught:
+        with ts.context(lm=lm), pytest.raises(ts.errors.LMStatusError) as caught:
             ts.Predict(Answer)(question="q")
         lm.close()
     body = getattr(caught.value.__cause__, "body", None)
@@ -134,7 +134,7 @@ def test_a_body_too_large_to_walk_is_redacted_not_kept() -> None:
     # Past the scrubber's bound on work (100,000 values), what is left is replaced unread.
     with FaultServer(Reply(echo=deep_echo(3, copies=150_000))) as server:
         lm = ts.LM("m", base_url=server.url, api_key=KEY, max_retries=0)
-        with ts.context(lm=lm), pytest.raises(ts.LMStatusError) as caught:
+        with ts.context(lm=lm), pytest.raises(ts.errors.LMStatusError) as caught:
             ts.Predict(Answer)(question="q")
         lm.close()
     body = getattr(caught.value.__cause__, "body", None)

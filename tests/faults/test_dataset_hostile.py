@@ -1,6 +1,8 @@
-"""Issue 21, D8: a malformed dataset file is a `ts.DatasetError` naming the row, never untyped.
+"""Issue 21, D8: a malformed dataset file is a `ts.errors.DatasetError` naming the row, never
+untyped.
 
-Each case writes a real file to ``tmp_path`` and loads it with `ts.load_dataset`: the result is
+Each case writes a real file to ``tmp_path`` and loads it with `ts.evaluation.load_dataset`: the
+result is
 examples or a `DatasetError` (``rows`` naming row, field and problem), within seconds.
 """
 
@@ -22,10 +24,10 @@ class Ask(ts.Signature):
     answer: str = ts.OutputField()
 
 
-def refused(path: Path) -> ts.DatasetError:
+def refused(path: Path) -> ts.errors.DatasetError:
     start = time.monotonic()
-    with pytest.raises(ts.DatasetError) as caught:
-        ts.load_dataset(path, Ask)
+    with pytest.raises(ts.errors.DatasetError) as caught:
+        ts.evaluation.load_dataset(path, Ask)
     assert time.monotonic() - start < 10
     assert caught.value.source == str(path)
     return caught.value
@@ -82,7 +84,7 @@ def test_a_csv_cell_at_the_field_size_limit_is_read(tmp_path: Path) -> None:
     limit = csv.field_size_limit()
     path = tmp_path / "data.csv"
     path.write_text(f"question,answer\n{'x' * limit},y\n", encoding="utf-8")
-    [example] = ts.load_dataset(path, Ask)
+    [example] = ts.evaluation.load_dataset(path, Ask)
     assert len(example.question) == limit
 
 
@@ -92,5 +94,5 @@ def test_a_line_separator_inside_a_value_stays_in_its_row(tmp_path: Path) -> Non
     jsonl.write_text('{"question": "a\u2028b", "answer": "c"}\n', encoding="utf-8")
     table.write_text('question,answer\n"a\u2028b",c\n', encoding="utf-8")
     for path in (jsonl, table):
-        [example] = ts.load_dataset(path, Ask)
+        [example] = ts.evaluation.load_dataset(path, Ask)
         assert example.question == "a\u2028b"

@@ -107,7 +107,7 @@ def test_a_stream_that_never_ends_is_stopped_by_the_stream_deadline() -> None:
                     pass
     assert caught.value.limit == "stream_deadline" and caught.value.seconds == 0.3
     assert "stream_deadline of 0.3 s" in str(caught.value)
-    assert ts.get_settings().stream_deadline == 600.0  # the default
+    assert ts.settings.get_settings().stream_deadline == 600.0  # the default
 
 
 def test_a_stalled_tool_step_in_react_ends_at_the_deadline() -> None:

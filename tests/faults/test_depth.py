@@ -73,7 +73,7 @@ def test_model_output_nested_past_the_lms_limit_is_a_decode_failure_naming_it(
     content = nested(20)  # 41 levels
     reply = streamed(content) if stream else Reply.completion(content)
 
-    with pytest.raises(ts.OutputDecodeError) as caught:
+    with pytest.raises(ts.errors.OutputDecodeError) as caught:
         predict(reply, stream=stream, max_json_depth=40)
     assert "40 levels (max_json_depth)" in str(caught.value)
 
@@ -86,7 +86,7 @@ def test_model_output_past_the_default_limit_names_it(stream: bool) -> None:
     content = nested(150)  # 301 levels
     reply = streamed(content) if stream else Reply.completion(content)
 
-    with pytest.raises(ts.OutputDecodeError) as caught:
+    with pytest.raises(ts.errors.OutputDecodeError) as caught:
         predict(reply, stream=stream)
     assert "256 levels (max_json_depth)" in str(caught.value)
 
@@ -115,7 +115,7 @@ def test_a_stream_chunk_past_the_limit_is_typed_naming_it(
     deep: Any = 1
     for _ in range(depth):
         deep = [deep]
-    with pytest.raises(ts.LMResponseLimitError) as caught:
+    with pytest.raises(ts.errors.LMResponseLimitError) as caught:
         predict(Reply.sse([chunk_with(deep)]), stream=True, **options)
     assert (caught.value.limit, caught.value.allowed) == ("max_json_depth", allowed)
     assert f"{allowed} levels (max_json_depth)" in str(caught.value)
@@ -207,7 +207,9 @@ def test_deep_json_is_refused_before_decoding_so_gc_keeps_its_stack(output: str)
             if output == "model output":
                 with ts.context(lm=lm, max_retries=0):
                     result = ts.Predict(Nested).try_call(question="q")
-                assert isinstance(result, ts.OutputDecodeError | ts.OutputValidationError)
+                assert isinstance(
+                    result, ts.errors.OutputDecodeError | ts.errors.OutputValidationError
+                )
             else:
                 agent = ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3)
                 assert agent(question="q").answer == "done"

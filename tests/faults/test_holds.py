@@ -105,7 +105,7 @@ HOSTILE_OUTPUTS = {
 
 @pytest.mark.parametrize("output", HOSTILE_OUTPUTS.values(), ids=HOSTILE_OUTPUTS.keys())
 def test_hostile_model_output_is_a_typed_output_error(output: str) -> None:
-    result = ts.parse_outputs(Decide, output)  # never raises, whatever the text
+    result = ts.parse.parse_outputs(Decide, output)  # never raises, whatever the text
     assert not result.ok and result.errors
     error, requests = failure(Reply.completion(output), max_retries=1)
     assert isinstance(error, ts.OutputError), repr(error)

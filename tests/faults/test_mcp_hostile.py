@@ -151,7 +151,7 @@ def test_a_remote_ref_is_never_retrieved_and_is_a_schema_error_naming_tool_and_r
     # A reference inside the schema still resolves, and checks.
     assert call(server, "local", {"x": 1}, include=["local"]) == {"result": "ran"}
     refused = call(server, "local", {"x": "one"}, include=["local"])
-    assert isinstance(refused, ts.ToolArgumentsError)
+    assert isinstance(refused, ts.errors.ToolArgumentsError)
     assert [str(e) for e in refused.errors] == ["x: 'one' is not of type 'integer'"]
 
 
@@ -206,7 +206,7 @@ def test_a_backtracking_input_pattern_answers_at_once_and_the_loop_keeps_ticking
 
     refused, gap = asyncio.run(body())
 
-    assert isinstance(refused, ts.ToolArgumentsError), refused
+    assert isinstance(refused, ts.errors.ToolArgumentsError), refused
     assert refused.errors, refused
     assert gap < 5  # the old code held the loop for ever (2^5000 steps)
 

@@ -82,7 +82,7 @@ def test_a_big_file_is_refused_without_being_read(tmp_path: Path) -> None:
     big = sparse_png(tmp_path / "big.png", 50 << 20)
     before = open_fds()
     error, peak = peak_bytes(lambda: Small.from_path(big))
-    assert isinstance(error, ts.MediaError)
+    assert isinstance(error, ts.errors.MediaError)
     assert str(error) == (
         f"Small: {str(big)!r} (52,428,800 bytes) is more than the 1,024 bytes accepted (max_bytes)"
     )
@@ -108,7 +108,7 @@ def test_a_file_shorter_than_the_limit_is_read_whole(tmp_path: Path) -> None:
     exact.write_bytes(PNG + bytes(1024 - len(PNG)))
     assert base64.b64decode(Small.from_path(exact).data or "") == exact.read_bytes()
     exact.write_bytes(exact.read_bytes() + b"\x00")
-    with pytest.raises(ts.MediaError, match="1,025 bytes"):
+    with pytest.raises(ts.errors.MediaError, match="1,025 bytes"):
         Small.from_path(exact)
 
 
@@ -122,7 +122,7 @@ def test_a_directory_or_socket_is_refused_by_what_it_is(tmp_path: Path, kind: st
         else:
             stack.enter_context(socket.socket(socket.AF_UNIX)).bind(str(path))
         before = open_fds()
-        with pytest.raises(ts.MediaError) as caught:
+        with pytest.raises(ts.errors.MediaError) as caught:
             ts.Image.from_path(path)
         assert open_fds() == before
     assert str(caught.value) == f"Image: {str(path)!r} is a {kind}, not a regular file"
@@ -156,7 +156,7 @@ def test_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     before = open_fds()
     error = bounded(lambda: ts.Image.from_path(fifo), fifo)
-    assert isinstance(error, ts.MediaError)
+    assert isinstance(error, ts.errors.MediaError)
     assert str(error) == f"Image: {str(fifo)!r} is a FIFO (named pipe), not a regular file"
     assert open_fds() == before
 
@@ -195,7 +195,7 @@ def test_dev_zero_is_refused_without_being_read() -> None:
 
 
 def test_a_path_with_a_nul_is_a_media_error() -> None:
-    with pytest.raises(ts.MediaError, match="cannot read media file"):
+    with pytest.raises(ts.errors.MediaError, match="cannot read media file"):
         ts.Image.from_path("photo\x00.png")
 
 
@@ -226,13 +226,13 @@ def test_a_hostile_url_is_refused_by_the_model_itself(
     with pytest.raises(ValidationError) as caught:
         build(url)
     error = url_error(caught.value)
-    assert isinstance(error, ts.MediaError)
+    assert isinstance(error, ts.errors.MediaError)
     assert str(error) == f"{url!r} is not an http(s) or data: URL; pass a pathlib.Path for a file"
 
 
 @pytest.mark.parametrize("url", HOSTILE_URLS)
 def test_a_hostile_url_from_url_is_a_media_error(url: str) -> None:
-    with pytest.raises(ts.MediaError, match=r"is not an http\(s\) or data: URL"):
+    with pytest.raises(ts.errors.MediaError, match=r"is not an http\(s\) or data: URL"):
         ts.Image.from_url(url)
 
 
@@ -268,8 +268,8 @@ def test_a_hostile_url_in_a_dataset_row_names_the_row(url: str) -> None:
         {"photo": {"url": "https://example.invalid/a.png"}, "caption": "a"},
         {"photo": {"url": url}, "caption": "b"},
     ]
-    with pytest.raises(ts.DatasetError) as caught:
-        ts.load_dataset(rows, Describe)
+    with pytest.raises(ts.errors.DatasetError) as caught:
+        ts.evaluation.load_dataset(rows, Describe)
     assert [row.row for row in caught.value.rows] == [2]
     assert "not an http(s) or data: URL" in str(caught.value)
 

@@ -4,7 +4,7 @@ Python converts (``sys.get_int_max_str_digits()``, 4,300 by default: ``max_numbe
 The error names the field path and the limit, wherever the number is (a top-level field, a
 union member's field, a list item) and however the output is written (bare, fenced, in prose,
 leniently, in marker sections, streamed); it is fed back to the model, then raised as
-`ts.OutputDecodeError`. It was reported as ``action: Field required; confidence: Field
+`ts.errors.OutputDecodeError`. It was reported as ``action: Field required; confidence: Field
 required``: the region holding the number failed, and the ``action`` object nested in it was
 taken for the answer.
 """
@@ -66,7 +66,9 @@ OUTPUTS: dict[str, tuple[str, tuple[str | int, ...]]] = {
 }
 
 
-def assert_names_the_number(errors: tuple[ts.FieldError, ...], path: tuple[str | int, ...]) -> None:
+def assert_names_the_number(
+    errors: tuple[ts.errors.FieldError, ...], path: tuple[str | int, ...]
+) -> None:
     assert [error.path for error in errors] == [path]
     assert LIMIT in errors[0].message and "max_number_digits" in errors[0].message
     assert "Field required" not in errors[0].message
@@ -75,7 +77,7 @@ def assert_names_the_number(errors: tuple[ts.FieldError, ...], path: tuple[str |
 @pytest.mark.parametrize("name", sorted(OUTPUTS))
 def test_parse_outputs_names_the_field_and_the_limit(name: str) -> None:
     text, path = OUTPUTS[name]
-    result = ts.parse_outputs(Decide, text)
+    result = ts.parse.parse_outputs(Decide, text)
     assert result.kind == "decode_failed"
     assert_names_the_number(result.errors, path)
 
@@ -87,13 +89,13 @@ def test_a_list_item_is_named_by_its_index() -> None:
         question: str = ts.InputField()
         scores: list[int] = ts.OutputField()
 
-    result = ts.parse_outputs(Scores, '{"scores": [1, 2, ' + HUGE + "]}")
+    result = ts.parse.parse_outputs(Scores, '{"scores": [1, 2, ' + HUGE + "]}")
     assert_names_the_number(result.errors, ("scores", 2))
 
 
 def test_a_huge_number_anywhere_never_raises() -> None:
     for text in ("[" + HUGE + "]", HUGE, '{"action": ' + HUGE, "{'a': [{'b': " + HUGE + "}]}"):
-        result = ts.parse_outputs(Decide, text)
+        result = ts.parse.parse_outputs(Decide, text)
         assert not result.ok
 
 
@@ -115,7 +117,7 @@ def test_predict_feeds_the_field_and_the_limit_back_then_raises_them(
     lm = ts.LM("m", base_url=server.base_url, api_key="k", max_retries=0)
     partials: list[Any] = []
     try:
-        with ts.context(lm=lm, max_retries=1), pytest.raises(ts.OutputDecodeError) as caught:
+        with ts.context(lm=lm, max_retries=1), pytest.raises(ts.errors.OutputDecodeError) as caught:
             if stream:
                 for event in ts.Predict(Decide).stream(task="t"):
                     partials.append(event)

@@ -76,7 +76,7 @@ def test_what_a_proxy_sends_back_is_capped_too(monkeypatch: pytest.MonkeyPatch, 
             max_response_bytes=1 << 20,
         )
         try:
-            with pytest.raises(ts.LMResponseLimitError) as caught:
+            with pytest.raises(ts.errors.LMResponseLimitError) as caught:
                 ask(lm, sync=sync)
         finally:
             lm.close()

@@ -40,7 +40,7 @@ def call(reply: Reply, **options: object) -> tuple[ts.TypedspyError, int]:
 
 def test_a_body_past_the_cap_is_stopped_while_read() -> None:
     error, requests = call(Reply.json({"pad": "x" * 300_000}), max_response_bytes=100_000)
-    assert isinstance(error, ts.LMResponseLimitError)
+    assert isinstance(error, ts.errors.LMResponseLimitError)
     assert (error.limit, error.allowed) == ("max_response_bytes", 100_000)
     assert "max_response_bytes=100000" in str(error)
     assert requests == CAPPED_SENDS  # not retried by the SDK: the same body would come again
@@ -48,19 +48,19 @@ def test_a_body_past_the_cap_is_stopped_while_read() -> None:
 
 def test_a_gzip_body_is_capped_on_its_inflated_size() -> None:
     error, requests = call(Reply.gzip_bomb(8 << 20), max_response_bytes=1 << 20)
-    assert isinstance(error, ts.LMResponseLimitError) and error.limit == "max_response_bytes"
+    assert isinstance(error, ts.errors.LMResponseLimitError) and error.limit == "max_response_bytes"
     assert requests == CAPPED_SENDS
 
 
 def test_an_error_status_with_a_huge_body_is_capped_too() -> None:
     bomb = Reply.gzip_bomb(8 << 20)
     error, _ = call(Reply(500, bomb.headers, bomb.pieces), max_response_bytes=1 << 20)
-    assert isinstance(error, ts.LMResponseLimitError)
+    assert isinstance(error, ts.errors.LMResponseLimitError)
 
 
 def test_a_body_in_an_encoding_not_asked_for_is_typed() -> None:
     error, _ = call(Reply(200, {"content-encoding": "br"}, lambda: [b"\x0b\x02\x80{}\x03"]))
-    assert isinstance(error, ts.LMResponseError)
+    assert isinstance(error, ts.errors.LMResponseError)
     assert "'br'" in str(error)
 
 
@@ -81,7 +81,7 @@ def test_a_gzip_bomb_of_1_gb_ends_typed_with_bounded_peak_memory() -> None:
             lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
             try:
                 ts.Predict(A, lm=lm)(q="x")
-            except ts.LMResponseLimitError as exc:
+            except ts.errors.LMResponseLimitError as exc:
                 print(exc.limit, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
             lm.close()
         """
@@ -106,7 +106,7 @@ def test_a_gzip_bomb_of_1_gb_ends_typed_with_bounded_peak_memory() -> None:
 def test_a_body_nested_too_deep_is_typed(depth: int) -> None:
     body = '{"choices": ' + "[" * depth + "]" * depth + "}"
     error, requests = call(Reply.raw(body, content_type="application/json"))
-    assert isinstance(error, ts.LMResponseLimitError)
+    assert isinstance(error, ts.errors.LMResponseLimitError)
     assert (error.limit, error.allowed) == ("max_json_depth", 256)
     assert requests == 1
 
@@ -114,13 +114,13 @@ def test_a_body_nested_too_deep_is_typed(depth: int) -> None:
 def test_the_depth_limit_is_configurable() -> None:
     body = json.dumps({"choices": [], "x": [[[[[[1]]]]]]})
     error, _ = call(Reply.raw(body, content_type="application/json"), max_json_depth=4)
-    assert isinstance(error, ts.LMResponseLimitError) and error.allowed == 4
+    assert isinstance(error, ts.errors.LMResponseLimitError) and error.allowed == 4
 
 
 def test_a_huge_number_in_a_body_is_named_not_called_not_json() -> None:
     body = '{"choices": [], "usage": {"prompt_tokens": ' + "9" * 5_000 + "}}"
     error, _ = call(Reply.raw(body, content_type="application/json"))
-    assert isinstance(error, ts.LMResponseLimitError) and error.limit == "max_number_digits"
+    assert isinstance(error, ts.errors.LMResponseLimitError) and error.limit == "max_number_digits"
     assert "usage/prompt_tokens" in str(error) and "4300" in str(error)
     assert "not JSON" not in str(error)
 
@@ -135,7 +135,7 @@ def test_a_huge_number_in_a_body_is_named_not_called_not_json() -> None:
 def test_a_hostile_stream_chunk_is_typed(chunk: str, limit: str) -> None:
     with FaultServer(Reply.sse([chunk])) as server:
         lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
-        with ts.context(lm=lm), pytest.raises(ts.LMResponseLimitError) as caught:
+        with ts.context(lm=lm), pytest.raises(ts.errors.LMResponseLimitError) as caught:
             list(ts.Predict(Answer).stream(question="q"))
         lm.close()
     assert caught.value.limit == limit
@@ -154,7 +154,7 @@ def test_a_huge_number_in_the_output_names_the_field_and_the_limit() -> None:
 
     with FaultServer(Reply.completion(output)) as server:
         lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
-        with ts.context(lm=lm, max_retries=1), pytest.raises(ts.OutputDecodeError) as caught:
+        with ts.context(lm=lm, max_retries=1), pytest.raises(ts.errors.OutputDecodeError) as caught:
             ts.Predict(Scored)(question="q")
         lm.close()
     feedback = server.requests[1].json()["messages"][-1]["content"]
@@ -211,7 +211,7 @@ def test_deeply_nested_tool_arguments_from_the_model_are_an_observation(streamed
 def test_a_stream_past_the_cap_is_stopped_while_read(reply: Reply) -> None:
     with FaultServer(reply) as server:
         lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0, max_response_bytes=1 << 20)
-        with ts.context(lm=lm), pytest.raises(ts.LMResponseLimitError) as caught:
+        with ts.context(lm=lm), pytest.raises(ts.errors.LMResponseLimitError) as caught:
             list(ts.Predict(Answer).stream(question="q"))
         lm.close()
     assert (caught.value.limit, caught.value.allowed) == ("max_response_bytes", 1 << 20)

@@ -32,14 +32,14 @@ def run(max_requests: int | None) -> tuple[BaseException, int]:
 
 def test_without_a_bound_a_call_sends_nine_requests() -> None:
     error, requests = run(None)
-    assert isinstance(error, ts.OutputValidationError)
+    assert isinstance(error, ts.errors.OutputValidationError)
     assert requests == 9  # 3 attempts x 3 transport attempts: the defect the bound fixes
 
 
 def test_the_default_bound_stops_at_six_requests() -> None:
-    assert ts.get_settings().max_requests == 6
+    assert ts.settings.get_settings().max_requests == 6
     error, requests = run(6)
-    assert isinstance(error, ts.RequestLimitError)
+    assert isinstance(error, ts.errors.RequestLimitError)
     assert (error.limit, error.allowed, error.requests) == ("max_requests", 6, 6)
     assert requests == 6
     assert "max_requests=6" in str(error)
@@ -48,7 +48,7 @@ def test_the_default_bound_stops_at_six_requests() -> None:
 def test_the_bound_cuts_the_sdk_retries_of_the_last_request() -> None:
     error, requests = run(4)
     # Attempt 1 took 3 requests; attempt 2 had room for one, without SDK retries: its 500 ends it.
-    assert isinstance(error, ts.LMStatusError) and error.status_code == 500
+    assert isinstance(error, ts.errors.LMStatusError) and error.status_code == 500
     assert requests == 4
 
 
@@ -61,7 +61,7 @@ def test_a_call_never_sends_more_than_its_bound(bound: int) -> None:
 def test_a_streamed_call_is_bounded_the_same_way() -> None:
     with FaultServer(FLAKY, FLAKY, FLAKY, FLAKY) as server:
         lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=5)
-        with ts.context(lm=lm, max_requests=3), pytest.raises(ts.LMStatusError):
+        with ts.context(lm=lm, max_requests=3), pytest.raises(ts.errors.LMStatusError):
             list(ts.Predict(Answer).stream(question="q"))
         lm.close()
     assert len(server.requests) == 3

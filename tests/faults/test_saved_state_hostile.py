@@ -2,7 +2,7 @@
 
 `Module.load` reads real files: not JSON, nested 100,000 levels, bad UTF-8, truncated, empty, a
 directory, another format version, a wrong type or an unknown key at any field, a missing or
-foreign fingerprint. Each ends in a `ts.SavedStateError` (a `ts.ConfigurationError`) naming
+foreign fingerprint. Each ends in a `ts.errors.SavedStateError` (a `ts.ConfigurationError`) naming
 the file and the field path, with nothing loaded (ADR-054).
 """
 
@@ -52,19 +52,19 @@ def trained() -> Program:
     return program
 
 
-def knn_program() -> ts.KNNProgram:
+def knn_program() -> ts.optimize.KNNProgram:
     examples = [
         ts.Example(Answer, question="Which one?", answer=Pick(label="a"), score=3),
         ts.Example(Answer, question="Why not?", answer=Skip(reason="no"), score=1),
     ]
-    return ts.KNNProgram(ts.Predict(Answer), examples, [[1.0, 0.0], [0.0, 1.0]], k=1)
+    return ts.optimize.KNNProgram(ts.Predict(Answer), examples, [[1.0, 0.0], [0.0, 1.0]], k=1)
 
 
-def load_fails(program: ts.Module, path: Path) -> ts.SavedStateError:
+def load_fails(program: ts.Module, path: Path) -> ts.errors.SavedStateError:
     """``program.load(path)`` raises a `SavedStateError` naming the file; nothing changes."""
     before = program.dump_state()
     started = time.monotonic()
-    with pytest.raises(ts.SavedStateError) as caught:
+    with pytest.raises(ts.errors.SavedStateError) as caught:
         program.load(path)
     assert time.monotonic() - started < 10  # the 100k-deep case recursed forever before
     assert isinstance(caught.value, ts.ConfigurationError)  # load's documented error
@@ -195,7 +195,7 @@ def test_a_wrong_type_at_a_field_is_refused_naming_its_path(
     error = load_fails(Program(), written(tmp_path, state))
     assert f"saved state {str(written(tmp_path, state))!r}: {says}" in str(error)
     assert any(str(e).startswith(says.split(":")[0]) for e in error.errors)
-    with pytest.raises(ts.SavedStateError, match="^saved state: " + re.escape(says)):
+    with pytest.raises(ts.errors.SavedStateError, match="^saved state: " + re.escape(says)):
         Program().load_state(state)  # a dict is checked as a file is
 
 
@@ -217,19 +217,19 @@ def test_an_unknown_key_is_refused_not_skipped(
 
 
 def test_a_non_object_state_or_a_non_json_value_in_a_dict_is_refused() -> None:
-    with pytest.raises(ts.SavedStateError, match="expected an object, got list"):
+    with pytest.raises(ts.errors.SavedStateError, match="expected an object, got list"):
         Program().load_state([])  # type: ignore[arg-type]
     state = trained().dump_state()
     at(state)["demos"][0]["question"] = ("a", "tuple")
     with pytest.raises(
-        ts.SavedStateError, match=r"demos\[0\]\.question: input was not a valid JSON"
+        ts.errors.SavedStateError, match=r"demos\[0\]\.question: input was not a valid JSON"
     ):
         Program().load_state(state)
     deep: list[Any] = []
     for _ in range(1_000):
         deep = [deep]
     at(state)["demos"][0]["question"] = deep
-    with pytest.raises(ts.SavedStateError, match="nested deeper than 256 levels"):
+    with pytest.raises(ts.errors.SavedStateError, match="nested deeper than 256 levels"):
         Program().load_state(state)
 
 
@@ -300,7 +300,7 @@ def test_a_knn_programs_examples_and_vectors_are_checked(
 ) -> None:
     state = knn_program().dump_state()
     put(state, where, value)
-    fresh = ts.KNNProgram(ts.Predict(Answer))
+    fresh = ts.optimize.KNNProgram(ts.Predict(Answer))
     error = load_fails(fresh, written(tmp_path, state))
     assert says in str(error)
     assert fresh.examples == []
@@ -311,9 +311,11 @@ def test_a_plain_programs_file_is_refused_by_a_knn_program_and_the_reverse(
 ) -> None:
     path = tmp_path / "program.json"
     ts.Predict(Answer).save(path)
-    assert "knn: Field required" in str(load_fails(ts.KNNProgram(ts.Predict(Answer)), path))
+    assert "knn: Field required" in str(
+        load_fails(ts.optimize.KNNProgram(ts.Predict(Answer)), path)
+    )
     knn_program().save(path)
-    again = ts.KNNProgram(ts.Predict(Answer))
+    again = ts.optimize.KNNProgram(ts.Predict(Answer))
     again.load(path)  # the round trip holds
     assert again.dump_state() == knn_program().dump_state()
     error = load_fails(ts.Predict(Answer), path)
@@ -336,7 +338,7 @@ def test_state_nested_deeper_than_load_reads_is_not_saved(tmp_path: Path) -> Non
         deep = {"a": deep}
     predict = ts.Predict(Free, demos=[{"payload": deep, "answer": "a"}])
     path = tmp_path / "program.json"
-    with pytest.raises(ts.SavedStateError, match="nested deeper than 256 levels"):
+    with pytest.raises(ts.errors.SavedStateError, match="nested deeper than 256 levels"):
         predict.save(path)
     assert not path.exists()
 
@@ -346,7 +348,7 @@ def test_a_vector_that_is_not_finite_is_not_saved(tmp_path: Path) -> None:
     program._vectors[0][0] = float("nan")  # an endpoint that sent NaN in an embedding
     path = tmp_path / "program.json"
     with pytest.raises(
-        ts.SavedStateError, match=r"knn\.vectors\[0\]\[0\]: Input should be a finite"
+        ts.errors.SavedStateError, match=r"knn\.vectors\[0\]\[0\]: Input should be a finite"
     ):
         program.save(path)
     assert not path.exists()

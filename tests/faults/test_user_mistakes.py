@@ -217,7 +217,7 @@ OPTION_MISTAKES: dict[str, tuple[Callable[[], object], str]] = {
     ),
     "lm_timeout_negative": (lambda: ts.LM("m", timeout=-1), "LM(timeout=-1)"),
     "rate_limit_str": (
-        lambda: ts.RateLimit(requests_per_minute="60"),  # type: ignore[arg-type]
+        lambda: ts.limits.RateLimit(requests_per_minute="60"),  # type: ignore[arg-type]
         "RateLimit(requests_per_minute='60')",
     ),
     "batch_timeout_str": (
@@ -256,4 +256,4 @@ def test_what_the_checks_accept_still_builds() -> None:
     ts.LM("m", timeout=httpx.Timeout(5.0), max_retries=0)
     ts.LM("m", timeout=2.5, max_response_bytes=1024, max_json_depth=8)
     ts.Predict("question -> answer", max_retries=0, token_budget=100)
-    ts.RateLimit(requests_per_minute=0.5)
+    ts.limits.RateLimit(requests_per_minute=0.5)

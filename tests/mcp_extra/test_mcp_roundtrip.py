@@ -108,7 +108,7 @@ def test_served_over_stdio_by_the_command_line_the_agent_behaves_the_same(
         pid = remote.get("server_pid")()["result"]
         with pytest.raises(typedspy.mcp.RemoteToolError) as info:
             remote.get("broken_count")(word="x")
-        with pytest.raises(ts.ToolArgumentsError) as invalid:  # caught before the call
+        with pytest.raises(ts.errors.ToolArgumentsError) as invalid:  # caught before the call
             remote.get("look_up_pet")(pet_name="Rex", limit=0)
         with pytest.raises(typedspy.mcp.RemoteResultError) as lying:
             remote.get("roll_dice")(sides=6)

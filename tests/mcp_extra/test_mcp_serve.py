@@ -202,7 +202,7 @@ def test_serving_nothing_or_a_duplicate_name_is_a_tool_error() -> None:
     with pytest.raises(ts.ToolError, match="at least one"):
         ts.mcp.serve()
     with pytest.raises(ts.ToolError, match="duplicate tool name 'delete_file'"):
-        ts.mcp.serve(delete_file, ts.Toolset([delete_file]))
+        ts.mcp.serve(delete_file, ts.tools.Toolset([delete_file]))
 
 
 def test_the_command_line_target_names_a_server_or_what_to_serve() -> None:

@@ -66,7 +66,7 @@ def structured(value: Any) -> types.CallToolResult:
     return types.CallToolResult(content=[], structured_content=value)
 
 
-def use(server: Any, body: Callable[[ts.Toolset], Awaitable[Any]], **options: Any) -> Any:
+def use(server: Any, body: Callable[[ts.tools.Toolset], Awaitable[Any]], **options: Any) -> Any:
     async def main() -> Any:
         async with ts.mcp.tools(server, **options) as remote:
             return await body(remote)
@@ -77,7 +77,7 @@ def use(server: Any, body: Callable[[ts.Toolset], Awaitable[Any]], **options: An
 def test_remote_tools_are_typedspy_tools_with_the_remote_definitions() -> None:
     server, _ = foreign_server(lambda args: structured({"high": [1.0]}))
 
-    async def body(remote: ts.Toolset) -> list[Any]:
+    async def body(remote: ts.tools.Toolset) -> list[Any]:
         return list(remote)
 
     forecast, describe = use(server, body)
@@ -96,8 +96,8 @@ def test_remote_tools_are_typedspy_tools_with_the_remote_definitions() -> None:
 def test_arguments_are_checked_against_the_input_schema_before_the_call() -> None:
     server, received = foreign_server(lambda args: structured({"high": [1.0]}))
 
-    async def body(remote: ts.Toolset) -> ts.ToolArgumentsError:
-        with pytest.raises(ts.ToolArgumentsError) as info:
+    async def body(remote: ts.tools.Toolset) -> ts.errors.ToolArgumentsError:
+        with pytest.raises(ts.errors.ToolArgumentsError) as info:
             await remote.acall("forecast", '{"city": "O", "days": 9, "wind": 1}')
         return info.value
 
@@ -112,7 +112,7 @@ def test_arguments_are_checked_against_the_input_schema_before_the_call() -> Non
 def test_valid_arguments_reach_the_server_and_a_null_optional_is_left_out() -> None:
     server, received = foreign_server(lambda args: structured({"high": [20.5, 21.0]}))
 
-    async def body(remote: ts.Toolset) -> dict[str, Any]:
+    async def body(remote: ts.tools.Toolset) -> dict[str, Any]:
         return await remote.acall("forecast", '{"city": "Oslo", "days": 2, "units": null}')
 
     assert use(server, body) == {"high": [20.5, 21.0]}
@@ -122,7 +122,7 @@ def test_valid_arguments_reach_the_server_and_a_null_optional_is_left_out() -> N
 def test_a_result_violating_the_servers_own_output_schema_is_a_typed_error() -> None:
     server, received = foreign_server(lambda args: structured({"high": [20.5, "warm"]}))
 
-    async def body(remote: ts.Toolset) -> RemoteResultError:
+    async def body(remote: ts.tools.Toolset) -> RemoteResultError:
         with pytest.raises(RemoteResultError) as info:
             await remote.acall("forecast", {"city": "Oslo", "days": 2})
         return info.value
@@ -141,7 +141,7 @@ def test_a_missing_structured_result_is_a_typed_error() -> None:
         lambda args: types.CallToolResult(content=[types.TextContent(type="text", text="hot")])
     )
 
-    async def body(remote: ts.Toolset) -> None:
+    async def body(remote: ts.tools.Toolset) -> None:
         await remote.acall("forecast", {"city": "Oslo", "days": 2})
 
     with pytest.raises(RemoteResultError, match="forecast"):
@@ -157,7 +157,7 @@ def test_a_tool_without_output_schema_returns_its_text_and_names_other_content()
     )
     server, _ = foreign_server(lambda args: reply)
 
-    async def body(remote: ts.Toolset) -> dict[str, Any]:
+    async def body(remote: ts.tools.Toolset) -> dict[str, Any]:
         return await remote.acall("describe", {})
 
     assert use(server, body) == {"result": "A cloud.\n[image content (image/png), not shown]"}
@@ -166,7 +166,7 @@ def test_a_tool_without_output_schema_returns_its_text_and_names_other_content()
 def test_an_oversized_result_is_a_typed_error() -> None:
     server, _ = foreign_server(lambda args: structured({"high": [1.5] * 100}))
 
-    async def body(remote: ts.Toolset) -> None:
+    async def body(remote: ts.tools.Toolset) -> None:
         await remote.acall("forecast", {"city": "Oslo", "days": 2})
 
     with pytest.raises(RemoteResultError, match="more than the limit of 50"):
@@ -179,7 +179,7 @@ def test_a_servers_is_error_result_is_a_typed_error() -> None:
     )
     server, _ = foreign_server(lambda args: reply)
 
-    async def body(remote: ts.Toolset) -> None:
+    async def body(remote: ts.tools.Toolset) -> None:
         await remote.acall("forecast", {"city": "Oslo", "days": 2})
 
     with pytest.raises(RemoteToolError, match="forecast failed: quota exceeded") as info:
@@ -190,7 +190,7 @@ def test_a_servers_is_error_result_is_a_typed_error() -> None:
 def test_a_typedspy_servers_failures_keep_their_kind_and_paths() -> None:
     server = ts.mcp.serve(*app_tools)
 
-    async def body(remote: ts.Toolset) -> tuple[BaseException, BaseException, BaseException]:
+    async def body(remote: ts.tools.Toolset) -> tuple[BaseException, BaseException, BaseException]:
         found = []
         for name, arguments in [
             ("broken_count", {"word": "a"}),
@@ -207,14 +207,16 @@ def test_a_typedspy_servers_failures_keep_their_kind_and_paths() -> None:
     assert isinstance(broken, RemoteToolError) and broken.kind == "invalid_result"
     assert [e.path for e in broken.errors] == [("total",)]
     assert isinstance(refused, RemoteToolError) and refused.kind == "rejected"
-    assert isinstance(invalid, ts.ToolArgumentsError)  # caught locally: the schema has minimum
+    assert isinstance(
+        invalid, ts.errors.ToolArgumentsError
+    )  # caught locally: the schema has minimum
     assert [e.path for e in invalid.errors] == [("limit",)]
 
 
 def test_include_picks_tools_and_names_missing_ones() -> None:
     server, _ = foreign_server(lambda args: structured({"high": []}))
 
-    async def picked(remote: ts.Toolset) -> list[str]:
+    async def picked(remote: ts.tools.Toolset) -> list[str]:
         return remote.names
 
     assert use(server, picked, include=["describe"]) == ["describe"]
@@ -290,7 +292,7 @@ def _raised(call: Callable[[], object]) -> BaseException | None:
 def test_a_server_that_cannot_start_is_a_connection_error() -> None:
     dead = StdioServerParameters(command=sys.executable, args=["-c", "raise SystemExit(3)"])
 
-    async def body(remote: ts.Toolset) -> None:
+    async def body(remote: ts.tools.Toolset) -> None:
         raise AssertionError("connected to a dead server")
 
     with pytest.raises(RemoteToolError, match="cannot connect to the MCP server") as info:

@@ -85,7 +85,7 @@ def test_path_and_url_sources(tmp_path: Path) -> None:
     ],
 )
 def test_bad_media_is_a_typed_error(build: object, message: str) -> None:
-    with pytest.raises(ts.MediaError, match=message):
+    with pytest.raises(ts.errors.MediaError, match=message):
         build()  # type: ignore[operator]
 
 
@@ -93,7 +93,7 @@ def test_too_big_is_refused_before_sending() -> None:
     class Tiny(ts.Image):
         max_bytes = 16
 
-    with pytest.raises(ts.MediaError, match="more than the 16 bytes accepted"):
+    with pytest.raises(ts.errors.MediaError, match="more than the 16 bytes accepted"):
         Tiny.from_bytes(PNG)
 
 
@@ -139,7 +139,7 @@ def test_audio_and_file_parts(router: respx.MockRouter, tmp_path: Path) -> None:
 def test_a_profile_without_the_kind_raises_before_sending(router: respx.MockRouter) -> None:
     route = router.post("/chat/completions").mock(return_value=ok({"text": "hi"}))
     predict = ts.Predict(Transcribe, lm=make_lm(profile="ollama"))
-    with pytest.raises(ts.MediaNotSupportedError) as info:
+    with pytest.raises(ts.errors.MediaNotSupportedError) as info:
         predict(clip=WAV, doc=ts.File(file_id="file-1"))
     assert (info.value.kind, info.value.field, info.value.profile) == ("audio", "clip", "ollama")
     assert route.call_count == 0
@@ -178,7 +178,7 @@ def test_a_demo_with_an_image_saves_and_loads(router: respx.MockRouter, tmp_path
 def test_the_response_cache_keys_on_the_image_content(router: respx.MockRouter) -> None:
     route = router.post("/chat/completions").mock(return_value=ok({"caption": "x"}))
     predict = ts.Predict(Describe, lm=make_lm())
-    with ts.context(cache=ts.MemoryCache()):
+    with ts.context(cache=ts.cache.MemoryCache()):
         predict(photo=PNG, note="n")
         predict(photo=ts.Image.from_bytes(PNG), note="n")  # same content: a hit
         predict(photo=PNG + b"\x00", note="n")  # other content: sent

@@ -218,4 +218,4 @@ def test_configure_callbacks_apply_process_wide() -> None:
         ts.configure(callbacks=())
 
     assert recorder.kinds() == ["module_start", "lm_start", "lm_end", "module_end"]
-    assert ts.get_settings().callbacks == ()
+    assert ts.settings.get_settings().callbacks == ()

@@ -66,7 +66,7 @@ def router() -> Iterator[respx.MockRouter]:
 def test_reasoning_is_the_first_property_of_the_compiled_schema(target: str) -> None:
     cot = ts.ChainOfThought(Measure)
 
-    schema = ts.compile_schema(cot.signature, target).schema  # type: ignore[arg-type]
+    schema = ts.schema.compile_schema(cot.signature, target).schema  # type: ignore[arg-type]
 
     assert list(schema["properties"]) == ["reasoning", "result", "unit"]
     assert "reasoning" in schema["required"]
@@ -105,7 +105,7 @@ def test_a_string_signature_works() -> None:
 def test_every_mode_returns_reasoning_and_the_typed_union_member(
     router: respx.MockRouter, mode: Literal["json_schema", "json_object", "prompt", "tools"]
 ) -> None:
-    name = ts.compile_schema(ts.ChainOfThought(Measure).signature, "openai-strict").name
+    name = ts.schema.compile_schema(ts.ChainOfThought(Measure).signature, "openai-strict").name
     answer = forced_call(name, ANSWER) if mode == "tools" else ok(ANSWER)
     route = router.post("/chat/completions").mock(return_value=answer)
 
@@ -144,7 +144,7 @@ def test_retry_with_feedback_keeps_the_reasoning_of_the_good_attempt(
     router: respx.MockRouter, mode: Literal["json_schema", "tools"]
 ) -> None:
     bad = {**ANSWER, "reasoning": "First try.", "result": {"_type": "Exact", "value": "lots"}}
-    name = ts.compile_schema(ts.ChainOfThought(Measure).signature, "openai-strict").name
+    name = ts.schema.compile_schema(ts.ChainOfThought(Measure).signature, "openai-strict").name
     replies = (
         [forced_call(name, bad), forced_call(name, ANSWER)]
         if mode == "tools"

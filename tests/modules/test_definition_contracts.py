@@ -65,7 +65,9 @@ def test_state_of_a_same_named_signature_with_other_fields_does_not_load() -> No
 
 def test_state_of_a_string_signature_does_not_load_into_another() -> None:
     saved = ts.Predict("question -> answer").dump_state()
-    with pytest.raises(ts.SavedStateError, match="for signature QuestionToAnswer, this predic"):
+    with pytest.raises(
+        ts.errors.SavedStateError, match="for signature QuestionToAnswer, this predic"
+    ):
         ts.Predict("text -> summary").load_state(saved)
 
 
@@ -132,4 +134,4 @@ def test_react_refuses_an_output_its_prediction_would_shadow(name: str) -> None:
 
 def test_compile_schema_of_a_bare_union_says_to_use_an_output_field() -> None:
     with pytest.raises(ts.SchemaError, match="put this type in an output field"):
-        ts.compile_schema(Plain | Decide)  # type: ignore[arg-type]
+        ts.schema.compile_schema(Plain | Decide)  # type: ignore[arg-type]

@@ -44,7 +44,9 @@ def test_a_repetition_loop_at_the_token_limit_is_truncation_of_that_kind(
         return_value=httpx.Response(200, json=chat_completion(looped, finish_reason="length"))
     )
 
-    with pytest.raises(ts.TruncatedOutputError, match=r"hit the token limit .*\(repetition_loop\)"):
+    with pytest.raises(
+        ts.errors.TruncatedOutputError, match=r"hit the token limit .*\(repetition_loop\)"
+    ):
         modules()[index](question="q")
 
 
@@ -59,9 +61,9 @@ def test_a_content_filter_and_a_refusal_end_the_call_unretried(
         ]
     )
 
-    with pytest.raises(ts.ContentFilterError, match="content filter stopped"):
+    with pytest.raises(ts.errors.ContentFilterError, match="content filter stopped"):
         modules()[index](question="q")
-    with pytest.raises(ts.RefusalError, match=r"the model refused: No\."):
+    with pytest.raises(ts.errors.RefusalError, match=r"the model refused: No\."):
         modules()[index](question="q")
     assert route.call_count == 2
 

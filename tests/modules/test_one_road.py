@@ -2,7 +2,8 @@
 
 The same wire scripts, over respx with the real openai client, go to both: a runaway reply gets
 the same one re-ask (its note, its parameters), a second runaway of the kind the same typed
-truncation, a refused feature the same step-down, a `ts.Budget` the same refusal, and callbacks
+truncation, a refused feature the same step-down, a `ts.limits.Budget` the same refusal, and
+callbacks
 the same attempt events.
 """
 
@@ -108,7 +109,7 @@ def test_a_second_runaway_is_the_same_typed_truncation(name: str, router: respx.
     make, cut, _ = DRIVERS[name]
     route = router.post("/chat/completions").mock(side_effect=[cut(), cut()])
 
-    with pytest.raises(ts.TruncatedOutputError) as caught:
+    with pytest.raises(ts.errors.TruncatedOutputError) as caught:
         make(make_lm("vllm"))(question="where is order 7?")
 
     assert route.call_count == 2
@@ -121,7 +122,7 @@ def test_a_second_runaway_is_the_same_typed_truncation(name: str, router: respx.
 def test_a_budget_refuses_the_re_ask_the_same_way(name: str, router: respx.MockRouter) -> None:
     make, cut, ok = DRIVERS[name]
     route = router.post("/chat/completions").mock(side_effect=[cut(), ok()])
-    budget = ts.Budget(requests=1)
+    budget = ts.limits.Budget(requests=1)
 
     with ts.context(budget=budget), pytest.raises(ts.BudgetExceededError):
         make(make_lm("vllm"))(question="where is order 7?")

@@ -1,4 +1,4 @@
-"""ReAct's bounds: tool calls run per step, the run's token budget, and `ts.Budget` on steps."""
+"""ReAct's bounds: tool calls run per step, the run's token budget, `ts.limits.Budget` on steps."""
 
 from __future__ import annotations
 
@@ -130,6 +130,6 @@ def test_a_budget_stops_react_steps_before_they_are_sent(
     route = router.post("/chat/completions").mock(
         side_effect=[calls_reply(("call_1", "ping", {"n": 1})), calls_reply(*_pings(1))]
     )
-    with ts.context(budget=ts.Budget(requests=2)), pytest.raises(BudgetExceededError):
+    with ts.context(budget=ts.limits.Budget(requests=2)), pytest.raises(BudgetExceededError):
         ts.ReAct(Ask, tools=[ping], lm=make_lm())(question="?")
     assert len(route.calls) == 2  # the third step was refused, not sent

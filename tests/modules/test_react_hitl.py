@@ -297,12 +297,14 @@ def test_a_pause_answered_one_way_refuses_another_answer(
     router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
 ) -> None:
     router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL), finish_reply()])
-    store = ts.MemoryResumeStore()
+    store = ts.react.MemoryResumeStore()
     agent = ReAct(Notify, tools=tools, lm=make_lm(), resume_store=store)
     exc = paused(agent)
     agent(resume_state=ResumeState(exc, "no"))
 
-    with pytest.raises(ts.ResumeConflictError, match="already answered with 'reject'") as info:
+    with pytest.raises(
+        ts.errors.ResumeConflictError, match="already answered with 'reject'"
+    ) as info:
         agent(resume_state=ResumeState(exc, "yes"))
     assert info.value.action == "reject"
     assert counts["send_email"] == 0
@@ -313,12 +315,12 @@ def test_an_unfinished_resumption_is_not_run_again(
     router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
 ) -> None:
     router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL)])
-    store = ts.MemoryResumeStore()
+    store = ts.react.MemoryResumeStore()
     agent = ReAct(Notify, tools=tools, lm=make_lm(), resume_store=store)
     exc = paused(agent)
     asyncio.run(store.claim(exc.context["react"]["pause_id"], "approve"))  # a run elsewhere
 
-    with pytest.raises(ts.ResumeConflictError, match="being resumed elsewhere"):
+    with pytest.raises(ts.errors.ResumeConflictError, match="being resumed elsewhere"):
         agent(resume_state=ResumeState(exc, "yes"))
     assert counts["send_email"] == 0
 
@@ -331,13 +333,13 @@ def test_each_pause_has_its_own_id(router: respx.MockRouter, tools: list[Tool]) 
 
 
 def test_the_memory_store_is_bounded() -> None:
-    store = ts.MemoryResumeStore(max_entries=2)
+    store = ts.react.MemoryResumeStore(max_entries=2)
     for key in ("a", "b", "c"):
         assert asyncio.run(store.claim(key, "approve")) is None
     assert len(store) == 2
     assert asyncio.run(store.claim("a", "approve")) is None  # the oldest was forgotten
     with pytest.raises(ConfigurationError):
-        ts.MemoryResumeStore(max_entries=0)
+        ts.react.MemoryResumeStore(max_entries=0)
 
 
 def test_a_state_without_a_pause_id_is_refused(

@@ -87,7 +87,7 @@ def test_a_step_looping_again_is_a_typed_truncation_after_one_re_ask(
     )
     lm = make_lm("vllm")
 
-    with pytest.raises(ts.TruncatedOutputError) as caught:
+    with pytest.raises(ts.errors.TruncatedOutputError) as caught:
         ts.ReAct(Ask, tools=[lookup], lm=lm)(question="where is order 7?")
 
     assert route.call_count == 2  # one remedy per kind, never a blind retry
@@ -102,7 +102,7 @@ def test_a_profile_without_remedies_reports_the_loop_kind_at_once(
 ) -> None:
     route = router.post("/chat/completions").mock(side_effect=[cut_finish(REPEATING)])
 
-    with pytest.raises(ts.TruncatedOutputError) as caught:
+    with pytest.raises(ts.errors.TruncatedOutputError) as caught:
         ts.ReAct(Ask, tools=[lookup], lm=make_lm("openai"))(question="where is order 7?")
 
     assert route.call_count == 1

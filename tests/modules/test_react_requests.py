@@ -74,7 +74,7 @@ def test_the_default_bound_is_twice_the_model_calls_of_a_run() -> None:
     agent = ReAct(Lookup, tools=[search], max_iters=4, lm=make_lm())
     assert agent.max_requests == "auto"
     outcome, requests = run(agent)
-    assert isinstance(outcome, ts.RequestLimitError)
+    assert isinstance(outcome, ts.errors.RequestLimitError)
     assert (outcome.limit, outcome.allowed, outcome.requests) == ("max_requests", 10, 10)
     assert requests == 10  # 2 * (max_iters + 1)
     assert "ReAct(Lookup): max_requests=10" in str(outcome)
@@ -86,7 +86,7 @@ def test_a_run_never_sends_more_than_its_bound(bound: int) -> None:
     outcome, requests = run(
         ReAct(Lookup, tools=[search], max_iters=4, lm=make_lm(), max_requests=bound)
     )
-    assert isinstance(outcome, (ts.RequestLimitError, ts.LMStatusError))
+    assert isinstance(outcome, (ts.errors.RequestLimitError, ts.errors.LMStatusError))
     assert requests == bound
 
 
@@ -105,7 +105,7 @@ def test_union_steps_and_the_extraction_count_on_the_run_bound() -> None:
         agent = ReAct(
             Lookup, tools=[search], max_iters=3, mode="union", lm=make_lm(0), max_requests=5
         )
-        with pytest.raises(ts.RequestLimitError) as caught:
+        with pytest.raises(ts.errors.RequestLimitError) as caught:
             agent(question="q")
     # The first union step's three attempts fail validation (a note, the run goes on); the
     # second step's third attempt is past the run's bound, though its own call bound (6) is not.

@@ -14,8 +14,8 @@ TRAIN, DEV = support_tickets()
 FALLBACK_CLASS = {"_type": "Bug", "component": "app"}  # what the model answers unhelped
 
 
-def quiet(**options: Any) -> ts.BootstrapFewShot:
-    return ts.BootstrapFewShot(verbose=False, **options)
+def quiet(**options: Any) -> ts.optimize.BootstrapFewShot:
+    return ts.optimize.BootstrapFewShot(verbose=False, **options)
 
 
 def test_only_passing_traces_become_demos_and_they_are_what_is_sent() -> None:
@@ -118,7 +118,9 @@ def test_every_predictor_inside_a_module_gets_its_own_traced_demos() -> None:
 def test_later_rounds_retry_failures_warmer_and_the_plan_states_the_budget(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    optimizer = ts.BootstrapFewShot(max_bootstrapped_demos=3, max_labeled_demos=0, max_rounds=2)
+    optimizer = ts.optimize.BootstrapFewShot(
+        max_bootstrapped_demos=3, max_labeled_demos=0, max_rounds=2
+    )
     with served(nearest()) as (server, _):
         optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN)
     out = capsys.readouterr().out
@@ -154,13 +156,13 @@ def test_bootstrap_raises_the_score_through_its_demos_alone() -> None:
 def test_a_budget_caps_the_teacher_and_the_plan_says_so(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    budget = ts.Budget(requests=5)
-    optimizer = ts.BootstrapFewShot(
+    budget = ts.limits.Budget(requests=5)
+    optimizer = ts.optimize.BootstrapFewShot(
         max_bootstrapped_demos=12, max_labeled_demos=0, concurrency=1, budget=budget
     )
     with served(nearest()) as (server, _):
         compiled = optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN)
-    assert "capped by ts.Budget(requests=5)" in capsys.readouterr().out
+    assert "capped by ts.limits.Budget(requests=5)" in capsys.readouterr().out
     assert len(server.requests) == 5
     assert optimizer.result.budget_spent
     assert optimizer.result.passed == [2]  # the one fallback-class example among the first 5
@@ -170,7 +172,7 @@ def test_a_budget_caps_the_teacher_and_the_plan_says_so(
 
 def test_the_budget_setting_is_honoured_too() -> None:
     optimizer = quiet(max_bootstrapped_demos=12, max_labeled_demos=0, concurrency=1)
-    with served(nearest()) as (server, _), ts.context(budget=ts.Budget(requests=3)):
+    with served(nearest()) as (server, _), ts.context(budget=ts.limits.Budget(requests=3)):
         optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN)
     assert len(server.requests) == 3
     assert optimizer.result.budget_spent

@@ -18,15 +18,15 @@ HERE = Path(__file__).parent
 TICKETS = [ex.ticket for ex in DEV[:4]]
 
 
-def knn(k: int = 2, **options: object) -> ts.KNNFewShot:
-    return ts.KNNFewShot(k=k, embedding_model="embed-1", verbose=False, **options)  # type: ignore[arg-type]
+def knn(k: int = 2, **options: object) -> ts.optimize.KNNFewShot:
+    return ts.optimize.KNNFewShot(k=k, embedding_model="embed-1", verbose=False, **options)  # type: ignore[arg-type]
 
 
 # -- the gate ---------------------------------------------------------------------------------
 
 
 def test_a_cache_answers_repeated_embeddings_and_replays_them_offline() -> None:
-    cache = ts.MemoryCache()
+    cache = ts.cache.MemoryCache()
     with served(nearest()) as (server, _):
         with ts.context(cache=cache):
             first = knn().compile(ts.Predict(RouteTicket), TRAIN)
@@ -37,7 +37,7 @@ def test_a_cache_answers_repeated_embeddings_and_replays_them_offline() -> None:
         with ts.context(cache=cache, cache_mode="replay"):
             again = knn().compile(ts.Predict(RouteTicket), TRAIN)
             replayed = again(**DEV[0].inputs())
-            with pytest.raises(ts.CacheMissError, match="embeddings"):
+            with pytest.raises(ts.errors.CacheMissError, match="embeddings"):
                 again(**DEV[1].inputs())
         assert (len(server.embedding_requests), len(server.requests)) == (2, 1)
     assert replayed == recorded
@@ -46,9 +46,9 @@ def test_a_cache_answers_repeated_embeddings_and_replays_them_offline() -> None:
 def test_a_budget_counts_embedding_requests_and_refuses_past_it() -> None:
     with served(nearest()) as (server, _):
         with pytest.raises(ts.BudgetExceededError):
-            knn(budget=ts.Budget(requests=0)).compile(ts.Predict(RouteTicket), TRAIN)
+            knn(budget=ts.limits.Budget(requests=0)).compile(ts.Predict(RouteTicket), TRAIN)
         assert server.embedding_requests == []
-        budget = ts.Budget(requests=2)
+        budget = ts.limits.Budget(requests=2)
         with ts.context(budget=budget):
             program = knn().compile(ts.Predict(RouteTicket), TRAIN)
             with pytest.raises(ts.BudgetExceededError):
@@ -62,14 +62,14 @@ def test_a_batch_counts_each_items_embedding_and_a_budget_refusal_is_its_result(
     with served(nearest()) as (server, _):
         program = knn().compile(ts.Predict(RouteTicket), TRAIN)
         results = program.batch(
-            [ex.inputs() for ex in DEV[:3]], concurrency=1, budget=ts.Budget(requests=3)
+            [ex.inputs() for ex in DEV[:3]], concurrency=1, budget=ts.limits.Budget(requests=3)
         )
     assert [type(r).__name__ for r in results] == ["Prediction", *["BudgetExceededError"] * 2]
     assert [item.requests for item in results.items] == [2, 1, 0]  # embedding + chat, ...
     assert (len(server.embedding_requests), len(server.requests)) == (1 + 2, 1)
 
 
-class CountingLimit(ts.RateLimit):
+class CountingLimit(ts.limits.RateLimit):
     """A rate limit that records what each request is charged (a user subclass)."""
 
     def __init__(self) -> None:
@@ -102,7 +102,7 @@ def test_a_saved_knn_program_picks_the_same_demos_in_a_fresh_process(tmp_path: P
     path = tmp_path / "knn.json"
     program.save(path)
     here = requests_for(program, TICKETS)
-    there = requests_in_a_fresh_process("ts.KNNProgram(Pipeline())", path, TICKETS)
+    there = requests_in_a_fresh_process("ts.optimize.KNNProgram(Pipeline())", path, TICKETS)
     assert there == here
     embeds = [json.loads(b) for b in here[:4]]
     assert [e["input"] for e in embeds] == [[f"ticket: {t}"] for t in TICKETS]  # no re-embedding
@@ -122,8 +122,10 @@ def test_saved_knn_state_is_json_and_refused_by_a_plain_program(tmp_path: Path) 
     assert rows[0]["values"]["route"]["_type"] in ("Billing", "Bug", "Account")
     assert len(saved["knn"]["vectors"]) == len(TRAIN)
     with pytest.raises(ts.ConfigurationError, match="knn"):
-        ts.KNNProgram(Pipeline()).load_state({k: v for k, v in saved.items() if k != "knn"})
-    fresh = ts.KNNProgram(Pipeline())
+        ts.optimize.KNNProgram(Pipeline()).load_state(
+            {k: v for k, v in saved.items() if k != "knn"}
+        )
+    fresh = ts.optimize.KNNProgram(Pipeline())
     with pytest.raises(ts.ConfigurationError):
         fresh.load_state({**saved, "knn": {**saved["knn"], "vectors": [[1.0]]}})
     assert fresh.examples == []  # nothing changed
@@ -131,4 +133,4 @@ def test_saved_knn_state_is_json_and_refused_by_a_plain_program(tmp_path: Path) 
 
 def test_an_uncompiled_knn_program_says_what_is_missing() -> None:
     with served(nearest()), pytest.raises(ts.ConfigurationError, match="no training examples"):
-        ts.KNNProgram(ts.Predict(RouteTicket))(**DEV[0].inputs())
+        ts.optimize.KNNProgram(ts.Predict(RouteTicket))(**DEV[0].inputs())

@@ -25,10 +25,10 @@ def test_image_examples_survive_jsonl_and_a_saved_optimized_program(tmp_path: Pa
     assert isinstance(examples[0].photo, ts.Image)
     data = tmp_path / "pictures.jsonl"
     data.write_text("\n".join(json.dumps(ex.to_dict()) for ex in examples) + "\n")
-    loaded = ts.load_dataset(data, Caption)
+    loaded = ts.evaluation.load_dataset(data, Caption)
     assert [ex.photo for ex in loaded] == [ex.photo for ex in examples]
 
-    compiled = ts.LabeledFewShot(k=2, sample=False, verbose=False).compile(
+    compiled = ts.optimize.LabeledFewShot(k=2, sample=False, verbose=False).compile(
         ts.Predict(Caption), loaded
     )
     path = tmp_path / "captioner.json"

@@ -19,12 +19,14 @@ from typedspy.testing import RouteTicket, StandIn, support_tickets
 TRAIN, DEV = support_tickets()
 
 OPTIMIZERS: dict[str, Callable[[], ts.optimize.Optimizer]] = {
-    "labeled": lambda: ts.LabeledFewShot(k=3, seed=1),
-    "bootstrap": lambda: ts.BootstrapFewShot(max_bootstrapped_demos=2, max_labeled_demos=3),
-    "random_search": lambda: ts.BootstrapFewShotWithRandomSearch(
+    "labeled": lambda: ts.optimize.LabeledFewShot(k=3, seed=1),
+    "bootstrap": lambda: ts.optimize.BootstrapFewShot(
+        max_bootstrapped_demos=2, max_labeled_demos=3
+    ),
+    "random_search": lambda: ts.optimize.BootstrapFewShotWithRandomSearch(
         num_candidate_programs=1, max_bootstrapped_demos=2, max_labeled_demos=3
     ),
-    "knn": lambda: ts.KNNFewShot(k=2),
+    "knn": lambda: ts.optimize.KNNFewShot(k=2),
 }
 
 
@@ -53,7 +55,7 @@ def test_each_optimizer_prints_its_plan_first_keeps_the_budget_and_the_original(
 ) -> None:
     program = ts.Predict(RouteTicket, max_retries=0)
     before = program.dump_state()
-    budget = ts.Budget(requests=5)
+    budget = ts.limits.Budget(requests=5)
     with served(nearest()) as (server, _):
         optimizer = OPTIMIZERS[name]()
         out = Recorded(server)
@@ -64,14 +66,14 @@ def test_each_optimizer_prints_its_plan_first_keeps_the_budget_and_the_original(
     text = "".join(t for t, _ in out.writes)
     assert [n for _, n in out.writes] == [0] * len(out.writes)  # printed before any request
     assert text.startswith(f"{type(optimizer).__name__}(") and "budget: at most" in text
-    assert "capped by ts.Budget(requests=5)" in text
+    assert "capped by ts.limits.Budget(requests=5)" in text
     assert optimizer.plan is not None and optimizer.plan.budget is budget
     assert total <= 5 and budget.requests == total
     assert compiled is not program and program.dump_state() == before
 
 
 def test_random_search_returns_the_program_whose_demos_scored_best_at_the_wire() -> None:
-    optimizer = ts.BootstrapFewShotWithRandomSearch(
+    optimizer = ts.optimize.BootstrapFewShotWithRandomSearch(
         num_candidate_programs=2,
         max_bootstrapped_demos=3,
         max_labeled_demos=3,

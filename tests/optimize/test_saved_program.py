@@ -16,7 +16,9 @@ TICKETS = [ex.ticket for ex in DEV[:3]]
 
 
 def compiled_program() -> ts.Module:
-    optimizer = ts.BootstrapFewShot(max_bootstrapped_demos=3, max_labeled_demos=4, verbose=False)
+    optimizer = ts.optimize.BootstrapFewShot(
+        max_bootstrapped_demos=3, max_labeled_demos=4, verbose=False
+    )
     with served(nearest()):
         return optimizer.compile(Pipeline(), TRAIN)
 

@@ -15,7 +15,7 @@ TRAIN, DEV = support_tickets()
 
 
 def search(seed: int) -> tuple[list[Candidate], object, int]:
-    optimizer = ts.BootstrapFewShotWithRandomSearch(
+    optimizer = ts.optimize.BootstrapFewShotWithRandomSearch(
         num_candidate_programs=2,
         max_bootstrapped_demos=3,
         max_labeled_demos=3,
@@ -41,7 +41,7 @@ def test_random_search_returns_the_best_scoring_candidate_reproducibly() -> None
 
 
 def test_random_search_prints_its_plan(capsys: pytest.CaptureFixture[str]) -> None:
-    optimizer = ts.BootstrapFewShotWithRandomSearch(num_candidate_programs=1, seed=0)
+    optimizer = ts.optimize.BootstrapFewShotWithRandomSearch(num_candidate_programs=1, seed=0)
     with served(nearest()):
         optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN[:4], valset=DEV[:2])
     out = capsys.readouterr().out
@@ -57,9 +57,9 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 def test_knn_sends_the_nearest_training_examples_by_embedding() -> None:
     with served(nearest()) as (server, lm):
-        program = ts.KNNFewShot(k=2, lm=lm, embedding_model="embed-1", verbose=False).compile(
-            ts.Predict(RouteTicket), TRAIN
-        )
+        program = ts.optimize.KNNFewShot(
+            k=2, lm=lm, embedding_model="embed-1", verbose=False
+        ).compile(ts.Predict(RouteTicket), TRAIN)
         for ex in DEV[:4]:
             program(**ex.inputs())
     first = server.embedding_requests[0]
@@ -77,7 +77,7 @@ def test_knn_sends_the_nearest_training_examples_by_embedding() -> None:
 def test_knn_raises_the_score_over_no_demos() -> None:
     with served(nearest()):
         plain = ts.evaluate(ts.Predict(RouteTicket), DEV)
-        knn = ts.KNNFewShot(k=1, verbose=False).compile(ts.Predict(RouteTicket), TRAIN)
+        knn = ts.optimize.KNNFewShot(k=1, verbose=False).compile(ts.Predict(RouteTicket), TRAIN)
         report = ts.evaluate(knn, DEV)
     assert plain.percent == 16.67
     assert report.percent > 90
@@ -86,4 +86,4 @@ def test_knn_raises_the_score_over_no_demos() -> None:
 def test_knn_needs_an_lm_that_embeds() -> None:
     lm = ts.testing.FakeLM([])
     with pytest.raises(ts.ConfigurationError, match="cannot embed"):
-        ts.KNNFewShot(lm=lm, verbose=False).compile(ts.Predict(RouteTicket), TRAIN)
+        ts.optimize.KNNFewShot(lm=lm, verbose=False).compile(ts.Predict(RouteTicket), TRAIN)

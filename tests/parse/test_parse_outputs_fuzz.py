@@ -51,9 +51,9 @@ GOOD = json.dumps(
 )
 
 
-def check(sig: type[ts.Signature], text: str) -> ts.ParseResult:
-    result = ts.parse_outputs(sig, text)
-    assert isinstance(result, ts.ParseResult)
+def check(sig: type[ts.Signature], text: str) -> ts.parse.ParseResult:
+    result = ts.parse.parse_outputs(sig, text)
+    assert isinstance(result, ts.parse.ParseResult)
     assert result.ok == (result.value is not None) == (result.error is None)
     if result.error is not None:
         assert result.error.kind in ("decode_failed", "validation_failed")

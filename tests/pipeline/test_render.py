@@ -133,8 +133,8 @@ def test_render_takes_no_part_in_callbacks_cache_budget_or_history(server: Stand
             seen.append(call_id)
 
     lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x")
-    budget = ts.Budget(requests=1)
-    cache = ts.MemoryCache()
+    budget = ts.limits.Budget(requests=1)
+    cache = ts.cache.MemoryCache()
     before = last_exchanges(50)
     try:
         with ts.context(callbacks=[Watch()], budget=budget, cache=cache, history_size=50):

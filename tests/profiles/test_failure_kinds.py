@@ -121,7 +121,7 @@ def test_a_complete_output_before_a_whitespace_loop_is_used(llm: respx.MockRoute
 def test_without_a_remedy_a_whitespace_loop_is_a_typed_truncation(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=cut('{"score": ' + " " * 300))
 
-    with pytest.raises(ts.TruncatedOutputError) as caught:
+    with pytest.raises(ts.errors.TruncatedOutputError) as caught:
         ts.Predict(Rate, lm=make_lm())(ticket="x")  # the openai profile has none
 
     assert caught.value.kind == "whitespace_loop"
@@ -148,7 +148,7 @@ def test_a_repetition_loop_gets_one_retry_with_a_frequency_penalty(
 def test_the_repetition_remedy_is_tried_once_per_call(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=cut(LOOPED))
 
-    with pytest.raises(ts.TruncatedOutputError) as caught:
+    with pytest.raises(ts.errors.TruncatedOutputError) as caught:
         ts.Predict(Describe, lm=make_lm(profile="llama.cpp"), max_retries=3)(ticket="x")
 
     assert route.call_count == 2
@@ -159,7 +159,7 @@ def test_the_repetition_remedy_is_tried_once_per_call(llm: respx.MockRouter) -> 
 def test_no_remedy_runs_without_a_retry_left(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=cut(LOOPED))
 
-    with pytest.raises(ts.TruncatedOutputError) as caught:
+    with pytest.raises(ts.errors.TruncatedOutputError) as caught:
         ts.Predict(Describe, lm=make_lm(profile="llama.cpp"), max_retries=0)(ticket="x")
 
     assert (route.call_count, caught.value.kind) == (1, "repetition_loop")
@@ -168,7 +168,7 @@ def test_no_remedy_runs_without_a_retry_left(llm: respx.MockRouter) -> None:
 def test_a_genuinely_long_answer_is_truncated_and_not_retried(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=cut(LONG))
 
-    with pytest.raises(ts.TruncatedOutputError) as caught:
+    with pytest.raises(ts.errors.TruncatedOutputError) as caught:
         ts.Predict(Describe, lm=make_lm(profile="llama.cpp"))(ticket="x")
 
     assert (route.call_count, caught.value.kind) == (1, "truncated")

@@ -111,7 +111,9 @@ def test_openai_sends_the_strict_schema_and_no_prose_repeating_it(llm: respx.Moc
     ts.Predict(Rate, lm=make_lm())(ticket="Printer jams")
 
     (body,) = sent(route)
-    assert body["response_format"] == ts.compile_schema(Rate, "openai-strict").response_format
+    assert (
+        body["response_format"] == ts.schema.compile_schema(Rate, "openai-strict").response_format
+    )
     assert body["messages"][0] == {"role": "system", "content": "Rate the ticket."}
     assert "max_tokens" not in body
 
@@ -123,7 +125,7 @@ def test_llama_cpp_sends_json_schema_with_a_hint_and_a_token_cap(llm: respx.Mock
 
     (body,) = sent(route)
     schema = body["response_format"]["json_schema"]["schema"]
-    assert schema == ts.compile_schema(Summarise, "json-schema").schema
+    assert schema == ts.schema.compile_schema(Summarise, "json-schema").schema
     assert schema["properties"]["tags"]["additionalProperties"] is True  # dict[str, Any] goes
     assert body["response_format"]["json_schema"]["strict"] is False
     assert body["max_tokens"] == 512
@@ -141,7 +143,7 @@ def test_llama_cpp_json_object_mode_carries_the_schema(llm: respx.MockRouter) ->
     (body,) = sent(route)
     assert body["response_format"] == {
         "type": "json_object",
-        "schema": ts.compile_schema(Rate, "json-schema").schema,
+        "schema": ts.schema.compile_schema(Rate, "json-schema").schema,
     }
 
 
@@ -195,7 +197,7 @@ def test_a_custom_profile_subclass_decides_the_wire_format(llm: respx.MockRouter
     (body,) = sent(route)
     assert body["response_format"]["json_schema"] == {
         "name": "Rate",
-        "schema": ts.compile_schema(Rate, "json-schema").schema,
+        "schema": ts.schema.compile_schema(Rate, "json-schema").schema,
     }
     assert (body["max_tokens"], body["messages"][0]["content"]) == (99, "Rate the ticket.")
 

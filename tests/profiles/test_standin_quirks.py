@@ -75,7 +75,7 @@ def test_llama_cpp_failing_open_is_not_enforced_and_the_retry_gives_the_value() 
 
 def test_llama_cpp_failing_open_every_time_is_a_typed_error_naming_the_kind() -> None:
     with quirky(Quirks.of("llama.cpp"), "llama.cpp") as (server, lm):
-        with pytest.raises(ts.OutputValidationError) as caught:
+        with pytest.raises(ts.errors.OutputValidationError) as caught:
             ts.Predict(Rate, lm=lm, max_retries=1)(ticket="x")
 
     assert caught.value.kind == "not_enforced"
@@ -106,7 +106,7 @@ def test_vllm_whitespace_loop_gets_the_compact_re_ask() -> None:
 
 def test_vllm_whitespace_looping_every_time_is_a_typed_truncation() -> None:
     with quirky(Quirks.of("vllm"), "vllm") as (server, lm):
-        with pytest.raises(ts.TruncatedOutputError) as caught:
+        with pytest.raises(ts.errors.TruncatedOutputError) as caught:
             ts.Predict(Route, lm=lm)(ticket="refund me")
 
     assert caught.value.kind == "whitespace_loop"
@@ -126,7 +126,7 @@ def test_a_repetition_loop_gets_one_retry_with_a_frequency_penalty() -> None:
 def test_lmstudio_rejecting_json_mode_is_never_asked_for_and_typed_when_forced() -> None:
     with quirky(Quirks.of("lmstudio"), "lmstudio") as (server, lm):
         pred = ts.Predict(Rate, lm=lm)(ticket="x")
-        with pytest.raises(ts.LMUnsupportedFeatureError) as caught:
+        with pytest.raises(ts.errors.LMUnsupportedFeatureError) as caught:
             ts.Predict(Rate, lm=lm, mode="json_object")(ticket="x")
 
     assert 1 <= pred.score <= 5
@@ -157,7 +157,7 @@ def test_the_stand_in_constrains_tool_steps_like_vllm() -> None:
     tool = {"type": "function", "function": {"name": "lookup", "parameters": {}}}
     body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
     body |= {"tools": [tool], "tool_choice": "required"}
-    fmt = ts.compile_schema(Route).response_format
+    fmt = ts.schema.compile_schema(Route).response_format
     with StandIn(quirks=Quirks.of("vllm", times=0)) as server:
         url = server.base_url + "/chat/completions"
         free = httpx.post(url, json=body).json()["choices"][0]["message"]

@@ -82,7 +82,7 @@ def test_other_strings_are_not_decimals(text: str) -> None:
 
 
 def test_the_json_schema_target_sends_patterns_instead_of_formats() -> None:
-    props = ts.compile_schema(Booking, "json-schema").schema["properties"]
+    props = ts.schema.compile_schema(Booking, "json-schema").schema["properties"]
 
     assert (props["when"].get("format"), props["when"]["pattern"]) == (None, DATE_TIME)
     assert (props["day"].get("format"), props["day"]["pattern"]) == (None, DATE)
@@ -90,7 +90,7 @@ def test_the_json_schema_target_sends_patterns_instead_of_formats() -> None:
 
 
 def test_the_strict_target_keeps_formats_and_sends_the_decimal_pattern() -> None:
-    props = ts.compile_schema(Booking).schema["properties"]
+    props = ts.schema.compile_schema(Booking).schema["properties"]
 
     assert props["when"] == {"type": "string", "format": "date-time"}  # OpenAI enforces it
     assert {"type": "string", "pattern": DECIMAL} in props["price"]["anyOf"]
@@ -105,7 +105,7 @@ def test_a_users_own_pattern_is_kept() -> None:
 
         stamp: Stamp = ts.OutputField()
 
-    schema = ts.compile_schema(Sig, "json-schema").schema
+    schema = ts.schema.compile_schema(Sig, "json-schema").schema
     assert schema["$defs"]["Stamp"]["properties"]["at"]["pattern"] == "^[0-9]{8}$"
     with pytest.raises(ValidationError):
         Stamp(at="2024-01-01")

@@ -273,15 +273,15 @@ class _Stop(BaseModel):
 
 def test_object_matching_no_model_lists_the_models_complaints_not_the_str_member() -> None:
     sig = ts.make_signature("q -> v: Go | Stop | str", types={"Go": _Go, "Stop": _Stop})
-    result = ts.parse_outputs(sig, '{"v": {"pace": 3}}')
+    result = ts.parse.parse_outputs(sig, '{"v": {"pace": 3}}')
     assert result.kind == "validation_failed"
     (error,) = result.errors
     assert error.path == ("v",)
     assert "Go: speed: Field required" in error.message
     assert "Stop: reason: Field required" in error.message
-    assert ts.parse_outputs(sig, '{"v": "halt"}').value == {"v": "halt"}
+    assert ts.parse.parse_outputs(sig, '{"v": "halt"}').value == {"v": "halt"}
 
 
 def test_object_matching_no_model_still_reaches_a_dict_member() -> None:
     sig = ts.make_signature("q -> v: Go | dict[str, int]", types={"Go": _Go})
-    assert ts.parse_outputs(sig, '{"v": {"pace": 3}}').value == {"v": {"pace": 3}}
+    assert ts.parse.parse_outputs(sig, '{"v": {"pace": 3}}').value == {"v": {"pace": 3}}

@@ -111,9 +111,11 @@ def assembled(name: str) -> dict[str, Any]:
     return body
 
 
-def recorded_usage(name: str) -> ts.Usage:
+def recorded_usage(name: str) -> ts.prediction.Usage:
     usage = next(c["usage"] for c in reversed(chunks_of(name)) if c.get("usage"))
-    return ts.Usage(usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
+    return ts.prediction.Usage(
+        usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]
+    )
 
 
 def make_lm() -> ts.LM:
@@ -170,7 +172,7 @@ def test_strict_location_stream_events_and_final_values(llm: respx.MockRouter) -
     assert isinstance(final, ts.Prediction)
     assert dict(final) == {"city": "San Francisco", "temperature": 61.0, "units": "f"}
     assert final == plain
-    assert final.usage == plain.usage == recorded_usage(name) == ts.Usage(79, 14, 93)
+    assert final.usage == plain.usage == recorded_usage(name) == ts.prediction.Usage(79, 14, 93)
     assert final.raw == plain.raw == '{"city":"San Francisco","temperature":61,"units":"f"}'
     # The request streams with usage; the plain one does not.
     assert bodies[0]["stream"] is True
@@ -218,7 +220,7 @@ def test_nested_defs_stream_builds_the_nested_model_as_it_arrives(llm: respx.Moc
     assert final == plain
     assert final.author == Author(first_name="Patrick", last_name="Rothfuss")
     assert final.title == "THE NAME OF THE WIND" and final.rating == 7
-    assert final.usage == plain.usage == ts.Usage(172, 29, 201)
+    assert final.usage == plain.usage == ts.prediction.Usage(172, 29, 201)
     authors = [p.values["author"] for p in partials(events) if "author" in p.values]
     # In progress, the author is already an Author, built from the keys seen so far.
     assert all(isinstance(a, Author) for a in authors)
@@ -240,7 +242,7 @@ def test_json_object_stream_with_leading_whitespace_and_non_ascii(llm: respx.Moc
     assert final.location == "San Francisco, CA"
     assert final.weather.temperature == "18°C"
     assert [d.day for d in final.forecast] == ["Monday", "Tuesday", "Wednesday"]
-    assert final.usage == ts.Usage(19, 177, 196)
+    assert final.usage == ts.prediction.Usage(19, 177, 196)
     texts = by_field(events)
     assert texts[None].startswith("\n  {\n")  # whitespace before the object is no field's
     assert json.loads(texts["location"]) == "San Francisco, CA"
@@ -315,7 +317,7 @@ def test_length_truncated_stream_raises_after_its_partial(llm: respx.MockRouter)
     assert events == [OutputDelta(None, '{"')]
     assert streamed.value.raw == plain.value.raw == '{"'
     assert str(streamed.value) == str(plain.value)
-    assert streamed.value.usage == plain.value.usage == ts.Usage(79, 1, 80)
+    assert streamed.value.usage == plain.value.usage == ts.prediction.Usage(79, 1, 80)
     assert [b["max_tokens"] for b in sent(route)] == [1, 1]
 
 
@@ -381,7 +383,7 @@ def test_parallel_tool_calls_stream_through_react(llm: respx.MockRouter) -> None
     final = events[-1]
     assert isinstance(final, ts.Prediction)
     assert final.answer == "12 c and 200" and final.finished is True
-    assert final.usage == ts.Usage(149 + 10, 60 + 5, 209 + 15)
+    assert final.usage == ts.prediction.Usage(149 + 10, 60 + 5, 209 + 15)
     # Step 2 sends both calls back with their observations, as a non-streamed run would.
     second = sent(route)[1]
     assert all(b["stream"] is True for b in sent(route))
@@ -415,7 +417,7 @@ def test_parallel_strict_calls_to_one_tool_stream_through_react(llm: respx.MockR
     assert kinds[:4] == ["ToolCallStarted", "ToolCallFinished"] * 2
     assert kinds[-1] == "Prediction"
     assert events[-1].answer == "both secrets"
-    assert events[-1].usage == ts.Usage(75 + 10, 53 + 5, 128 + 15)
+    assert events[-1].usage == ts.prediction.Usage(75 + 10, 53 + 5, 128 + 15)
     # The same run without streaming ends with an equal prediction.
     route.side_effect = [
         httpx.Response(200, json=assembled(name)),

@@ -307,7 +307,7 @@ def test_react_stream_yields_tool_events_in_order_then_the_answer(
     assert answers[0] == "Paris" and answers[-1] == "Paris has 2.1M"
     final = events[-1]
     assert final.answer == "Paris has 2.1M" and final.finished is True and final.steps == 2
-    assert final.usage == ts.Usage(100, 16, 116)  # both steps, from their usage chunks
+    assert final.usage == ts.prediction.Usage(100, 16, 116)  # both steps, from their usage chunks
     plain = agent(question="Population of Paris?")
     assert plain == final and plain.usage == final.usage
     assert plain.trajectory.to_json() == final.trajectory.to_json()

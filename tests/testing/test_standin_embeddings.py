@@ -69,7 +69,7 @@ def test_aembed_errors_are_typed() -> None:
         finally:
             await lm.aclose()
 
-    with pytest.raises(ts.LMStatusError):
+    with pytest.raises(ts.errors.LMStatusError):
         asyncio.run(embed())
 
 

@@ -116,7 +116,7 @@ def test_the_json_schema_export_refuses_unknown_arguments_as_the_tool_does() -> 
     extra = {"query": "pydantic", "page": 2}
     with pytest.raises(jsonschema.ValidationError, match="'page' was unexpected"):
         jsonschema.validate(extra, function["parameters"])
-    with pytest.raises(ts.ToolArgumentsError, match="page: unexpected argument"):
+    with pytest.raises(ts.errors.ToolArgumentsError, match="page: unexpected argument"):
         search.parse_arguments(extra)
     jsonschema.validate({"query": "pydantic"}, function["parameters"])
     assert search.parse_arguments({"query": "pydantic"}) == {"query": "pydantic", "limit": 5}

@@ -219,7 +219,7 @@ def test_a_failed_call_marks_the_spans(
     router.post("/chat/completions").mock(
         return_value=httpx.Response(200, json=chat_completion(None, refusal="no"))
     )
-    with ts.context(callbacks=[tracing(exporter)]), pytest.raises(ts.RefusalError):
+    with ts.context(callbacks=[tracing(exporter)]), pytest.raises(ts.errors.RefusalError):
         ts.Predict(Add, lm=make_lm())(question="q")
     chat, module = exporter.get_finished_spans()
     assert attrs(chat)["typedspy.failure_kind"] == "RefusalError"

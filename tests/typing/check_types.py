@@ -19,7 +19,7 @@ def typed_predict() -> None:
     predict = ts.Predict(Decide)
     pred = predict(task="Ship it")
     assert_type(pred, ts.Prediction[Decide])
-    assert_type(pred.usage, ts.Usage)
+    assert_type(pred.usage, ts.prediction.Usage)
     assert_type(pred.outputs, Decide)
     assert_type(pred.outputs.action, SpawnTask | CompleteTask | Continue)
     assert_type(pred.outputs.confidence, float)
@@ -66,9 +66,9 @@ async def typed_async() -> None:
     pred = await ts.Predict(Decide).acall(task="Ship it")
     assert_type(pred, ts.Prediction[Decide])
     await ts.Predict(Decide).acall(tsak="Ship it")  # type: ignore[call-overload]
-    result = ts.parse_outputs(Decide, "{}")
+    result = ts.parse.parse_outputs(Decide, "{}")
     assert_type(result.value, dict[str, Any] | None)
-    compiled = ts.compile_schema(Decide)
+    compiled = ts.schema.compile_schema(Decide)
     assert_type(compiled.schema, dict[str, Any])
 
 

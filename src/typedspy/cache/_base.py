@@ -170,7 +170,7 @@ class Cache(abc.ABC):
 
         Example:
             ```python
-            async def fetch(cache: ts.Cache, key: str) -> None:
+            async def fetch(cache: ts.cache.Cache, key: str) -> None:
                 async with cache.claim(key):
                     if await cache.aget(key) is None:
                         ...  # send, then: await cache.aput(key, reply)

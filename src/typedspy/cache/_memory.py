@@ -18,7 +18,7 @@ class MemoryCache(Cache):
 
     Example:
         ```python
-        ts.configure(cache=ts.MemoryCache(max_entries=10_000))
+        ts.configure(cache=ts.cache.MemoryCache(max_entries=10_000))
         ```
 
     Args:

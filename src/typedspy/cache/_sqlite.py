@@ -59,7 +59,7 @@ class SQLiteCache(Cache):
 
     Example:
         ```python
-        ts.configure(cache=ts.SQLiteCache("responses.sqlite3", ttl=7 * 24 * 3600))
+        ts.configure(cache=ts.cache.SQLiteCache("responses.sqlite3", ttl=7 * 24 * 3600))
         ```
 
     Args:

@@ -25,7 +25,7 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │   ├── TruncatedOutputError          finish_reason == "length" (never retried)
     │   ├── ContentFilterError            finish_reason == "content_filter" (never retried)
     │   └── TokenBudgetExceededError      the token budget ran out before a valid output
-    ├── BudgetExceededError               a ts.Budget ran out; the request was not sent
+    ├── BudgetExceededError               a ts.limits.Budget ran out; the request was not sent
     ├── RequestLimitError                 a call reached max_requests (transport retries counted)
     ├── ItemTimeoutError (TimeoutError)   a batch item ran past the batch's per-item timeout
     ├── DeadlineExceededError (TimeoutError)  a call's deadline (or a stream's) ran out
@@ -51,6 +51,7 @@ it does not report a failure, so ``except TypedspyError`` must not swallow it.
 
 from __future__ import annotations
 
+from typedspy._types import FieldError
 from typedspy.errors._base import (
     ConfigurationError,
     InputError,
@@ -120,6 +121,7 @@ __all__ = [
     "DatasetError",
     "DeadlineExceededError",
     "ExampleError",
+    "FieldError",
     "InputError",
     "ItemTimeoutError",
     "LMConnectionError",

@@ -38,8 +38,8 @@ def load_dataset(
 
     Example:
         ```python
-        devset = ts.load_dataset("tickets.jsonl", Triage)
-        devset = ts.load_dataset([{"text": "refund please", "label": {...}}], Triage)
+        devset = ts.evaluation.load_dataset("tickets.jsonl", Triage)
+        devset = ts.evaluation.load_dataset([{"text": "refund please", "label": {...}}], Triage)
         ```
 
     Args:

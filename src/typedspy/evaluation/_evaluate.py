@@ -102,7 +102,7 @@ class Evaluate:
 
     Example:
         ```python
-        dev = ts.Evaluate(devset, metric=my_metric, concurrency=4)
+        dev = ts.evaluation.Evaluate(devset, metric=my_metric, concurrency=4)
         report = dev(program)
         ```
 

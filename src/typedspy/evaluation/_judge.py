@@ -35,7 +35,7 @@ class LLMJudge:
             predicted_answer: str = ts.InputField()
             same: bool = ts.OutputField()
 
-        metric = ts.LLMJudge(JudgeAnswer)
+        metric = ts.evaluation.LLMJudge(JudgeAnswer)
         ```
 
     Args:

@@ -28,7 +28,7 @@ class Budget:
 
     Example:
         ```python
-        budget = ts.Budget(requests=100, total_tokens=50_000)
+        budget = ts.limits.Budget(requests=100, total_tokens=50_000)
         with ts.context(budget=budget):
             ...
         budget.requests, budget.usage  # what was spent

@@ -40,7 +40,7 @@ class RateLimit:
 
     Example:
         ```python
-        limit = ts.RateLimit(requests_per_minute=500, tokens_per_minute=200_000)
+        limit = ts.limits.RateLimit(requests_per_minute=500, tokens_per_minute=200_000)
         results = await module.abatch(inputs, rate_limit=limit)
         ```
 

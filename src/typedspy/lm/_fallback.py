@@ -47,7 +47,7 @@ def triggers_of(error: BaseException, *, schema_sent: bool = False) -> frozenset
     body (after the SDK's own retries). ``rate_limit``: it kept answering 429. ``refusal``:
     the model refused. ``validation``: the call's feedback retries ended in a decode or
     validation failure; ``not_enforced`` as well when the schema was on the wire (the server
-    accepted the schema but did not hold the model to it). ``budget``: a `ts.Budget` refused
+    accepted the schema but did not hold the model to it). ``budget``: a `ts.limits.Budget` refused
     the request or the call's ``token_budget`` ran out.
     """
     if isinstance(error, LMRateLimitError):

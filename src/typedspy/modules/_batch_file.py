@@ -57,7 +57,7 @@ def write_batch_file(
 
     Example:
         ```python
-        ids = ts.write_batch_file(label, tickets, "batch_input.jsonl")
+        ids = ts.modules.write_batch_file(label, tickets, "batch_input.jsonl")
         # upload it to the Batch API, or: vllm run-batch -i batch_input.jsonl -o out.jsonl
         ```
 

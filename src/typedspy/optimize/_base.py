@@ -31,7 +31,7 @@ class Plan:
         max_calls: The most LM requests it can make (retries included).
         est_tokens: A rough estimate of the tokens those requests use (about four
             characters per token, from the training examples and demo counts).
-        budget: The `ts.Budget` that bounds the run, when one is set.
+        budget: The `ts.limits.Budget` that bounds the run, when one is set.
     """
 
     optimizer: str
@@ -46,7 +46,9 @@ class Plan:
         lines.append(f"  budget: at most {self.max_calls} LM calls, ~{self.est_tokens} tokens")
         if self.budget is not None:
             limits = ", ".join(f"{k}={v}" for k, v in self.budget.limits.items())
-            lines.append(f"  capped by ts.Budget({limits}); it stops early when that runs out")
+            lines.append(
+                f"  capped by ts.limits.Budget({limits}); it stops early when that runs out"
+            )
         return "\n".join(lines)
 
 
@@ -61,7 +63,7 @@ class Optimizer:
         plan: The plan of the last compile (None before the first).
         verbose: Print the plan before compiling.
         out: Where the plan is printed (default: standard output).
-        budget: A `ts.Budget` for every request the optimizer makes (None: the setting).
+        budget: A `ts.limits.Budget` for every request the optimizer makes (None: the setting).
     """
 
     verbose: bool = True
@@ -132,7 +134,7 @@ def check_trainset(trainset: Sequence[Example], who: str) -> list[Example]:
         if not isinstance(ex, Example):
             raise ConfigurationError(
                 f"{who}: trainset item {i} is a {type(ex).__name__}, not a ts.Example "
-                "(load files with ts.load_dataset)"
+                "(load files with ts.evaluation.load_dataset)"
             )
         ex.inputs()  # raises when the example does not know its inputs
     return items

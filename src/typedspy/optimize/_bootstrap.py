@@ -41,7 +41,7 @@ class BootstrapResult:
         passed: Indices (in the trainset) of the examples whose traces became demos.
         failed: Indices of the examples tried that did not pass (or raised).
         calls / tokens: LM requests and tokens the teacher used.
-        budget_spent: A `ts.Budget` ran out; the bootstrap stopped with what it had.
+        budget_spent: A `ts.limits.Budget` ran out; the bootstrap stopped with what it had.
     """
 
     demos: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -65,7 +65,7 @@ class BootstrapFewShot(Optimizer):
 
     Example:
         ```python
-        optimizer = ts.BootstrapFewShot(max_bootstrapped_demos=4, max_labeled_demos=4)
+        optimizer = ts.optimize.BootstrapFewShot(max_bootstrapped_demos=4, max_labeled_demos=4)
         compiled = optimizer.compile(program, trainset)
         optimizer.result.passed  # which training examples became demos
         ```
@@ -80,7 +80,7 @@ class BootstrapFewShot(Optimizer):
         max_rounds: Passes over the failing examples (at least 1).
         seed: Seeds the labelled demos' sampling.
         concurrency: Teacher runs at once.
-        budget: A `ts.Budget` for the teacher's requests (default: the ``budget`` setting,
+        budget: A `ts.limits.Budget` for the teacher's requests (default: the ``budget`` setting,
             which counts them too). When it runs out, bootstrapping stops and the demos
             found so far are used.
         verbose: Print the plan before compiling.

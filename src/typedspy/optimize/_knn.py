@@ -1,7 +1,8 @@
 """`KNNFewShot`: per input, the most similar training examples become the demos.
 
 Embeddings come from the endpoint's ``/v1/embeddings`` through the request gate (so the
-response cache, a `ts.Budget` and a `ts.RateLimit` apply to them as to completions); the
+response cache, a `ts.limits.Budget` and a `ts.limits.RateLimit` apply to them as to
+completions); the
 vector math is numpy's (the ``typedspy[knn]`` extra, ADR-020). A `KNNProgram` saves its
 training examples and their vectors with its predictors' state (ADR-039), so a reloaded one
 picks the same demos without embedding the training set again.
@@ -100,7 +101,7 @@ class KNNProgram(Module):
 
     Example:
         ```python
-        program = ts.KNNProgram(ts.Predict(RouteTicket), lm=embedder)
+        program = ts.optimize.KNNProgram(ts.Predict(RouteTicket), lm=embedder)
         program.load("knn.json")  # the training examples and their vectors come with it
         ```
 
@@ -151,7 +152,7 @@ class KNNProgram(Module):
         """
         if not self.examples:
             raise ConfigurationError(
-                "KNNProgram has no training examples: compile it with ts.KNNFewShot, "
+                "KNNProgram has no training examples: compile it with ts.optimize.KNNFewShot, "
                 "or load a saved KNN program"
             )
         np_ = _numpy()
@@ -221,7 +222,7 @@ class KNNFewShot(Optimizer):
 
     Example:
         ```python
-        knn = ts.KNNFewShot(k=3, lm=embedder, embedding_model="text-embedding-3-small")
+        knn = ts.optimize.KNNFewShot(k=3, lm=embedder, embedding_model="text-embedding-3-small")
         program = knn.compile(ts.Predict(RouteTicket), trainset)
         ```
 
@@ -229,7 +230,8 @@ class KNNFewShot(Optimizer):
         k: Demos per call.
         lm: The `LM` whose endpoint embeds (default: the configured LM).
         embedding_model: The embedding model name (default: the LM's model).
-        budget: A `ts.Budget` for the training set's embedding request (default: the setting).
+        budget: A `ts.limits.Budget` for the training set's embedding request (default: the
+            setting).
         verbose: Print the plan before compiling.
     """
 

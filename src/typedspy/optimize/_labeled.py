@@ -21,7 +21,7 @@ class LabeledFewShot(Optimizer):
 
     Example:
         ```python
-        fewshot = ts.LabeledFewShot(k=4, seed=0).compile(program, trainset)
+        fewshot = ts.optimize.LabeledFewShot(k=4, seed=0).compile(program, trainset)
         ```
 
     Args:

@@ -54,7 +54,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
 
     Example:
         ```python
-        search = ts.BootstrapFewShotWithRandomSearch(num_candidate_programs=4, seed=1)
+        search = ts.optimize.BootstrapFewShotWithRandomSearch(num_candidate_programs=4, seed=1)
         best = search.compile(program, trainset, valset=devset)
         search.candidates  # each candidate's recipe and score
         ```
@@ -66,7 +66,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
             `BootstrapFewShot`.
         seed: The random seed.
         concurrency: Runs at once.
-        budget: A `ts.Budget` for every request of the search (default: the ``budget``
+        budget: A `ts.limits.Budget` for every request of the search (default: the ``budget``
             setting). When it runs out, the search stops and returns the best candidate
             evaluated in full so far.
         verbose: Print the plan before compiling.

@@ -191,7 +191,7 @@ def parse_outputs(
 
     Example:
         ```python
-        result = ts.parse_outputs(Decide, completion_text)
+        result = ts.parse.parse_outputs(Decide, completion_text)
         if result.ok:
             result.value["action"]
         else:

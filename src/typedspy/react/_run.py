@@ -362,8 +362,8 @@ def module_callback(fn: F) -> F:
         def load_calculator() -> str:
             \"\"\"Make the calculator tool available.\"\"\"
 
-            @ts.module_callback
-            def add(context: ts.ModuleContext) -> str:
+            @ts.react.module_callback
+            def add(context: ts.react.ModuleContext) -> str:
                 context.tools.add(calculator)
                 return "The calculator tool is now available."
 

@@ -116,7 +116,7 @@ def compile_schema(obj: type, target: Target | str = "openai-strict") -> Compile
 
     Example:
         ```python
-        compiled = ts.compile_schema(Decide)
+        compiled = ts.schema.compile_schema(Decide)
         compiled.response_format  # {"type": "json_schema", "json_schema": {...}}
         ```
 

@@ -38,7 +38,7 @@ def to_jsonable(value: Any, annotation: Any = None) -> Any:
 
     Example:
         ```python
-        ts.to_jsonable(SpawnTask(description="x", priority="high"))
+        ts.signature.to_jsonable(SpawnTask(description="x", priority="high"))
         # {"_type": "SpawnTask", "description": "x", "priority": "high"}
         ```
     """

@@ -198,7 +198,7 @@ def approvals(*states: ResumeState) -> Iterator[None]:
 
 
 def resume(*states: ResumeState) -> contextlib.AbstractContextManager[None]:
-    """Resume paused calls: ``with ts.resume(state): await tool.acall(args)``.
+    """Resume paused calls: ``with ts.tools.resume(state): await tool.acall(args)``.
 
     The same as `approvals` with the states applied; the call with the paused arguments then
     runs (or raises `ConfirmationRejected`) once.

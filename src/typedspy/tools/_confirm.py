@@ -3,7 +3,8 @@
 A tool marked with `confirm_first` does not run on its first call: `Tool.acall` raises
 `ConfirmationRequired` with a question and a stable ``confirmation_id`` (a hash of the tool name
 and the canonical JSON of its validated arguments). The caller asks a human, wraps the answer in
-a `ResumeState`, and calls again inside ``with ts.resume(state):``; the same call now finds its
+a `ResumeState`, and calls again inside ``with ts.tools.resume(state):``; the same call now
+finds its
 decision in the current context and runs (approve, or approve with edited arguments) or raises
 `ConfirmationRejected` (reject, or free-text feedback for the model).
 

@@ -36,7 +36,7 @@ class Toolset:
 
     Example:
         ```python
-        tools = ts.Toolset([SearchModule(), ts.Predict(Summarise), get_weather])
+        tools = ts.tools.Toolset([SearchModule(), ts.Predict(Summarise), get_weather])
         tools.get("search_documents")
         request["tools"] = tools.to_openai_tools()
         ```
