@@ -333,7 +333,7 @@ def test_a_batch_killed_half_way_resends_nothing_it_had_finished(
 def test_cache_settings_are_checked() -> None:
     with pytest.raises(ts.ConfigurationError, match="cache_mode"):
         ts.context(cache_mode="sometimes")
-    with pytest.raises(ts.ConfigurationError, match=r"expected a typedspy\.MemoryCache"):
+    with pytest.raises(ts.ConfigurationError, match=r"expected a typedspy\.cache\.MemoryCache"):
         ts.context(cache={})
     with pytest.raises(ts.ConfigurationError, match="max_entries"):
         ts.cache.MemoryCache(max_entries=0)
