@@ -28,6 +28,7 @@ __all__ = [
     "Bound",
     "bounded",
     "call_bound",
+    "check_wait",
     "expiry",
     "note_attempt",
     "note_request",
@@ -77,9 +78,15 @@ class Bound:
         """Seconds left (negative once it ran out)."""
         return self.expiry - time.monotonic()
 
-    def error(self) -> DeadlineExceededError:
-        """The error that says this bound ran out, and how far the work got."""
+    def error(self, *, ahead: bool = False) -> DeadlineExceededError:
+        """The error that says this bound ran out, and how far the work got.
+
+        ``ahead``: it has not run out yet, but what comes next would outlast it.
+        """
         elapsed = time.monotonic() - self.started
+        ended = f"ran out after {elapsed:.2f} s"
+        if ahead:
+            ended = f"would run out first (stopped after {elapsed:.2f} s)"
         done = [f"{self.requests} request(s) sent"]
         if self.attempts:
             done.append(f"{self.attempts} attempt(s) started")
@@ -89,8 +96,8 @@ class Bound:
             done.append(f"{self.tool_calls} tool call(s) started")
         setting = "ts.context/ts.configure(" + self.limit + "=...)"
         return DeadlineExceededError(
-            f"{self.owner}: the {self.limit} of {self.seconds:g} s ({setting}) ran out after "
-            f"{elapsed:.2f} s, while {self.stage}; {', '.join(done)}",
+            f"{self.owner}: the {self.limit} of {self.seconds:g} s ({setting}) {ended}, "
+            f"while {self.stage}; {', '.join(done)}",
             limit=self.limit,
             seconds=self.seconds,
             elapsed=elapsed,
@@ -223,6 +230,21 @@ def expiry() -> float | None:
     """When `tightest` runs out (a ``time.monotonic`` instant), or ``None``."""
     bound = tightest()
     return None if bound is None else bound.expiry
+
+
+def check_wait(until: float, stage: str) -> None:
+    """Refuse to wait until ``until`` (a ``time.monotonic`` instant) past the tightest bound.
+
+    A wait known in advance (a rate limit's) that would end after the bound runs out fails at
+    once, rather than sleeping until the bound's timer cuts it.
+
+    Raises:
+        DeadlineExceededError: The bound's error, saying what it refused (``stage``).
+    """
+    bound = tightest()
+    if bound is not None and until > bound.expiry:
+        bound.stage = stage
+        raise bound.error(ahead=True)
 
 
 def _chain() -> list[Bound]:

@@ -384,8 +384,8 @@ def test_later_token_charges_learn_the_reported_prompt_size(llm: respx.MockRoute
 
 
 def test_token_charges_are_served_first_come_first_served() -> None:
-    # aiolimiter alone serves the smallest waiting amount first: a later, smaller charge
-    # would overtake a bigger one that was waiting already (and could starve it).
+    # A leaky bucket that wakes the smallest waiting amount first (aiolimiter's, before
+    # ADR-056) lets a later, smaller charge overtake a bigger one waiting already.
     limit = ts.limits.RateLimit(tokens_per_minute=60_000)  # 1,000 a second; a 250-token bucket
     served: list[str] = []
 

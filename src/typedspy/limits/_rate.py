@@ -1,31 +1,40 @@
-"""`RateLimit`: requests- and tokens-per-minute limits over `aiolimiter` leaky buckets.
+"""`RateLimit`: requests- and tokens-per-minute limits, shared by threads and event loops.
 
 Tokens are charged up front from an estimate (the prompt's size plus the average completion
 seen so far) and reconciled with the usage the endpoint reports: a shortfall is charged when
 the reply arrives, a surplus is credited to the next requests. Rate-limit headers pause every
 caller sharing the limit (``x-ratelimit-remaining-*: 0`` until ``x-ratelimit-reset-*``, and a
-final 429's ``Retry-After``); sending again after a 429 stays the SDK's job (its
-``max_retries``), so no second retry loop is stacked on it (reference/scale.md).
+final 429's ``Retry-After``), for at most ``max_pause`` seconds; sending again after a 429
+stays the SDK's job (its ``max_retries``), so no second retry loop is stacked on it
+(reference/scale.md).
+
+The buckets are booked under a lock and waited for on the caller's own loop (`Bucket`), so a
+limit works for sync calls in several threads, each on its own loop (ADR-049, ADR-056).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import re
 import threading
+import time
 from collections.abc import Mapping
 
-from aiolimiter import AsyncLimiter
-
+from typedspy._deadline import check_wait
 from typedspy._types import Usage
 from typedspy.errors import ConfigurationError, check_number
+from typedspy.limits._bucket import Bucket
 
 __all__ = ["RateLimit", "parse_reset"]
 
-# Leaky-bucket capacity, in seconds of the rate: the slack that absorbs late wake-ups of the
-# event loop (a waiter woken late still finds the capacity that drained meanwhile). The buckets
-# start primed, one request short of full, so that slack is never an up-front burst (ADR-038).
-_BURST_SECONDS = 0.25
+logger = logging.getLogger("typedspy")
+
+# The openai SDK honours a server-directed wait up to two minutes and refuses to retry past it:
+# `MAX_RETRY_AFTER_DELAY = 2 * 60` in openai/_constants.py, read by
+# `BaseClient._calculate_retry_timeout` and `_should_retry` in openai/_base_client.py.
+MAX_PAUSE = 120.0
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -35,8 +44,8 @@ class RateLimit:
 
     Pass one to `Module.abatch` (``rate_limit=``) or put it in the settings
     (``ts.context(rate_limit=...)``); use one object per endpoint and share it between the
-    batches that call that endpoint. It must be used from one event loop (the sync API's
-    background loop counts as one).
+    batches that call that endpoint, in any threads and event loops (sync batches in several
+    threads share its rate).
 
     Example:
         ```python
@@ -47,13 +56,18 @@ class RateLimit:
     Args:
         requests_per_minute: Requests that may start per minute.
         tokens_per_minute: Prompt plus completion tokens per minute.
+        max_pause: The longest pause, in seconds, a reply's rate-limit headers or a 429's
+            ``Retry-After`` may impose; longer ones are cut to it (the openai SDK's own cap
+            on a server-directed wait is 120 s).
 
     Raises:
-        ConfigurationError: A limit that is not a positive number, or no limit at all.
+        ConfigurationError: A limit that is not a number > 0, no limit at all, or a
+            ``max_pause`` that is not a finite number of seconds > 0.
 
     Attributes:
         requests_per_minute: The request limit.
         tokens_per_minute: The token limit.
+        max_pause: The cap on one pause.
         pauses: How many times rate-limit headers paused the senders.
     """
 
@@ -62,44 +76,61 @@ class RateLimit:
         *,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        max_pause: float = MAX_PAUSE,
     ) -> None:
         check_number("RateLimit", "requests_per_minute", requests_per_minute)
         check_number("RateLimit", "tokens_per_minute", tokens_per_minute)
+        check_number("RateLimit", "max_pause", max_pause, unit="seconds", optional=False)
+        if not math.isfinite(max_pause):  # an endless pause is what the cap is there to prevent
+            raise ConfigurationError(
+                f"RateLimit(max_pause={max_pause!r}): expected a finite number of seconds > 0"
+            )
         if requests_per_minute is None and tokens_per_minute is None:
             raise ConfigurationError("RateLimit() needs requests_per_minute or tokens_per_minute")
         self.requests_per_minute = requests_per_minute
         self.tokens_per_minute = tokens_per_minute
+        self.max_pause = float(max_pause)
         self.pauses = 0
-        self._requests = _bucket(requests_per_minute)
-        self._tokens = _bucket(tokens_per_minute)
+        self._requests = None if requests_per_minute is None else Bucket(requests_per_minute)
+        self._tokens = None if tokens_per_minute is None else Bucket(tokens_per_minute)
         self._lock = threading.Lock()
-        # aiolimiter serves the smallest waiting amount first: a request charged more than
-        # the others could wait behind them for a whole batch. One waiter at a time, in
-        # arrival order (asyncio.Lock is FIFO), keeps token charges first come, first served.
-        self._token_turn = asyncio.Lock()
-        self._resume_at = 0.0
+        self._resume_at = 0.0  # a time.monotonic() instant, the same clock in every thread
         self._credit = 0.0
         self._completions = 0
         self._completion_tokens = 0
         self._estimated_prompts = 0
         self._reported_prompts = 0
-        self._primed = False
 
     async def acquire(self, estimated_input_tokens: int) -> int:
         """Wait until a request may be sent; returns the tokens charged for it.
 
         Args:
             estimated_input_tokens: The request's prompt, estimated.
+
+        Raises:
+            DeadlineExceededError: The wait would end past the call's deadline: raised at
+                once, nothing is charged.
         """
         await self._wait_for_pause()
-        first = not self._primed
-        self._primed = True
+        charge, taken = self._charge(estimated_input_tokens)
+        ready = 0.0
         if self._requests is not None:
-            if first:  # instant: the bucket is empty, so this fills it without waiting
-                await self._requests.acquire(self._requests.max_rate - 1)
-            await self._requests.acquire(1)
+            ready = self._requests.book(1)
+        if self._tokens is not None:
+            ready = max(ready, self._tokens.book(charge - taken))
+        try:
+            if ready > time.monotonic():
+                check_wait(ready, f"about to wait {self._left(ready)} for the rate limit")
+                await _sleep_until(ready)
+        except BaseException:  # cancelled, or past the deadline: the request is not sent
+            self._give_back(charge, taken)
+            raise
+        return charge
+
+    def _charge(self, estimated_input_tokens: int) -> tuple[int, float]:
+        """The tokens to charge a request, and how much of it the credit pays."""
         if self._tokens is None:
-            return 0
+            return 0, 0.0
         with self._lock:
             average = self._completion_tokens / self._completions if self._completions else 0
             scale = (
@@ -110,11 +141,15 @@ class RateLimit:
             charge = max(1, round(estimated_input_tokens * scale)) + round(average)
             taken = min(self._credit, charge)
             self._credit -= taken
-        if first:
-            bucket = self._tokens.max_rate
-            await self._tokens.acquire(bucket - min(bucket, charge - taken))
-        await self._take_tokens(charge - taken)
-        return charge
+        return charge, taken
+
+    def _give_back(self, charge: int, taken: float) -> None:
+        if self._requests is not None:
+            self._requests.refund(1)
+        if self._tokens is not None:
+            self._tokens.refund(charge - taken)
+            with self._lock:
+                self._credit += taken
 
     async def settle(
         self,
@@ -128,7 +163,8 @@ class RateLimit:
 
         Later charges learn from it: they add the average completion seen so far, and scale
         prompt estimates by the ratio of reported to estimated prompt tokens, so an estimate
-        that runs high does not hold tokens back while requests are in flight.
+        that runs high does not hold tokens back while requests are in flight. A shortfall
+        is booked at once (later requests wait for it; this reply is not held back).
 
         Args:
             charged: What `acquire` charged for it.
@@ -150,39 +186,63 @@ class RateLimit:
             if actual < charged:
                 self._credit += charged - actual
         if actual > charged:
-            await self._take_tokens(actual - charged)
-
-    async def _take_tokens(self, amount: float) -> None:
-        if amount <= 0 or self._tokens is None:
-            return
-        async with self._token_turn:
-            await _take(self._tokens, amount)
+            self._tokens.book(actual - charged)
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Pause every sender when the endpoint says a limit is used up.
 
         ``x-ratelimit-remaining-requests: 0`` (or ``-tokens: 0``) pauses until the matching
-        ``x-ratelimit-reset-*`` duration (``"1s"``, ``"6m0s"``, ``"20ms"``) has passed.
+        ``x-ratelimit-reset-*`` duration (``"1s"``, ``"6m0s"``, ``"20ms"``) has passed, for at
+        most ``max_pause``; a reset that is not a finite duration is ignored (and logged).
         """
         for kind in ("requests", "tokens"):
             if headers.get(f"x-ratelimit-remaining-{kind}", "").strip() == "0":
-                reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}", ""))
-                if reset:
+                value = headers.get(f"x-ratelimit-reset-{kind}", "")
+                reset = parse_reset(value)
+                if reset is None:
+                    logger.warning(
+                        "rate limit: ignored x-ratelimit-reset-%s: %r (not a duration)",
+                        kind,
+                        value[:40],
+                    )
+                elif reset:
                     self.pause(reset)
 
     def pause(self, seconds: float) -> None:
-        """Hold back every request for ``seconds`` from now (e.g. a 429's ``Retry-After``)."""
-        loop = asyncio.get_running_loop()
+        """Hold back every request for ``seconds`` from now (e.g. a 429's ``Retry-After``).
+
+        A pause longer than ``max_pause`` is cut to it; one that is not a finite number of
+        seconds above 0 is ignored. Both are logged.
+        """
+        if not _positive(seconds):
+            logger.warning("rate limit: ignored a pause of %r s (not a finite duration)", seconds)
+            return
+        if seconds > self.max_pause:
+            logger.warning(
+                "rate limit: the endpoint asked for a pause of %g s; paused for max_pause=%g s",
+                seconds,
+                self.max_pause,
+            )
+            seconds = self.max_pause
         with self._lock:
-            self._resume_at = max(self._resume_at, loop.time() + seconds)
+            self._resume_at = max(self._resume_at, time.monotonic() + seconds)
             self.pauses += 1
 
     async def _wait_for_pause(self) -> None:
-        loop = asyncio.get_running_loop()
         # Each turn sleeps until the latest pause ends; a turn only repeats when another pause
-        # was announced meanwhile, so the loop ends once the endpoint stops pausing us.
-        while (delay := self._resume_at - loop.time()) > 0:
-            await asyncio.sleep(delay)
+        # was announced meanwhile (each at most max_pause), so the loop ends once the endpoint
+        # stops pausing us, and the call's deadline bounds it in any case.
+        while (resume_at := self._resume_at) > time.monotonic():
+            check_wait(
+                resume_at,
+                f"about to wait {self._left(resume_at)} for the rate limit: a pause the "
+                "endpoint asked for (rate-limit headers or Retry-After)",
+            )
+            await _sleep_until(resume_at)
+
+    @staticmethod
+    def _left(instant: float) -> str:
+        return f"{max(0.0, instant - time.monotonic()):.2f} s"
 
     def __repr__(self) -> str:
         return (
@@ -191,34 +251,34 @@ class RateLimit:
         )
 
 
-def _bucket(per_minute: float | None) -> AsyncLimiter | None:
-    if per_minute is None:
-        return None
-    per_second = per_minute / 60
-    capacity = max(2.0, per_second * _BURST_SECONDS)  # primed at 1: one of slack at least
-    return AsyncLimiter(capacity, capacity / per_second)
+def _positive(value: object) -> bool:
+    """A finite int or float above 0 (not a bool)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
-async def _take(bucket: AsyncLimiter, amount: float) -> None:
-    """Acquire ``amount`` in pieces no larger than the bucket (a big request waits longer)."""
-    while amount > 0:
-        piece = min(amount, bucket.max_rate)
-        await bucket.acquire(piece)
-        amount -= piece
+async def _sleep_until(instant: float) -> None:
+    """Sleep on the running loop until the ``time.monotonic()`` instant."""
+    await asyncio.sleep(max(0.0, instant - time.monotonic()))
 
 
 def parse_reset(value: str) -> float | None:
     """Seconds in an ``x-ratelimit-reset-*`` value: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"0.5"``.
 
     Returns:
-        The seconds, or ``None`` when the value cannot be read.
+        The seconds, or ``None`` when the value is not a finite duration of 0 or more
+        (``"inf"``, ``"nan"``, ``"-5"``, ``"soon"``).
     """
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    parts = _DURATION.findall(value)
-    if not parts or "".join(n + u for n, u in parts) != value:
-        return None
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+        parts = _DURATION.findall(value)
+        if not parts or "".join(n + u for n, u in parts) != value:
+            return None
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
