@@ -246,9 +246,17 @@ def test_invalid_budgets_are_configuration_errors(limits: dict[str, Any], messag
 
 def test_budget_reports_what_is_left() -> None:
     budget = ts.limits.Budget(requests=3, total_tokens=100)
-    budget.reserve(10)
-    budget.spend(ts.prediction.Usage(10, 5, 15))
-    assert budget.remaining() == {"requests": 2, "total_tokens": 85}
+
+    async def main() -> list[dict[str, Any]]:
+        hold = await budget.reserve(10)
+        in_flight = budget.remaining()  # the request's estimate is held while it runs
+        hold.settle(ts.prediction.Usage(10, 5, 15))
+        return [in_flight, budget.remaining()]
+
+    assert asyncio.run(main()) == [
+        {"requests": 2, "total_tokens": 90},
+        {"requests": 2, "total_tokens": 85},
+    ]
 
 
 def test_streamed_calls_are_budgeted_and_limited_too() -> None:
@@ -290,10 +298,12 @@ def test_a_cost_budget_prices_replies_with_genai_prices(llm: respx.MockRouter) -
 
     results = ts.Predict(Double, lm=make_lm()).batch(inputs(5), concurrency=1, budget=budget)
 
-    assert route.call_count == 3
-    assert [type(r).__name__ for r in results] == ["Prediction"] * 3 + ["BudgetExceededError"] * 2
+    # After two replies $0.00008 is left: the third prompt, its estimate scaled to the 1,000
+    # tokens the replies reported, would cost $0.00015 (unscaled, about a tenth of that).
+    assert route.call_count == 2
+    assert [type(r).__name__ for r in results] == ["Prediction"] * 2 + ["BudgetExceededError"] * 3
     assert results[4].limit == "cost"  # type: ignore[union-attr]
-    assert budget.cost == Decimal("0.00063")
+    assert budget.cost == Decimal("0.00042")
 
 
 def test_a_cost_budget_refuses_a_model_without_a_known_price(llm: respx.MockRouter) -> None:

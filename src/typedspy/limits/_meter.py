@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextvars
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from typedspy._types import Usage
 from typedspy.lm import LMRequest
 
-__all__ = ["UsageMeter", "estimate_tokens", "metering", "record"]
+__all__ = ["UsageMeter", "completion_cap", "estimate_tokens", "metering", "record"]
 
 _CHARS_PER_TOKEN = 4  # a rough average for English text and JSON; only used before a reply
 
@@ -81,3 +82,18 @@ def estimate_tokens(request: LMRequest) -> int:
         parts.append(request.tools)
     size = len(json.dumps(parts, ensure_ascii=False, default=str))
     return max(1, size // _CHARS_PER_TOKEN)
+
+
+def completion_cap(request: LMRequest, defaults: Mapping[str, Any] | None = None) -> int | None:
+    """The completion cap ``request`` is sent with, or ``None`` when it has none.
+
+    That is ``max_completion_tokens`` or ``max_tokens`` (the smaller, when both are set) of the
+    request's ``params`` over the LM's ``defaults``, as `LM` merges them (``None`` unsets one).
+    """
+    merged = {**(defaults or {}), **request.params}
+    caps = [
+        value
+        for name in ("max_completion_tokens", "max_tokens")
+        if isinstance(value := merged.get(name), int) and not isinstance(value, bool) and value > 0
+    ]
+    return min(caps, default=None)

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 
 from typedspy._deadline import note_request
 from typedspy.cache import embedding_key
-from typedspy.errors import CacheMissError, LMRateLimitError
+from typedspy.errors import CacheMissError
 from typedspy.limits import record
-from typedspy.lm import BaseLM, EmbeddingResponse, LMResponse
-from typedspy.settings import Settings, get_settings
+from typedspy.lm import BaseLM
+from typedspy.pipeline._stages import Admit
+from typedspy.settings import get_settings
 
 __all__ = ["embed"]
 
@@ -44,45 +45,18 @@ async def embed(lm: BaseLM, texts: Sequence[str], *, model: str | None = None) -
                 key=key,
             )
     estimate = max(1, sum(len(t) for t in texts) // 4)
-    charged = await _admit_estimate(settings, lm, name, estimate)
+    admit = Admit.configured(settings)
+    if admit is not None:
+        await admit.admit(lm, name, estimate, cap=0)  # an embedding completes nothing
     try:
         reply = await lm.aembed_response(texts, model=model)
-    except LMRateLimitError as exc:
-        if settings.rate_limit is not None and exc.retry_after:
-            settings.rate_limit.pause(exc.retry_after)
+        if admit is not None:
+            await admit.settle(reply)
+    except BaseException as exc:
+        if admit is not None:
+            admit.failed(exc)
         raise
-    await _settle_usage(settings, lm, name, reply, charged)
+    record(reply.usage)
     if key is not None and mode in _WRITES:
         await settings.cache.aput_embeddings(key, reply)  # type: ignore[union-attr]  # key: a cache
     return reply.vectors
-
-
-async def _admit_estimate(
-    settings: Settings, lm: BaseLM, model: str, estimate: int
-) -> tuple[int, int]:
-    if settings.budget is not None:
-        endpoint = lm.endpoint if "cost" in settings.budget.limits else None
-        settings.budget.reserve(estimate, model=model, endpoint=endpoint)
-    if settings.rate_limit is not None:
-        return await settings.rate_limit.acquire(estimate), estimate
-    return 0, estimate
-
-
-async def _settle_usage(
-    settings: Settings,
-    lm: BaseLM,
-    model: str,
-    response: LMResponse | EmbeddingResponse,
-    charged: tuple[int, int],
-) -> None:
-    if settings.rate_limit is not None:
-        settings.rate_limit.observe(response.headers)
-        completion = isinstance(response, LMResponse)  # embeddings complete nothing
-        tokens, estimate = charged
-        await settings.rate_limit.settle(
-            tokens, response.usage, estimated=estimate, completion=completion
-        )
-    if settings.budget is not None:
-        endpoint = lm.endpoint if "cost" in settings.budget.limits else None
-        settings.budget.spend(response.usage, model=model, endpoint=endpoint)
-    record(response.usage)

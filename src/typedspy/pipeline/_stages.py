@@ -9,8 +9,15 @@ from collections.abc import Callable
 from typedspy._deadline import note_request
 from typedspy.cache import Cache, cache_key
 from typedspy.errors import CacheMissError, LMRateLimitError
-from typedspy.limits import Budget, RateLimit, estimate_tokens, record
-from typedspy.lm import LMResponse
+from typedspy.limits import (
+    Budget,
+    RateLimit,
+    Reservation,
+    completion_cap,
+    estimate_tokens,
+    record,
+)
+from typedspy.lm import BaseLM, EmbeddingResponse, LMResponse
 from typedspy.pipeline._exchange import Exchange, Stage
 from typedspy.pipeline._history import HISTORY, Entry
 from typedspy.settings import Settings
@@ -140,14 +147,20 @@ class CacheStage(Stage):
 
 
 class Admit(Stage):
-    """A `Budget` and a `RateLimit`: a request waits for its turn, or is refused unsent."""
+    """A `Budget` and a `RateLimit`: a request waits for its turn, or is refused unsent.
+
+    While the request is in flight it holds a `Reservation` of the budget (ADR-056): settled by
+    the reply's usage, released if the request fails (unsent, when the rate-limit wait failed).
+    """
 
     name = "admit"
 
     def __init__(self, budget: Budget | None, rate_limit: RateLimit | None) -> None:
         self.budget = budget
         self.rate_limit = rate_limit
-        self.charged = (0, 0)
+        self.hold: Reservation | None = None
+        self.charged = 0
+        self.estimate = 0
 
     @classmethod
     def configured(cls, settings: Settings) -> Admit | None:
@@ -156,28 +169,49 @@ class Admit(Stage):
         return cls(settings.budget, settings.rate_limit)
 
     async def enter(self, exchange: Exchange) -> LMResponse | None:
-        estimate = estimate_tokens(exchange.request)
-        if self.budget is not None:
-            endpoint = exchange.lm.endpoint if "cost" in self.budget.limits else None
-            self.budget.reserve(estimate, model=exchange.lm.model, endpoint=endpoint)
-        if self.rate_limit is not None:
-            self.charged = (await self.rate_limit.acquire(estimate), estimate)
-        else:
-            self.charged = (0, estimate)
+        lm, request = exchange.lm, exchange.request
+        cap = completion_cap(request, lm.defaults)
+        await self.admit(lm, lm.model, estimate_tokens(request), cap=cap)
         return None
 
+    async def admit(self, lm: BaseLM, model: str, estimate: int, *, cap: int | None) -> None:
+        """Reserve the budget, then wait for the rate limit (``cap``: the completion cap)."""
+        self.estimate = estimate
+        if self.budget is not None:
+            endpoint = lm.endpoint if "cost" in self.budget.limits else None
+            self.hold = await self.budget.reserve(
+                estimate, model=model, endpoint=endpoint, max_output_tokens=cap
+            )
+        if self.rate_limit is not None:
+            try:
+                self.charged = await self.rate_limit.acquire(estimate)
+            except BaseException:  # cancelled, or past the deadline: never sent
+                if self.hold is not None:
+                    self.hold.release(sent=False)
+                raise
+
     async def leave(self, exchange: Exchange) -> None:
-        response = exchange.response
-        assert response is not None
+        assert exchange.response is not None
+        await self.settle(exchange.response)
+
+    async def settle(self, response: LMResponse | EmbeddingResponse) -> None:
+        """Reconcile the rate limit and settle the reservation with what the reply reported."""
         if self.rate_limit is not None:
             self.rate_limit.observe(response.headers)
-            tokens, estimate = self.charged
-            await self.rate_limit.settle(tokens, response.usage, estimated=estimate)
-        if self.budget is not None:
-            endpoint = exchange.lm.endpoint if "cost" in self.budget.limits else None
-            self.budget.spend(response.usage, model=exchange.lm.model, endpoint=endpoint)
+            completion = isinstance(response, LMResponse)  # embeddings complete nothing
+            await self.rate_limit.settle(
+                self.charged, response.usage, estimated=self.estimate, completion=completion
+            )
+        if self.hold is not None:
+            self.hold.settle(response.usage)
 
     def fail(self, exchange: Exchange, error: BaseException | None) -> None:
+        self.failed(error)
+
+    def failed(self, error: BaseException | None) -> None:
+        """Give the reservation back (if not settled); a final 429 pauses the rate limit."""
+        if self.hold is not None:
+            self.hold.release()
         if (
             self.rate_limit is not None
             and isinstance(error, LMRateLimitError)
