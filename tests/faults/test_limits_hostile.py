@@ -119,7 +119,7 @@ def test_concurrent_requests_cannot_all_fit_in_one_input_token_remainder() -> No
     state = {"prompt": 1}
     with serving(lambda seen: reply(state["prompt"], 5, held=HELD)) as (server, lm):
         estimate = state["prompt"] = prompt_estimate(lm)
-        budget = ts.Budget(input_tokens=3 * estimate + estimate // 2)
+        budget = ts.limits.Budget(input_tokens=3 * estimate + estimate // 2)
         results = run(ts.Predict(Ask, lm=lm).abatch(items(32), concurrency=32, budget=budget))
         sent = len(server.requests) - 1
     assert sent == 3
@@ -138,7 +138,7 @@ def test_concurrent_requests_hold_their_worst_case_price_under_a_cost_limit() ->
     with serving(lambda seen: reply(state["prompt"], 1000, held=HELD)) as (server, lm):
         estimate = state["prompt"] = prompt_estimate(lm)
         worst = price(genai_prices, estimate, 1000)
-        budget = ts.Budget(cost=worst * Decimal("3.5"))
+        budget = ts.limits.Budget(cost=worst * Decimal("3.5"))
         results = run(ts.Predict(Ask, lm=lm).abatch(items(32), concurrency=32, budget=budget))
         sent = len(server.requests) - 1
     # Three fit whole; a fourth fits its prompt in the half left (as one request alone would).
@@ -159,7 +159,7 @@ def test_a_budget_shared_by_sync_calls_in_threads_holds_too() -> None:
     state = {"prompt": 1}
     with serving(lambda seen: reply(state["prompt"], 5, held=HELD)) as (server, lm):
         estimate = state["prompt"] = prompt_estimate(lm)
-        budget = ts.Budget(input_tokens=3 * estimate + estimate // 2)
+        budget = ts.limits.Budget(input_tokens=3 * estimate + estimate // 2)
         outcomes = in_threads(8, lambda i: ts.Predict(Ask, lm=lm)(**items(8)[i]), budget=budget)
         sent = len(server.requests) - 1
     assert sent == 3
@@ -171,20 +171,20 @@ def test_a_request_that_fails_without_a_reply_gives_its_hold_back() -> None:
     # Guards the release: a leaked hold would make every later request wait or be refused.
     replies = iter([Reply(status=0), reply(1, 1)])  # a dropped connection, then an answer
     with serving(lambda seen: next(replies)) as (server, lm):
-        budget = ts.Budget(input_tokens=10_000, requests=5)
+        budget = ts.limits.Budget(input_tokens=10_000, requests=5)
         predict = ts.Predict(Ask, lm=lm)
 
         async def main() -> tuple[BaseException | None, Any]:
             with ts.context(budget=budget):
                 try:
                     await predict.acall(question="ITEM-00")
-                except ts.LMConnectionError as exc:
+                except ts.errors.LMConnectionError as exc:
                     return exc, await predict.acall(question="ITEM-01")
                 return None, None
 
         dropped, answered = run(main())
         assert len(server.requests) == 2
-    assert isinstance(dropped, ts.LMConnectionError)
+    assert isinstance(dropped, ts.errors.LMConnectionError)
     assert isinstance(answered, ts.Prediction)
     assert budget.remaining() == {"input_tokens": 10_000 - 1, "requests": 3}
 
@@ -212,7 +212,7 @@ def hostile(first: Mapping[str, str] | str) -> Callable[[Seen], Reply]:
 @pytest.mark.parametrize("case", list(HOSTILE))
 def test_a_hostile_pause_is_capped_or_ignored_and_the_next_call_goes(case: str) -> None:
     first, pauses = HOSTILE[case]
-    limit = ts.RateLimit(requests_per_minute=60_000, max_pause=0.5)
+    limit = ts.limits.RateLimit(requests_per_minute=60_000, max_pause=0.5)
     with serving(hostile(first)) as (server, lm):
         predict = ts.Predict(Ask, lm=lm)
 
@@ -220,7 +220,7 @@ def test_a_hostile_pause_is_capped_or_ignored_and_the_next_call_goes(case: str) 
             with ts.context(rate_limit=limit):
                 try:
                     await predict.acall(question="ITEM-00")
-                except ts.LMRateLimitError:
+                except ts.errors.LMRateLimitError:
                     pass
                 start = time.monotonic()
                 return await predict.acall(question="ITEM-01"), time.monotonic() - start
@@ -235,8 +235,8 @@ def test_a_hostile_pause_is_capped_or_ignored_and_the_next_call_goes(case: str) 
 
 @pytest.mark.parametrize("case", ["reset 99999h", "429 Retry-After 3600"])
 def test_a_pause_past_the_deadline_fails_at_once_with_the_deadline_error(case: str) -> None:
-    limit = ts.RateLimit(requests_per_minute=60_000)  # the default cap: 120 s
-    budget = ts.Budget(requests=10)
+    limit = ts.limits.RateLimit(requests_per_minute=60_000)  # the default cap: 120 s
+    budget = ts.limits.Budget(requests=10)
     with serving(hostile(HOSTILE[case][0])) as (server, lm):
         predict = ts.Predict(Ask, lm=lm)
 
@@ -244,7 +244,7 @@ def test_a_pause_past_the_deadline_fails_at_once_with_the_deadline_error(case: s
             with ts.context(rate_limit=limit, budget=budget):
                 try:
                     await predict.acall(question="ITEM-00")
-                except ts.LMRateLimitError:
+                except ts.errors.LMRateLimitError:
                     pass
                 with ts.context(deadline=5):
                     try:
@@ -264,7 +264,7 @@ def test_a_pause_past_the_deadline_fails_at_once_with_the_deadline_error(case: s
 
 def test_an_items_timeout_cuts_a_pause() -> None:
     # Guards the other bound a pause meets: the batch's per-item timeout cancels the wait.
-    limit = ts.RateLimit(requests_per_minute=60_000)
+    limit = ts.limits.RateLimit(requests_per_minute=60_000)
     with serving(hostile(HOSTILE["reset 99999h"][0])) as (server, lm):
         predict = ts.Predict(Ask, lm=lm)
         first = run(predict.abatch(items(1), rate_limit=limit))
@@ -280,7 +280,7 @@ def test_an_items_timeout_cuts_a_pause() -> None:
 @pytest.mark.parametrize("value", [0, -1, float("inf"), float("nan"), "5", True])
 def test_max_pause_must_be_a_finite_number_of_seconds(value: Any) -> None:
     with pytest.raises(ts.ConfigurationError, match="max_pause"):
-        ts.RateLimit(requests_per_minute=60, max_pause=value)
+        ts.limits.RateLimit(requests_per_minute=60, max_pause=value)
 
 
 # -- D6: one RateLimit shared by sync batches in threads (each thread runs its own loop) --------
@@ -296,7 +296,7 @@ def test_a_rate_limit_shared_by_sync_batches_in_two_threads_holds_its_rate() -> 
         arrivals.append(time.monotonic())
         return reply()
 
-    limit = ts.RateLimit(requests_per_minute=600)
+    limit = ts.limits.RateLimit(requests_per_minute=600)
     with serving(answer) as (server, lm):
         predict = ts.Predict(Ask, lm=lm)
         predict(question="warm-up")  # loads the SDK, before the clock starts
