@@ -13,6 +13,7 @@ import typedspy as ts
 PACKAGES = [
     "typedspy",
     "typedspy.batch",
+    "typedspy.batch_api",
     "typedspy.cache",
     "typedspy.errors",
     "typedspy.limits",

@@ -15,8 +15,8 @@ Declare a `Signature`, call `Predict`, get a typed `Prediction`::
 
 The front door holds the DSPy vocabulary, what every program touches, and the roots of the
 error tree (ADR-062). Everything else lives in its subpackage: ``ts.errors`` (every error),
-``ts.optimize``, ``ts.evaluation``, ``ts.limits``, ``ts.cache``, ``ts.batch``, ``ts.lm``,
-``ts.react``, ``ts.tools``, ``ts.schema``, ``ts.parse``, ``ts.pipeline``, ``ts.testing``, ...
+``ts.optimize``, ``ts.evaluation``, ``ts.limits``, ``ts.cache``, ``ts.batch``, ``ts.batch_api``,
+``ts.lm``, ``ts.react``, ``ts.tools``, ``ts.schema``, ``ts.parse``, ``ts.pipeline``, ``ts.testing``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from typedspy import adapter as adapter
 from typedspy import batch as batch
+from typedspy import batch_api as batch_api
 from typedspy import cache as cache
 from typedspy import callbacks as callbacks
 from typedspy import errors as errors
@@ -127,6 +128,7 @@ __all__ = [
 
 _PACKAGES = (
     "batch",
+    "batch_api",
     "cache",
     "callbacks",
     "errors",

@@ -60,7 +60,7 @@ def test_the_file_holds_the_bodies_predict_sends(
     server: StandIn, predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:
     path = tmp_path / "in.jsonl"
-    ids = ts.modules.write_batch_file(predict, INPUTS[:2], path)
+    ids = ts.batch_api.write_batch_file(predict, INPUTS[:2], path)
     predict(number=0)  # the live call, for comparison
 
     lines = [json.loads(t) for t in path.read_text().splitlines()]
@@ -78,11 +78,11 @@ def test_the_file_holds_the_bodies_predict_sends(
 def test_a_round_trip_gives_the_same_per_item_results_as_a_live_batch(
     server: StandIn, predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:
-    ts.modules.write_batch_file(predict, INPUTS, tmp_path / "in.jsonl")
+    ts.batch_api.write_batch_file(predict, INPUTS, tmp_path / "in.jsonl")
     server.enqueue('{"doubled": 0}', '{"doubled": "two"}', Reply(refusal="no"), '{"doubled": 6}')
     run_batch_file(server, tmp_path / "in.jsonl", tmp_path / "out.jsonl")
 
-    results = ts.modules.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
+    results = ts.batch_api.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
 
     assert len(server.requests) == 4  # reading sends nothing
     assert isinstance(results[0], ts.Prediction) and results[0].doubled == 0
@@ -98,7 +98,7 @@ def test_a_round_trip_gives_the_same_per_item_results_as_a_live_batch(
 def test_missing_failed_and_error_status_lines_are_typed_item_results(
     predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:
-    ids = ts.modules.write_batch_file(
+    ids = ts.batch_api.write_batch_file(
         predict, INPUTS[:3], tmp_path / "in.jsonl", custom_ids=["a", "b", "c"]
     )
     status = {"status_code": 429, "request_id": "r", "body": {"error": {"message": "slow down"}}}
@@ -108,7 +108,7 @@ def test_missing_failed_and_error_status_lines_are_typed_item_results(
     ]
     (tmp_path / "out.jsonl").write_text("".join(json.dumps(o) + "\n" for o in out))
 
-    results = ts.modules.read_batch_file(
+    results = ts.batch_api.read_batch_file(
         predict, INPUTS[:3], tmp_path / "out.jsonl", custom_ids=ids
     )
 
@@ -124,19 +124,19 @@ def test_an_output_line_from_another_batch_is_refused(
     line = {"custom_id": "item-99", "response": None, "error": None}
     (tmp_path / "out.jsonl").write_text(json.dumps(line) + "\n")
     with pytest.raises(ts.ConfigurationError, match=r"out\.jsonl:1: custom_id 'item-99'"):
-        ts.modules.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
+        ts.batch_api.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
     (tmp_path / "out.jsonl").write_text("{not json\n")
     with pytest.raises(ts.ConfigurationError, match="not a JSON line"):
-        ts.modules.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
+        ts.batch_api.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
     deep = '{"custom_id": "item-0", "response": ' + "[" * 5_000 + "]" * 5_000 + "}"
     (tmp_path / "out.jsonl").write_text(deep + "\n")  # was an untyped RecursionError
     with pytest.raises(ts.ConfigurationError, match=r"out\.jsonl:1: .*256 levels"):
-        ts.modules.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
+        ts.batch_api.read_batch_file(predict, INPUTS, tmp_path / "out.jsonl")
 
 
 def test_a_bad_input_writes_no_file_at_all(predict: ts.Predict[Any, Any], tmp_path: Path) -> None:
     with pytest.raises(ts.InputError, match="batch input 2"):
-        ts.modules.write_batch_file(
+        ts.batch_api.write_batch_file(
             predict, [{"number": 1}, {"number": 2}, {"numbr": 3}], tmp_path / "x"
         )
     assert list(tmp_path.iterdir()) == []
@@ -146,4 +146,4 @@ def test_custom_ids_must_be_unique_and_one_per_input(
     predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:
     with pytest.raises(ts.ConfigurationError, match="2 unique ids"):
-        ts.modules.write_batch_file(predict, INPUTS[:2], tmp_path / "x", custom_ids=["a", "a"])
+        ts.batch_api.write_batch_file(predict, INPUTS[:2], tmp_path / "x", custom_ids=["a", "a"])

@@ -1,6 +1,6 @@
 """Issue 21, D7 and D15: a hostile Batch API output file ends in typed errors, read capped.
 
-Every case reads a real file from ``tmp_path`` with `ts.modules.read_batch_file` (nothing is
+Every case reads a real file from ``tmp_path`` with `ts.batch_api.read_batch_file` (nothing is
 sent: the
 LM's URL is a closed port) and ends in per-item results or a `ts.ConfigurationError` naming the
 file and the line, within seconds, with no file descriptor left open.
@@ -52,7 +52,7 @@ def open_fds() -> int:
 def runtime_started(tmp_path: Path) -> None:
     """The sync runtime's loop (and its file descriptors) exists before `read` counts them."""
     lm = ts.LM("m", base_url="http://127.0.0.1:9/v1", api_key=KEY)
-    ts.modules.read_batch_file(ts.Predict(Ask, lm=lm), [], write(tmp_path / "empty.jsonl"))
+    ts.batch_api.read_batch_file(ts.Predict(Ask, lm=lm), [], write(tmp_path / "empty.jsonl"))
     lm.close()
 
 
@@ -67,7 +67,7 @@ def read(predict: ts.Predict[Any, Any], path: Path) -> ts.batch.BatchResult[Any]
     """`read_batch_file`, bounded in time and leaving no file descriptor behind."""
     before, start = open_fds(), time.monotonic()
     try:
-        return ts.modules.read_batch_file(predict, INPUTS, path)
+        return ts.batch_api.read_batch_file(predict, INPUTS, path)
     finally:
         assert time.monotonic() - start < 10
         assert open_fds() <= before

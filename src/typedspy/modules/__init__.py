@@ -1,10 +1,9 @@
-"""The built-in modules: `Predict`, `ChainOfThought`, `History`, and Batch API files.
+"""The built-in modules: `Predict`, `ChainOfThought` and `History`.
 
 `Module`, their base, lives one layer below in `typedspy.program` and is re-exported here;
 tools and confirmations are in `typedspy.tools`, the `ReAct` agent in `typedspy.react`.
 """
 
-from typedspy.modules._batch_file import aread_batch_file, read_batch_file, write_batch_file
 from typedspy.modules._cot import ChainOfThought
 from typedspy.modules._history import History
 
@@ -21,7 +20,4 @@ __all__ = [
     "History",
     "Module",
     "Predict",
-    "aread_batch_file",
-    "read_batch_file",
-    "write_batch_file",
 ]

@@ -29,7 +29,7 @@ from typedspy.batch import BatchItem, BatchResult
 from typedspy.engine import check_inputs, run_call
 from typedspy.errors import BatchFileError, ConfigurationError, InputError, LMStatusError
 from typedspy.lm import BaseLM, LMRequest, LMResponse, scrub_chain
-from typedspy.modules._predict import Predict
+from typedspy.modules import Predict
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryPolicy
 from typedspy.settings import context
@@ -57,7 +57,7 @@ def write_batch_file(
 
     Example:
         ```python
-        ids = ts.modules.write_batch_file(label, tickets, "batch_input.jsonl")
+        ids = ts.batch_api.write_batch_file(label, tickets, "batch_input.jsonl")
         # upload it to the Batch API, or: vllm run-batch -i batch_input.jsonl -o out.jsonl
         ```
 
