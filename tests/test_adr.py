@@ -1,8 +1,11 @@
-"""ADR.md records carry a Date and a Status and name only files and modules that exist."""
+"""ADR.md is a log (ADR-078): records in number order, every gap named, later decisions as
+records of their own linked both ways by their Status lines; each record carries a Date and a
+Status and names only files and modules that exist."""
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import re
 from pathlib import Path
@@ -98,6 +101,99 @@ def test_records_have_unique_numbers() -> None:
     headings = HEADING.findall(ADR.read_text(encoding="utf-8"))
     assert len(headings) >= 27
     assert len(headings) == len(set(headings))
+
+
+def test_records_are_in_number_order() -> None:
+    numbers = [int(adr[4:]) for adr in HEADING.findall(ADR.read_text(encoding="utf-8"))]
+    misplaced = [f"ADR-{b:03}" for a, b in itertools.pairwise(numbers) if b < a]
+    assert misplaced == [], f"put these records at their number: {misplaced}"
+
+
+GAPS = re.compile(r"^Gaps: (?P<text>.*?)(?:\n\n|\Z)", re.MULTILINE | re.DOTALL)
+NUMBERS = re.compile(r"ADR-(?P<first>\d{3})(?: to ADR-(?P<last>\d{3}))?")
+
+
+def named_gaps(header: str) -> set[int]:
+    """The numbers the header's ``Gaps:`` paragraph names (``ADR-062 to ADR-069`` is a range)."""
+    found = GAPS.search(header)
+    if found is None:
+        return set()
+    return {
+        n
+        for m in NUMBERS.finditer(found["text"])
+        for n in range(int(m["first"]), int(m["last"] or m["first"]) + 1)
+    }
+
+
+def test_the_header_names_every_gap_and_only_gaps() -> None:
+    header = ADR.read_text(encoding="utf-8").split("\n## ADR-", 1)[0]
+    used = {int(adr[4:]) for adr in RECORDS}
+    unused = set(range(1, max(used) + 1)) - used
+    named = named_gaps(header)
+    assert sorted(unused - named) == [], "numbers no record uses: name them in the Gaps paragraph"
+    assert sorted(named & used) == [], "the Gaps paragraph names numbers records now use"
+
+
+AMENDMENT = re.compile(r"^\*\*Amendment\b|\(Amended by ", re.MULTILINE)
+
+
+@pytest.mark.parametrize("adr", RECORDS, ids=str)
+def test_record_has_no_amendment_paragraph(adr: str) -> None:
+    assert not AMENDMENT.search(RECORDS[adr]), (
+        f"{adr}: a later decision is a record of its own; this one's Status says 'amended by'"
+    )
+
+
+STATUS = re.compile(r"^Date: .*?(?:\n\n|\Z)", re.MULTILINE | re.DOTALL)
+BACK = re.compile(r"\b(?:amended|superseded) by (?P<refs>.*?)(?:;|\.\s|\.$|$)", re.IGNORECASE)
+FORWARD = re.compile(
+    r"\b(?:amends|refines|supersedes|completes) (?P<refs>.*?)(?:;|\.\s|\.$|$)", re.IGNORECASE
+)
+REF = re.compile(r"ADR-\d{3}")
+
+
+def status_links(record: str) -> tuple[set[str], set[str]]:
+    """The records a Status line says amended this one, and those this one amends.
+
+    What a parenthesis says (why a record was amended) is not read.
+    """
+    found = STATUS.search(record)
+    line = " ".join(found.group(0).split()) if found else ""
+    while (plain := re.sub(r"\([^()]*\)", "", line)) != line:
+        line = plain
+    back = {ref for m in BACK.finditer(line) for ref in REF.findall(m["refs"])}
+    forward = {ref for m in FORWARD.finditer(line) for ref in REF.findall(m["refs"])}
+    return back, forward
+
+
+@pytest.mark.parametrize("adr", RECORDS, ids=str)
+def test_status_links_go_both_ways(adr: str) -> None:
+    back, forward = status_links(RECORDS[adr])
+    for later in sorted(back):
+        assert later in RECORDS, f"{adr} says it was amended by {later}, which is no record"
+        assert adr in status_links(RECORDS[later])[1], f"{later}'s Status: say it amends {adr}"
+    for earlier in sorted(forward):
+        assert earlier in RECORDS, f"{adr} says it amends {earlier}, which is no record"
+        assert adr in status_links(RECORDS[earlier])[0], (
+            f"{earlier}'s Status: say it was amended (or superseded) by {adr}"
+        )
+
+
+def test_a_superseded_record_names_what_replaced_it() -> None:
+    superseded = [adr for adr, text in RECORDS.items() if "Status: superseded" in text]
+    assert superseded  # ADR-007
+    unnamed = [adr for adr in superseded if "Status: superseded by ADR-" not in RECORDS[adr]]
+    assert unnamed == []
+
+
+def test_the_status_reader() -> None:
+    record = (
+        "Date: 2026-11-22. Status: accepted; amended by ADR-016 (why; and ADR-099) and\n"
+        "ADR-060 (the loop is `engine.x`). Amends ADR-003, ADR-005 and ADR-006's list.\n\nText."
+    )
+    assert status_links(record) == ({"ADR-016", "ADR-060"}, {"ADR-003", "ADR-005", "ADR-006"})
+    gaps = named_gaps("Gaps: ADR-033 and ADR-050 were never used; ADR-062 to ADR-064 are.")
+    assert gaps == {33, 50, 62, 63, 64}
 
 
 @pytest.mark.parametrize("adr", RECORDS, ids=str)
