@@ -213,3 +213,36 @@ def test_the_checker_sees_a_missing_file() -> None:
         "lm/_gone.py",
         "typedspy.nothing_here",
     ]
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+CONFIG_TEXT = "\n".join(
+    (ROOT / name).read_text(encoding="utf-8") for name in (".importlinter", "pyproject.toml")
+)
+
+
+def unknown_names(page: str) -> list[str]:
+    """Backticked code names (`Run.native_step`, `stepping_down`) whose last part no source has.
+
+    The package's source and its lint configuration (`TID253`, `ignore_imports`) are read.
+    """
+    spans = {span.rstrip(".,:;") for span in SPAN.findall(page)}
+    known = SOURCE_TEXT + CONFIG_TEXT
+    return sorted(
+        span
+        for span in spans
+        if IDENTIFIER.fullmatch(span)
+        and not FILE_LIKE.match(span)
+        and not re.search(rf"\b{re.escape(span.rsplit('.', 1)[-1])}\b", known)
+    )
+
+
+def test_the_architecture_page_names_what_exists() -> None:
+    """The walks of a call name files, functions and methods the code has (ADR-078)."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    assert missing_paths(page) == []
+    assert unknown_names(page) == []
+    assert unknown_names("`Run.reask_runaway` and `stepping_down`") == ["Run.reask_runaway"]
