@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError, ExampleError
-from typedspy.parse import field_errors
+from typedspy.parse import field_value
 from typedspy.signature import Signature, to_jsonable
 
 __all__ = ["Example", "typed_values"]
@@ -172,7 +170,7 @@ def typed_values(signature: type[Signature], values: Mapping[str, Any]) -> dict[
     ):
         for name in fields:
             if name in values:
-                value, problems = _validate_field(model, name, values[name])
+                value, problems = field_value(model, name, values[name], fields[name].annotation)
                 errors += problems
                 typed[name] = value
     if errors:
@@ -180,12 +178,3 @@ def typed_values(signature: type[Signature], values: Mapping[str, Any]) -> dict[
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
         raise ExampleError(f"{signature.__name__}: {shown}{more}", errors=errors)
     return typed
-
-
-def _validate_field(model: type[BaseModel], name: str, value: Any) -> tuple[Any, list[FieldError]]:
-    holder = model.model_construct()
-    try:
-        model.__pydantic_validator__.validate_assignment(holder, name, value)
-    except ValidationError as exc:
-        return value, field_errors(exc)
-    return getattr(holder, name), []

@@ -7,11 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError, SavedStateError
-from typedspy.parse import field_errors
+from typedspy.parse import field_value
 from typedspy.program import PredictorState, listed, too_deep, under
 from typedspy.schema import compile_schema
 from typedspy.signature import Signature, to_jsonable
@@ -107,17 +105,17 @@ def _typed(
         problem = f"shows no output: give at least one of {', '.join(outputs)}"
         return dict(demo), [FieldError((), problem)]
     typed, problems = dict(demo), []
-    for model in (sig.input_model, sig.output_model):
-        holder = model.model_construct()
+    for model, declared in (
+        (sig.input_model, sig.input_fields),
+        (sig.output_model, sig.output_fields),
+    ):
         for name in model.model_fields:
             if name not in demo:
                 continue
-            try:
-                model.__pydantic_validator__.validate_assignment(holder, name, demo[name])
-            except ValidationError as exc:
-                problems += field_errors(exc)
-            else:
-                typed[name] = getattr(holder, name)
+            value, wrong = field_value(model, name, demo[name], declared[name].annotation)
+            problems += wrong
+            if not wrong:
+                typed[name] = value
     return typed, problems
 
 

@@ -15,6 +15,7 @@ from typedspy.parse._report import (
 )
 from typedspy.parse._runaway import RunawayKind, runaway_kind
 from typedspy.parse._validate import ParseFailure, ParseResult, parse_outputs, validate_outputs
+from typedspy.parse._values import field_value as field_value
 
 __all__ = [
     "ParseFailure",
