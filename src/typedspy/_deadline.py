@@ -9,8 +9,8 @@ cancelled: the consumer's own code is never interrupted, the next step fails at 
 The bound of a module call is kept in a context variable while its steps run, so nested module
 calls, ReAct steps, tools (``asyncio.to_thread`` copies the context) and modules those tools
 call run under the same bound; a nested ``ts.context(deadline=...)`` can only tighten it.
-The gate and the attempt loop report progress to it (`note_request`, `note_streamed`, ...), so
-the error says how far the call got.
+The request pipeline and the attempt loop report progress to it (`note_request`,
+`note_streamed`, ...), so the error says how far the call got.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """`KNNFewShot`: per input, the most similar training examples become the demos.
 
-Embeddings come from the endpoint's ``/v1/embeddings`` through the request gate (so the
+Embeddings come from the endpoint's ``/v1/embeddings`` through the request pipeline (so the
 response cache, a `ts.limits.Budget` and a `ts.limits.RateLimit` apply to them as to
-completions); the
-vector math is numpy's (the ``typedspy[knn]`` extra, ADR-020). A `KNNProgram` saves its
-training examples and their vectors with its predictors' state (ADR-039), so a reloaded one
-picks the same demos without embedding the training set again.
+completions); the vector math is numpy's (the ``typedspy[knn]`` extra, ADR-020). A
+`KNNProgram` saves its training examples and their vectors with its predictors' state
+(ADR-039), so a reloaded one picks the same demos without embedding the training set again.
 """
 
 from __future__ import annotations

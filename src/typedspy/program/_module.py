@@ -35,8 +35,9 @@ class Module:
     """Base class for composable LLM programs.
 
     Subclasses implement ``async def aforward(self, **inputs)``. ``module(**inputs)`` and
-    ``module.forward(**inputs)`` run it synchronously on typedspy's background event loop;
-    ``await module.acall(**inputs)`` runs it in the caller's loop. Sub-modules assigned as
+    ``module.forward(**inputs)`` run it synchronously (on the calling thread's own event loop,
+    or typedspy's background loop inside a running one: ADR-049); ``await module.acall(**inputs)``
+    runs it in the caller's loop. Sub-modules assigned as
     attributes are discovered by `named_modules` and `named_predictors`.
 
     The extension contract (ADR-035): override `aforward` to change what a module returns,

@@ -277,7 +277,7 @@ class Tool:
             parameters, strict = compiled.schema, compiled.strict
             # `parse_arguments` refuses names that are not parameters, so the schema says so
             # too: a server enforcing a json-schema target's schema otherwise lets the model
-            # add properties (ADR-026 amendment; the strict target closes every object).
+            # add properties (ADR-072; the strict target closes every object).
             parameters = {**parameters, "additionalProperties": False}
         else:  # the compiler refuses a property-less object (as an output); a tool may have one
             parameters = {
