@@ -41,7 +41,13 @@ def check_inputs(signature: type[Signature], inputs: Mapping[str, Any]) -> dict[
     except ValidationError as exc:
         detail = "; ".join(str(e) for e in field_errors(exc)[:5])
         raise InputError(f"{signature.__name__}: invalid input: {detail}") from exc
-    return {n: getattr(model, n) for n in fields if n in inputs or n in model.model_fields_set}
+    # An input left out takes its default, sent like any other value (issue 23): the model
+    # must learn the audience a caller did not override. A default of None means "not given".
+    return {
+        n: value
+        for n in fields
+        if (value := getattr(model, n)) is not None or n in inputs or n in model.model_fields_set
+    }
 
 
 def signature_of(signature: object, output: Any = None) -> type[Signature]:
