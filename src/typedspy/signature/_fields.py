@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
 from pydantic.fields import FieldInfo
+
+from typedspy.errors import SchemaError
 
 __all__ = ["FieldRole", "InputField", "OutputField", "role_of", "without_role"]
 
@@ -20,23 +23,50 @@ class FieldRole:
 
 _INPUT = FieldRole("input")
 _OUTPUT = FieldRole("output")
+_FIELD_ARGUMENTS = frozenset(inspect.signature(Field).parameters) - {"default"}
+
+
+def _field(role: FieldRole, default: Any, kwargs: dict[str, Any]) -> Any:
+    """A `pydantic.Field` with ``role``; DSPy's ``desc=`` is ``description=`` (ADR-066).
+
+    Raises:
+        SchemaError: A keyword `pydantic.Field` does not take (Pydantic would keep it as
+            schema extra with a warning Python hides, and drop its meaning).
+    """
+    name = f"{role.kind.capitalize()}Field"
+    if "desc" in kwargs:
+        if "description" in kwargs:
+            raise SchemaError(f"{name}(desc=..., description=...): give one of them")
+        kwargs["description"] = kwargs.pop("desc")
+    unknown = sorted(set(kwargs) - _FIELD_ARGUMENTS)
+    if unknown:
+        raise SchemaError(
+            f"{name}() does not take {', '.join(map(repr, unknown))}: it takes pydantic.Field's "
+            "arguments (description= or DSPy's desc=, default=, ge=, max_length=, pattern=, "
+            "...)"
+        )
+    info: FieldInfo = Field(default, **kwargs)
+    info.metadata.append(role)
+    return info
 
 
 def InputField(default: Any = ..., **kwargs: Any) -> Any:
     """Declare an input of a signature.
 
     Accepts every `pydantic.Field` argument (``description``, constraints such as ``ge`` or
-    ``max_length``, ``default``/``default_factory``). The description is shown to the model.
+    ``max_length``, ``default``/``default_factory``), and DSPy's ``desc=`` for ``description=``.
+    The description is shown to the model.
 
     Example:
         ```python
         class Answer(ts.Signature):
             question: str = ts.InputField(description="what the user asked")
         ```
+
+    Raises:
+        SchemaError: A keyword `pydantic.Field` does not take.
     """
-    info: FieldInfo = Field(default, **kwargs)
-    info.metadata.append(_INPUT)
-    return info
+    return _field(_INPUT, default, kwargs)
 
 
 def OutputField(default: Any = ..., *, init: Literal[False] = False, **kwargs: Any) -> Any:
@@ -49,12 +79,14 @@ def OutputField(default: Any = ..., *, init: Literal[False] = False, **kwargs: A
         default: A default value (rarely useful: the model is asked for every output).
         init: Always False: it tells type checkers (through ``dataclass_transform``, ADR-015)
             that an output is not a call keyword, so ``predict(action=...)`` is a type error.
-        **kwargs: `pydantic.Field` arguments (``description``, ``ge``, ``max_length``, ...).
+        **kwargs: `pydantic.Field` arguments (``description`` or DSPy's ``desc``, ``ge``,
+            ``max_length``, ...).
+
+    Raises:
+        SchemaError: A keyword `pydantic.Field` does not take.
     """
     del init  # static only: outputs are never constructor (call) keywords
-    info: FieldInfo = Field(default, **kwargs)
-    info.metadata.append(_OUTPUT)
-    return info
+    return _field(_OUTPUT, default, kwargs)
 
 
 def role_of(info: FieldInfo) -> set[str]:
