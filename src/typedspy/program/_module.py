@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -59,6 +61,9 @@ class Module:
         own = vars(cls)
         if "forward" in own and "aforward" not in own and "aexecute" not in own:
             _refuse_sync_override(cls)
+            if cls.aforward is Module.aforward:  # a DSPy-style program: its sync forward is it
+                cls.aforward = _threaded(cls)  # type: ignore[method-assign]
+                cls.aexecute = _executing(cls)  # type: ignore[method-assign]
         if "aforward" in own and "aexecute" not in own:
             cls.aexecute = _executing(cls)  # type: ignore[method-assign]
         elif "aexecute" in own and "aforward" not in own:
@@ -358,6 +363,24 @@ def _forwarding(cls: type[Module]) -> Any:
 
     aforward.__qualname__ = f"{cls.__qualname__}.aforward"
     aforward.__doc__ = f"The result of `{cls.__name__}.aexecute`: its last event (ADR-035)."
+    return aforward
+
+
+def _threaded(cls: type[Module]) -> Any:
+    """``cls.aforward`` for a class that wrote only a synchronous ``forward`` (as in DSPy).
+
+    Every entry point runs it (`acall`, `astream`, `abatch`, `evaluate`, optimizers, tools),
+    in a worker thread with the caller's context, so the loop is never blocked and the sync
+    calls it makes run on that thread's own loop (ADR-049). A thread cannot be cancelled: a
+    batch item's timeout or a deadline ends the wait, not the ``forward`` itself (ADR-067).
+    """
+
+    async def aforward(self: Module, **inputs: Any) -> Any:
+        forward = cast("Any", vars(cls)["forward"])
+        return await asyncio.to_thread(functools.partial(forward, self, **inputs))
+
+    aforward.__qualname__ = f"{cls.__qualname__}.aforward"
+    aforward.__doc__ = f"`{cls.__name__}.forward` run in a worker thread (ADR-067)."
     return aforward
 
 
