@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from typing_extensions import Unpack
 
@@ -28,7 +29,7 @@ from typedspy.errors import (
 )
 from typedspy.lm._base import DEFAULT_MAX_RESPONSE_BYTES, BaseLM
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
-from typedspy.lm._params import LMDefaults, check_params
+from typedspy.lm._params import LMDefaults, check_params, model_for_openai
 from typedspy.lm._request import as_sent, create_kwargs
 from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
 from typedspy.lm._stream import LMChunk
@@ -142,9 +143,12 @@ class LM(BaseLM):
         )  # an httpx.Timeout (per phase) is taken as the SDK takes it
         if httpx is None or not isinstance(timeout, httpx.Timeout):
             check_number("LM", "timeout", timeout, unit="seconds")
+        url = (base_url if client is None else str(client.base_url)) or os.environ.get(
+            "OPENAI_BASE_URL"
+        )
         if profile is None:
-            url = base_url if client is None else str(client.base_url)
-            profile = detect_profile(url or os.environ.get("OPENAI_BASE_URL"))
+            profile = detect_profile(url)
+        model = model_for_openai(model, at_openai=_at_openai(url))
         super().__init__(model, profile=profile)
         check_params(defaults, where="LM defaults")
         self.defaults: Mapping[str, Any] = dict(defaults)
@@ -437,3 +441,10 @@ def _check_client(model: str, client: object) -> None:
             f"LM({model!r}): client= takes an openai.AsyncOpenAI (or a subclass such as "
             f"AsyncAzureOpenAI), got {type(client).__qualname__}{hint}"
         )
+
+
+def _at_openai(url: str | None) -> bool:
+    """Whether requests go to OpenAI's own endpoint (no base URL, or ``api.openai.com``)."""
+    if not url:
+        return True
+    return urlsplit(url if "//" in url else f"//{url}").hostname == "api.openai.com"

@@ -17,7 +17,7 @@ from typedspy._deadline import bounded
 from typedspy._runtime import iterate_sync, run_sync
 from typedspy._types import FieldError
 from typedspy.batch import BatchOptions, BatchResult, run_batch
-from typedspy.errors import ConfigurationError, SavedStateError
+from typedspy.errors import ConfigurationError, OutputError, SavedStateError
 from typedspy.parse import field_errors
 from typedspy.program._render import arender
 from typedspy.program._state import (
@@ -155,6 +155,23 @@ class Module:
 
     def __call__(self, **inputs: Any) -> Any:
         return self.forward(**inputs)
+
+    async def atry_call(self, **inputs: Any) -> Any:
+        """Like `acall`, but an output failure is returned (an `OutputError`), not raised.
+
+        Input and endpoint errors (`InputError`, `LMError`) are still raised: only the model's
+        answer can fail here.
+        """
+        try:
+            return await self.acall(**inputs)
+        except OutputError as exc:
+            return exc
+
+    def try_call(self, **inputs: Any) -> Any:
+        """Synchronous `atry_call`."""
+        return run_sync(
+            lambda: self.atry_call(**inputs), async_name=f"{type(self).__name__}.atry_call"
+        )
 
     async def arender(self, **inputs: Any) -> dict[str, Any]:
         """The JSON body of the first request ``self(**inputs)`` would send; nothing is sent.

@@ -26,6 +26,7 @@ from typedspy.engine import Done, check_inputs, run_attempts, stepping_down
 from typedspy.errors import (
     ConfigurationError,
     LMUnsupportedFeatureError,
+    OutputError,
     ResumeConflictError,
     SchemaError,
     check_instance,
@@ -190,6 +191,14 @@ class ReAct(Module, Generic[SigT]):
 
     def __call__(self, **inputs: Any) -> Prediction[SigT]:
         return cast("Prediction[SigT]", self.forward(**inputs))
+
+    async def atry_call(self, **inputs: Any) -> Prediction[SigT] | OutputError:
+        """Like `acall`, but an output failure is returned (an `OutputError`), not raised."""
+        return cast("Prediction[SigT] | OutputError", await super().atry_call(**inputs))
+
+    def try_call(self, **inputs: Any) -> Prediction[SigT] | OutputError:
+        """Synchronous `atry_call`."""
+        return cast("Prediction[SigT] | OutputError", super().try_call(**inputs))
 
     async def aforward(
         self,
