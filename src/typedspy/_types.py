@@ -17,6 +17,7 @@ FailureKind = Literal[
     "truncated",
     "whitespace_loop",
     "repetition_loop",
+    "repeated_reply",
 ]
 """Why an attempt failed (ADR-027).
 
@@ -24,7 +25,8 @@ FailureKind = Literal[
 failed validation. ``not_enforced``: the server accepted a schema it claims to enforce, but the
 reply violates that very schema. ``truncated``: cut off at the token limit while genuinely long.
 ``whitespace_loop``: cut off, the tail only whitespace. ``repetition_loop``: cut off inside a
-repeated phrase or symbol.
+repeated phrase or symbol. ``repeated_reply``: the same failed reply, byte for byte, as an
+earlier attempt of the call (the feedback did not move the model).
 """
 
 

@@ -172,7 +172,8 @@ def test_tokens_are_charged_from_the_estimate_and_reconciled_with_usage() -> Non
 
 
 def test_a_budget_counts_retries_and_refuses_the_request_past_it(llm: respx.MockRouter) -> None:
-    route = llm.post("/chat/completions").mock(return_value=ok("bad"))
+    # A different bad reply each time: the same one again would end the call (repeated_reply).
+    route = llm.post("/chat/completions").mock(side_effect=[ok(f"bad {n}") for n in range(6)])
     budget = ts.limits.Budget(requests=2)
 
     with ts.context(budget=budget), pytest.raises(ts.BudgetExceededError) as caught:

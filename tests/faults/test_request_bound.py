@@ -9,7 +9,9 @@ from faults.server import FaultServer, Reply
 
 # A 500 the SDK retries at once (retry-after-ms), then a reply that fails validation.
 FLAKY = Reply(500, {"retry-after-ms": "1", "content-type": "application/json"}, lambda: [b"{}"])
-WRONG = Reply.completion('{"answer": 42}')  # an int where a string is required
+# An int where a string is required, a different one each attempt: a reply repeated byte for
+# byte would end the call early (repeated_reply), and these tests count retries.
+WRONG = [Reply.completion(f'{{"answer": {n}}}') for n in range(4)]
 
 
 class Answer(ts.Signature):
@@ -20,7 +22,7 @@ class Answer(ts.Signature):
 
 
 def run(max_requests: int | None) -> tuple[BaseException, int]:
-    with FaultServer(*[FLAKY, FLAKY, WRONG] * 4) as server:
+    with FaultServer(*[part for n in range(4) for part in (FLAKY, FLAKY, WRONG[n])]) as server:
         lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=2)
         try:
             with ts.context(lm=lm, max_requests=max_requests), pytest.raises(Exception) as caught:

@@ -65,9 +65,10 @@ def run(agent: ReAct[Lookup]) -> tuple[BaseException | ts.Prediction[Lookup], in
 def test_without_a_bound_a_run_sends_every_step_twice() -> None:
     with ts.context(max_requests=None):
         outcome, requests = run(ReAct(Lookup, tools=[search], max_iters=4, lm=make_lm()))
-    # 4 steps x 2 transport attempts, then 3 extraction attempts x 2 (a tool call is no output)
+    # 4 steps x 2 transport attempts, then 2 extraction attempts x 2: a tool call is no output,
+    # and the same empty output again ends the extraction (repeated_reply)
     assert isinstance(outcome, ts.OutputError)
-    assert requests == 14
+    assert requests == 12
 
 
 def test_the_default_bound_is_twice_the_model_calls_of_a_run() -> None:
@@ -94,8 +95,8 @@ def test_none_turns_the_run_bound_off_and_the_extraction_keeps_its_own() -> None
     outcome, requests = run(
         ReAct(Lookup, tools=[search], max_iters=4, lm=make_lm(), max_requests=None)
     )
-    assert isinstance(outcome, ts.OutputError)  # the extraction's 3 attempts fit its bound of 6
-    assert requests == 14
+    assert isinstance(outcome, ts.OutputError)  # the extraction's attempts fit its bound of 6
+    assert requests == 12  # its second empty reply repeats the first: repeated_reply ends it
 
 
 def test_union_steps_and_the_extraction_count_on_the_run_bound() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from typedspy._types import Attempt, FailureKind, FieldError, Usage
 from typedspy.adapter import Mode, output_schema
 from typedspy.engine._attempts import Attempts, Done, Event, run_attempts
-from typedspy.engine._failures import enforcement_kind, log_failure
+from typedspy.engine._failures import enforcement_kind, log_failure, remedy_turn
 from typedspy.engine._send import Pick, content, first_call_arguments
 from typedspy.errors import (
     OutputDecodeError,
@@ -26,6 +26,7 @@ from typedspy.errors import (
 from typedspy.lm import LMRequest, LMResponse, ToolCall
 from typedspy.parse import ParseFailure, ParseResult, parse_outputs, split_reasoning
 from typedspy.prediction import Prediction
+from typedspy.profiles import LoopRemedy
 from typedspy.retry import RetryableFailure, feedback_messages
 from typedspy.signature import Signature
 from typedspy.streaming import closing
@@ -94,9 +95,17 @@ class CallPlan:
         result = _parse(self.signature, text, response, lm.max_json_depth)
         schema = output_schema(self.signature, self.mode, lm.profile).schema
         kind = self._classify(number, text, result, schema)
+        repeated = not result.ok and _repeats(attempts, text or "")
+        vary = self._vary(attempts, number) if repeated else None
+        if repeated and vary is None:
+            kind = "repeated_reply"
         attempts.made.append(
             Attempt(number, text or "", result.errors, response.usage, kind, reasoning)
         )
+        if kind == "repeated_reply":  # asking again the same way would pay for the same answer
+            undecoded = all(a.number in attempts.undecoded for a in attempts.made)
+            error = OutputDecodeError if undecoded else OutputValidationError
+            raise _output_error(error, self, result.errors)
         if result.ok:
             assert result.value is not None
             return Done(
@@ -118,7 +127,22 @@ class CallPlan:
         attempts.feedback = feedback_messages(
             text or "", tool_call, result.kind, result.errors, hint
         )
+        if vary is not None and vary.note:
+            attempts.feedback.append(remedy_turn(vary))
         raise RetryableFailure(result)
+
+    def _vary(self, attempts: Attempts, number: int) -> LoopRemedy | None:
+        """The profile's change for a repeated reply, once per call (None: end the call)."""
+        lm = attempts.lm
+        remedy = lm.profile.on_repeated_reply
+        name = self.signature.__name__
+        if remedy is None or "repeated_reply" in attempts.remedied:
+            log_failure(lm, name, number, "repeated_reply", "the same reply again: call ended")
+            return None
+        attempts.remedied.add("repeated_reply")
+        attempts.params.update(remedy.params)
+        log_failure(lm, name, number, "repeated_reply", f"asking again with {dict(remedy.params)}")
+        return remedy
 
     def _classify(
         self, number: int, text: str | None, result: ParseResult, schema: dict[str, Any]
@@ -158,6 +182,14 @@ async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
         raise _output_error(
             OutputDecodeError if all_decode else OutputValidationError, plan, result.errors
         ) from None
+
+
+def _repeats(attempts: Attempts, text: str) -> bool:
+    """Whether an earlier failed attempt of the call got this very reply, byte for byte."""
+    return any(a.raw == text and a.kind in _REPLY_KINDS for a in attempts.made)
+
+
+_REPLY_KINDS = frozenset({"decode_failed", "validation_failed", "not_enforced", "repeated_reply"})
 
 
 def _reply_text(response: LMResponse, mode: Mode) -> tuple[str | None, ToolCall | None]:

@@ -31,6 +31,7 @@ _PROFILES: dict[str, Profile] = {
         max_tokens=None,
         on_whitespace_loop=None,
         on_repetition_loop=None,
+        on_repeated_reply=None,
         reasoning_tags=None,
     ),
     # Azure OpenAI: the same strict subset, and it also rejects `default` (structured-outputs.md
@@ -45,6 +46,7 @@ _PROFILES: dict[str, Profile] = {
         max_tokens=None,
         on_whitespace_loop=None,
         on_repetition_loop=None,
+        on_repeated_reply=None,
         reasoning_tags=None,
     ),
     # vLLM (local-servers.md): full JSON Schema through xgrammar/guidance; `strict` ignored; the

@@ -38,6 +38,9 @@ class LoopRemedy:
     params: Mapping[str, Any] = field(default_factory=dict)
 
 
+_VARY = LoopRemedy(note="", params={"temperature": 0.7})
+"""After a failed reply repeated byte for byte: sample instead of decoding greedily."""
+
 _CAPS = frozenset({"max_tokens", "max_completion_tokens"})
 """The request parameters that cap a completion's length: either one set keeps the profile's off."""
 
@@ -93,6 +96,10 @@ class Profile:
             ``max_completion_tokens`` (``None``: no cap).
         on_whitespace_loop: The re-ask after a truncation whose tail is only whitespace.
         on_repetition_loop: The re-ask after a truncation inside a repetition loop.
+        on_repeated_reply: What the next attempt changes after a failed reply identical to an
+            earlier attempt's (its ``params``, from then on in the call; its ``note``, if any,
+            after the feedback); at most once per call. ``None``, or a second repeat: the call
+            ends at once (``repeated_reply``) instead of paying for the same answer again.
         reasoning_tags: Tags around reasoning the server leaves in the content
             (``("<think>", "</think>")``): split off into ``reasoning_content``.
         media: The media input kinds the endpoint takes as content parts (``"image"``,
@@ -111,6 +118,7 @@ class Profile:
     max_tokens: int | None = 1024
     on_whitespace_loop: LoopRemedy | None = _COMPACT
     on_repetition_loop: LoopRemedy | None = _SHORT_STRINGS
+    on_repeated_reply: LoopRemedy | None = _VARY
     reasoning_tags: tuple[str, str] | None = ("<think>", "</think>")
     media: frozenset[str] = frozenset({"image"})
     _rejected: set[str] = field(default_factory=set, init=False, repr=False)
