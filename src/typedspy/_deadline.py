@@ -6,21 +6,21 @@ the running task when the limit passes, and the cancellation comes out as a
 `DeadlineExceededError`. Between steps (while the consumer handles an event) nothing is
 cancelled: the consumer's own code is never interrupted, the next step fails at once instead.
 
-The bound of a module call is kept in a context variable while its steps run, so nested module
-calls, ReAct steps, tools (``asyncio.to_thread`` copies the context) and modules those tools
-call run under the same bound; a nested ``ts.context(deadline=...)`` can only tighten it.
-The request pipeline and the attempt loop report progress to it (`note_request`,
+The bound of a module call is kept in the call scope (`typedspy._scope`) while its steps run,
+so nested module calls, ReAct steps, tools (``asyncio.to_thread`` copies the context) and
+modules those tools call run under the same bound; a nested ``ts.context(deadline=...)`` can
+only tighten it. The request pipeline and the attempt loop report progress to it (`note_request`,
 `note_streamed`, ...), so the error says how far the call got.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import time
 from collections.abc import AsyncIterator
 from typing import TypeVar
 
+from typedspy._scope import DEADLINE, STREAM_DEADLINE, current
 from typedspy.errors import DeadlineExceededError
 from typedspy.streaming import closing
 
@@ -40,13 +40,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-_active: contextvars.ContextVar[Bound | None] = contextvars.ContextVar(
-    "typedspy_deadline", default=None
-)
-_stream: contextvars.ContextVar[Bound | None] = contextvars.ContextVar(
-    "typedspy_stream_deadline", default=None
-)
 
 
 class Bound:
@@ -151,7 +144,7 @@ def call_bound(seconds: float | None, owner: str) -> Bound | None:
     ``None`` when there is nothing to add: no deadline at all, or a call nested in the task
     that runs the enclosing call's step (whose timer covers it) and no tighter deadline.
     """
-    outer = _active.get()
+    outer = DEADLINE.get()
     task = asyncio.current_task()
     own = None if seconds is None else Bound("deadline", seconds, owner)
     if outer is None or (own is not None and own.expiry < outer.expiry):
@@ -171,13 +164,13 @@ async def bounded(events: AsyncIterator[T], seconds: float | None, owner: str) -
         return
     try:
         while True:
-            token = _active.set(bound)
+            saved = DEADLINE.set(bound)
             try:
                 event = await bound.step(events)
             except StopAsyncIteration:
                 return
             finally:
-                _active.reset(token)
+                DEADLINE.restore(saved)
             yield event
     finally:
         bound.close()
@@ -197,13 +190,13 @@ async def stream_bounded(
     bound.stage = "streaming the reply"
     try:
         while True:
-            token = _stream.set(bound)
+            saved = STREAM_DEADLINE.set(bound)
             try:
                 chunk = await bound.step(chunks)
             except StopAsyncIteration:
                 return
             finally:
-                _stream.reset(token)
+                STREAM_DEADLINE.restore(saved)
             yield chunk
     finally:
         bound.close()
@@ -222,7 +215,8 @@ def tightest() -> Bound | None:
     A blocking request (ADR-049) cannot be cut by a bound's timer: it waits no longer than
     this bound's time left instead.
     """
-    bounds = [bound for bound in (_active.get(), _stream.get()) if bound is not None]
+    scope = current()
+    bounds = [bound for bound in (scope.deadline, scope.stream_deadline) if bound is not None]
     return min(bounds, key=lambda bound: bound.expiry, default=None)
 
 
@@ -248,7 +242,7 @@ def check_wait(until: float, stage: str) -> None:
 
 
 def _chain() -> list[Bound]:
-    bound, chain = _active.get(), []
+    bound, chain = DEADLINE.get(), []
     while bound is not None:
         chain.append(bound)
         bound = bound.parent

@@ -9,9 +9,9 @@ A number with more digits than Python converts
 (``sys.get_int_max_str_digits()``, 4,300 by default) is reported as such, not as "not JSON".
 
 The depth limit is the one `LM(max_json_depth=)` sets (ADR-048). The model-output parser reads
-it through `active_depth`, which `depth_limit` sets around one synchronous piece of decoding
-(never across an ``await`` or a ``yield``), so the parser's many internal decoders need no
-extra argument.
+it through `active_depth`, which `depth_limit` sets in the call scope (`typedspy._scope`) around
+one synchronous piece of decoding (never across an ``await`` or a ``yield``), so the parser's
+many internal decoders need no extra argument.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import re
 import sys
-from contextvars import ContextVar, Token
 from typing import Any
+
+from typedspy._scope import JSON_DEPTH, Saved
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -37,12 +38,11 @@ __all__ = [
 MAX_JSON_DEPTH = 256
 """Deepest nesting of objects and arrays accepted by default (the model output parser's too)."""
 
-_DEPTH: ContextVar[int] = ContextVar("typedspy_max_json_depth", default=MAX_JSON_DEPTH)
-
 
 def active_depth() -> int:
     """The nesting limit for the JSON decoded now: `depth_limit`'s, else `MAX_JSON_DEPTH`."""
-    return _DEPTH.get()
+    depth = JSON_DEPTH.get()
+    return MAX_JSON_DEPTH if depth is None else depth
 
 
 class depth_limit:
@@ -52,20 +52,20 @@ class depth_limit:
     whoever consumes the generator. A class, not ``@contextmanager``: it wraps every parse.
     """
 
-    __slots__ = ("_max_depth", "_token")
+    __slots__ = ("_max_depth", "_saved")
 
     def __init__(self, max_depth: int | None) -> None:
         self._max_depth = max_depth
-        self._token: Token[int] | None = None
+        self._saved: Saved | None = None
 
     def __enter__(self) -> None:
         if self._max_depth is not None:
-            self._token = _DEPTH.set(self._max_depth)
+            self._saved = JSON_DEPTH.set(self._max_depth)
 
     def __exit__(self, *exc_info: object) -> None:
-        if self._token is not None:
-            _DEPTH.reset(self._token)
-            self._token = None
+        if self._saved is not None:
+            JSON_DEPTH.restore(self._saved)
+            self._saved = None
 
 
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')

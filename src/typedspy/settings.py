@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import difflib
 import threading
@@ -28,6 +27,7 @@ from typing import Any, Literal, TypedDict, TypeGuard, get_args
 
 from typing_extensions import Unpack
 
+from typedspy._scope import OVERRIDES, Saved
 from typedspy._signing import Secrets, secret_keys
 from typedspy.cache import Cache, CacheMode
 from typedspy.errors import ConfigurationError
@@ -129,9 +129,6 @@ class SettingsKeywords(TypedDict, total=False):
 _FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
 _lock = threading.Lock()
 _defaults = Settings()
-_overrides: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
-    "typedspy_settings_overrides", default=MappingProxyType({})
-)
 
 
 def configure(**kwargs: Unpack[SettingsKeywords]) -> None:
@@ -187,11 +184,11 @@ class _Overrides:
 
     def __init__(self, values: Mapping[str, Any]) -> None:
         self._values = values
-        self._tokens: list[contextvars.Token[Mapping[str, Any]]] = []
+        self._saved: list[Saved] = []
 
     def __enter__(self) -> Settings:
-        merged = MappingProxyType({**_overrides.get(), **self._values})
-        self._tokens.append(_overrides.set(merged))
+        merged = MappingProxyType({**OVERRIDES.get(), **self._values})
+        self._saved.append(OVERRIDES.set(merged))
         return get_settings()
 
     def __exit__(
@@ -200,7 +197,7 @@ class _Overrides:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        _overrides.reset(self._tokens.pop())
+        OVERRIDES.restore(self._saved.pop())
 
     async def __aenter__(self) -> Settings:
         return self.__enter__()
@@ -220,7 +217,7 @@ def get_settings() -> Settings:
     Returns:
         A frozen snapshot; later `configure` or `context` calls do not change it.
     """
-    overrides = _overrides.get()
+    overrides = OVERRIDES.get()
     return dataclasses.replace(_defaults, **overrides) if overrides else _defaults
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import contextvars
 import json
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from typedspy._scope import METERS
 from typedspy._types import Usage
 from typedspy.lm import LMRequest
 
@@ -45,27 +45,22 @@ class UsageMeter:
         return f"UsageMeter(requests={self.requests}, cached={self.cached}, usage={self.usage})"
 
 
-_meters: contextvars.ContextVar[tuple[UsageMeter, ...]] = contextvars.ContextVar(
-    "typedspy_usage_meters", default=()
-)
-
-
 @contextmanager
 def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
     """Count every request sent in this block (and in tasks it starts) on ``meter``.
 
     Blocks nest: a request is counted on every enclosing meter.
     """
-    token = _meters.set((*_meters.get(), meter))
+    saved = METERS.set((*METERS.get(), meter))
     try:
         yield meter
     finally:
-        _meters.reset(token)
+        METERS.restore(saved)
 
 
 def record(usage: Usage, *, cached: bool = False) -> None:
     """Count one answered request on every meter of the current context."""
-    for meter in _meters.get():
+    for meter in METERS.get():
         meter.add(usage, cached=cached)
 
 

@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 from typedspy.lm._base import BaseLM
+from typedspy.lm._bound import (
+    RequestBound as RequestBound,
+)
+from typedspy.lm._bound import (
+    counted as counted,
+)
+from typedspy.lm._bound import (
+    counted_stream as counted_stream,
+)
 from typedspy.lm._fallback import FallbackLM, FallbackTrace, Skipped, Trigger
 from typedspy.lm._messages import (
     ChatMessage,
@@ -21,15 +30,6 @@ from typedspy.lm._params import (
 from typedspy.lm._params import RequestParams
 from typedspy.lm._params import (
     check_params as check_params,
-)
-from typedspy.lm._requests import (
-    RequestBound as RequestBound,
-)
-from typedspy.lm._requests import (
-    counted as counted,
-)
-from typedspy.lm._requests import (
-    counted_stream as counted_stream,
 )
 from typedspy.lm._scrub import (
     scrub_chain as scrub_chain,

@@ -28,9 +28,9 @@ from typedspy.errors import (
     check_number,
 )
 from typedspy.lm._base import DEFAULT_MAX_RESPONSE_BYTES, BaseLM
+from typedspy.lm._kwargs import as_sent, create_kwargs
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import LMDefaults, check_params, model_for_openai
-from typedspy.lm._request import as_sent, create_kwargs
 from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import unsupported_feature

@@ -20,7 +20,7 @@ from openai import AsyncOpenAI, OpenAI
 
 from typedspy._json import JSONLimitError, depth_exceeded, number_too_long, too_deep
 from typedspy.errors import LMResponseError, LMResponseLimitError
-from typedspy.lm._requests import RequestBound
+from typedspy.lm._bound import RequestBound
 
 C = TypeVar("C", AsyncOpenAI, OpenAI)
 

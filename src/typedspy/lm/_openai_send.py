@@ -35,12 +35,12 @@ from typedspy._runtime import (
     relay_from_thread,
 )
 from typedspy.errors import ConfigurationError, LMResponseError
+from typedspy.lm._bound import active as active_requests
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._messages import LMResponse
 from typedspy.lm._openai_bounds import count, limit_error, within
 from typedspy.lm._openai_errors import rate_headers, sent_error, translate
 from typedspy.lm._openai_transport import DeadlineReached, http_client, sync_http_client
-from typedspy.lm._requests import active as active_requests
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 
 if TYPE_CHECKING:

@@ -15,7 +15,6 @@ streamed reply is added up once, into the caller's `StreamAccumulator`.
 
 from __future__ import annotations
 
-import contextvars
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from typedspy._deadline import note_streamed, stream_bounded
+from typedspy._scope import RENDERING
 from typedspy.lm import (
     BaseLM,
     LMChunk,
@@ -112,19 +112,14 @@ class Rendered(BaseException):
         self.body = body
 
 
-_rendering: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "typedspy_rendering", default=False
-)
-
-
 @contextmanager
 def rendering() -> Iterator[None]:
     """In this block, the first request is not sent: `Rendered` is raised with its body."""
-    token = _rendering.set(True)
+    saved = RENDERING.set(True)
     try:
         yield
     finally:
-        _rendering.reset(token)
+        RENDERING.restore(saved)
 
 
 def _stages(settings: Settings) -> list[Stage]:
@@ -150,7 +145,7 @@ async def complete(
         RequestLimitError: ``requests`` has no room for it (it is not sent).
         LMError: The endpoint could not be used.
     """
-    if _rendering.get():
+    if RENDERING.get():
         raise Rendered(lm.request_body(request))
     settings = get_settings()
     exchange = Exchange(lm, request, settings, requests=requests, attempt=attempt)
@@ -184,7 +179,7 @@ async def stream(
     A cached reply comes as one chunk. The whole stream is bounded by the ``stream_deadline``
     setting (ADR-030); closing the iterator early closes the HTTP response at once.
     """
-    if _rendering.get():
+    if RENDERING.get():
         raise Rendered(lm.request_body(request))
     settings = get_settings()
     exchange = Exchange(lm, request, settings, streamed=True, requests=requests, attempt=attempt)

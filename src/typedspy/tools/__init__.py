@@ -12,6 +12,7 @@ from typedspy.tools._approvals import (
 
 # The package's interface to typedspy's other packages (not public API): they import from the
 # package, never from its modules (ADR-034, checked by import-linter).
+from typedspy.tools._approvals import Decision as Decision
 from typedspy.tools._approvals import ResumeAction as ResumeAction
 from typedspy.tools._approvals import approvals as approvals
 from typedspy.tools._approvals import approve as approve

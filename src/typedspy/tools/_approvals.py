@@ -2,7 +2,7 @@
 
 `require_confirmation` is what a confirm_first tool runs before its implementation: it consumes
 the decision recorded for this exact call (tool name plus canonical arguments) or raises
-`ConfirmationRequired`. Decisions live in a `contextvars.ContextVar` holding an immutable
+`ConfirmationRequired`. Decisions live in the call scope (`typedspy._scope`), an immutable
 mapping that is replaced, never mutated: a decision recorded in one asyncio task or thread is
 invisible to every other (a task starts from a copy of its parent's decisions), and each
 decision is consumed by the one call that uses it.
@@ -14,11 +14,11 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from typedspy._scope import APPROVALS
 from typedspy.errors import TypedspyError
 from typedspy.signature import to_jsonable
 
@@ -30,6 +30,7 @@ __all__ = [
     "ConfirmMark",
     "ConfirmationRejected",
     "ConfirmationRequired",
+    "Decision",
     "Question",
     "ResumeAction",
     "approvals",
@@ -142,21 +143,17 @@ def confirmation_id(tool: str, arguments: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class _Decision:
+class Decision:
+    """A person's answer to one paused call, kept until the call consumes it."""
+
     action: ResumeAction
     arguments: Mapping[str, Any] | None = None
     feedback: str | None = None
 
 
-_EMPTY: Mapping[str, _Decision] = MappingProxyType({})
-_DECISIONS: ContextVar[Mapping[str, _Decision]] = ContextVar(
-    "typedspy_confirmations", default=_EMPTY
-)
-
-
-def _record(cid: str, decision: _Decision) -> None:
+def _record(cid: str, decision: Decision) -> None:
     # Replace, never mutate: a mapping shared with a parent or sibling context stays unchanged.
-    _DECISIONS.set(MappingProxyType({**_DECISIONS.get(), cid: decision}))
+    APPROVALS.set(MappingProxyType({**APPROVALS.get(), cid: decision}))
 
 
 def approve(confirmation_id: str, arguments: Mapping[str, Any] | None = None) -> None:
@@ -168,7 +165,7 @@ def approve(confirmation_id: str, arguments: Mapping[str, Any] | None = None) ->
             the tool runs; None runs the call as the model made it.
     """
     action: ResumeAction = "approve" if arguments is None else "edit"
-    _record(confirmation_id, _Decision(action, dict(arguments) if arguments is not None else None))
+    _record(confirmation_id, Decision(action, dict(arguments) if arguments is not None else None))
 
 
 def reject(confirmation_id: str, feedback: str | None = None) -> None:
@@ -178,7 +175,7 @@ def reject(confirmation_id: str, feedback: str | None = None) -> None:
         confirmation_id: From `ConfirmationRequired.confirmation_id`.
         feedback: Text for the model instead of running the tool (carried by the error).
     """
-    _record(confirmation_id, _Decision("feedback" if feedback else "reject", feedback=feedback))
+    _record(confirmation_id, Decision("feedback" if feedback else "reject", feedback=feedback))
 
 
 @contextlib.contextmanager
@@ -188,13 +185,13 @@ def approvals(*states: ResumeState) -> Iterator[None]:
     Args:
         *states: Answers to apply on entry (each as `ResumeState.apply`).
     """
-    token = _DECISIONS.set(_DECISIONS.get())
+    saved = APPROVALS.set(APPROVALS.get())
     try:
         for state in states:
             state.apply()
         yield
     finally:
-        _DECISIONS.reset(token)
+        APPROVALS.restore(saved)
 
 
 def resume(*states: ResumeState) -> contextlib.AbstractContextManager[None]:
@@ -226,7 +223,7 @@ def require_confirmation(
         ConfirmationRejected: The decision was a rejection or feedback.
     """
     cid = confirmation_id(tool, arguments)
-    decisions = _DECISIONS.get()
+    decisions = APPROVALS.get()
     decision = decisions.get(cid)
     if decision is None:
         raise ConfirmationRequired(
@@ -234,7 +231,7 @@ def require_confirmation(
             confirmation_id=cid,
             tool_call={"name": tool, "arguments": dict(arguments)},
         )
-    _DECISIONS.set(MappingProxyType({k: v for k, v in decisions.items() if k != cid}))
+    APPROVALS.set(MappingProxyType({k: v for k, v in decisions.items() if k != cid}))
     if decision.action in ("reject", "feedback"):
         what = f"with feedback: {decision.feedback}" if decision.feedback else "by the user"
         raise ConfirmationRejected(

@@ -15,7 +15,6 @@ import re
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
     from typedspy.tools import Tool
 
 __all__ = ["OpenTelemetry"]
-
-_attempt_span: ContextVar[Span | None] = ContextVar("typedspy_attempt_span", default=None)
 
 
 @dataclass
@@ -82,6 +79,9 @@ class OpenTelemetry(BaseCallback):
         self._tracer: Tracer = trace.get_tracer("typedspy", __version__, tracer_provider)
         self.capture_content = capture_content
         self._open: dict[str, _Open] = {}
+        # The attempt spans open now, by id (any span type, hashable or not): a request made
+        # while one is the current span is described on it.
+        self._attempts: dict[int, Span] = {}
         self._lock = threading.Lock()
 
     # -- spans --
@@ -140,7 +140,9 @@ class OpenTelemetry(BaseCallback):
             f"chat {instance.model}",
             lambda: {**_lm_attributes(instance), "typedspy.attempt": number},
         )
-        _attempt_span.set(span)
+        if span.is_recording():
+            with self._lock:
+                self._attempts[id(span)] = span
 
     def on_attempt_end(
         self, call_id: str, attempt: Attempt | None, exception: BaseException | None
@@ -154,17 +156,23 @@ class OpenTelemetry(BaseCallback):
                 kind = type(exception).__name__
             if kind is not None:
                 entry.span.set_attribute("typedspy.failure_kind", kind)
-        self._end(call_id, exception)
-        _attempt_span.set(None)
+        ended = self._end(call_id, exception)
+        if ended is not None:
+            with self._lock:
+                self._attempts.pop(id(ended.span), None)
 
     def on_lm_start(self, call_id: str, instance: BaseLM, request: LMRequest) -> None:
-        """Describe the request on the attempt's span, or open a ``chat`` span of its own."""
-        span = _attempt_span.get()
-        if span is None or not span.is_recording():
-            span = self._start(call_id, f"chat {instance.model}", lambda: _lm_attributes(instance))
-        else:
-            with self._lock:
+        """Describe the request on the attempt's span, or open a ``chat`` span of its own.
+
+        The attempt's span is the current span (`_start` made it so) while the attempt runs.
+        """
+        span = self._trace.get_current_span()
+        with self._lock:
+            attempt = self._attempts.get(id(span)) is span
+            if attempt:
                 self._open[call_id] = _Open(span, None, owned=False)
+        if not attempt:
+            span = self._start(call_id, f"chat {instance.model}", lambda: _lm_attributes(instance))
         if not span.is_recording():
             return
         sent = {**instance.defaults, **request.params}  # the LM's defaults, under the call's

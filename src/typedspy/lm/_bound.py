@@ -7,28 +7,25 @@ it before each one: the SDK is given at most the retries the bound has left
 (``client.with_options(max_retries=...)``, only when that is fewer than its own), and a request
 the bound has no room for is not sent (`RequestLimitError`).
 
-The bound of the running call lives in a context variable, set only around each step that can
-send (never across a ``yield``), so it is never left behind in a consumer's context. Bounds
-nest: a call made inside a step of a bounded run (a ReAct run's union step or extraction)
-counts on its own bound and on the run's, and stops at whichever has less room (ADR-043).
+The bound of the running call lives in the call scope (`typedspy._scope`), set only around each
+step that can send (never across a ``yield``), so it is never left behind in a consumer's
+context. Bounds nest: a call made inside a step of a bounded run (a ReAct run's union step or
+extraction) counts on its own bound and on the run's, and stops at whichever has less room
+(ADR-043).
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
+from typedspy._scope import REQUEST_BOUND
 from typedspy.errors import RequestLimitError
 from typedspy.streaming import closing
 
 __all__ = ["RequestBound", "active", "counted", "counted_stream"]
 
 T = TypeVar("T")
-
-_active: contextvars.ContextVar[RequestBound | None] = contextvars.ContextVar(
-    "typedspy_request_bound", default=None
-)
 
 
 class RequestBound:
@@ -52,7 +49,7 @@ class RequestBound:
     ) -> None:
         self.limit = limit
         self.owner = owner
-        self.parent = parent if parent is not None else _active.get()
+        self.parent = parent if parent is not None else REQUEST_BOUND.get()
         self.setting = setting
         self.sent = 0
 
@@ -83,29 +80,29 @@ class RequestBound:
 
 def active() -> RequestBound | None:
     """The bound of the call running in this context, if any."""
-    return _active.get()
+    return REQUEST_BOUND.get()
 
 
 async def counted(bound: RequestBound | None, send: Callable[[], Awaitable[T]]) -> T:
     """``await send()`` with ``bound`` active."""
     if bound is None:
         return await send()
-    token = _active.set(bound)
+    saved = REQUEST_BOUND.set(bound)
     try:
         return await send()
     finally:
-        _active.reset(token)
+        REQUEST_BOUND.restore(saved)
 
 
 async def counted_stream(bound: RequestBound | None, items: AsyncIterator[T]) -> AsyncIterator[T]:
     """Yield ``items``, each step with ``bound`` active (the request is sent in the first)."""
     async with closing(items):
         while True:
-            token = _active.set(bound)
+            saved = REQUEST_BOUND.set(bound)
             try:
                 item = await items.__anext__()
             except StopAsyncIteration:
                 return
             finally:
-                _active.reset(token)
+                REQUEST_BOUND.restore(saved)
             yield item
