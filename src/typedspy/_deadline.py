@@ -144,7 +144,7 @@ def call_bound(seconds: float | None, owner: str) -> Bound | None:
     ``None`` when there is nothing to add: no deadline at all, or a call nested in the task
     that runs the enclosing call's step (whose timer covers it) and no tighter deadline.
     """
-    outer = DEADLINE.get()
+    outer = current().deadline
     task = asyncio.current_task()
     own = None if seconds is None else Bound("deadline", seconds, owner)
     if outer is None or (own is not None and own.expiry < outer.expiry):
@@ -162,9 +162,10 @@ async def bounded(events: AsyncIterator[T], seconds: float | None, owner: str) -
             async for event in events:
                 yield event
         return
+    saved = None
     try:
         while True:
-            saved = DEADLINE.set(bound)
+            saved = DEADLINE.set(bound, last=saved)
             try:
                 event = await bound.step(events)
             except StopAsyncIteration:
@@ -188,9 +189,10 @@ async def stream_bounded(
         return
     bound = Bound("stream_deadline", seconds, owner)
     bound.stage = "streaming the reply"
+    saved = None
     try:
         while True:
-            saved = STREAM_DEADLINE.set(bound)
+            saved = STREAM_DEADLINE.set(bound, last=saved)
             try:
                 chunk = await bound.step(chunks)
             except StopAsyncIteration:
@@ -242,7 +244,7 @@ def check_wait(until: float, stage: str) -> None:
 
 
 def _chain() -> list[Bound]:
-    bound, chain = DEADLINE.get(), []
+    bound, chain = current().deadline, []
     while bound is not None:
         chain.append(bound)
         bound = bound.parent

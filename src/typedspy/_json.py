@@ -21,7 +21,7 @@ import re
 import sys
 from typing import Any
 
-from typedspy._scope import JSON_DEPTH, Saved
+from typedspy._scope import JSON_DEPTH, Saved, current
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -41,7 +41,7 @@ MAX_JSON_DEPTH = 256
 
 def active_depth() -> int:
     """The nesting limit for the JSON decoded now: `depth_limit`'s, else `MAX_JSON_DEPTH`."""
-    depth = JSON_DEPTH.get()
+    depth = current().json_depth
     return MAX_JSON_DEPTH if depth is None else depth
 
 
@@ -59,7 +59,7 @@ class depth_limit:
         self._saved: Saved | None = None
 
     def __enter__(self) -> None:
-        if self._max_depth is not None:
+        if self._max_depth is not None and self._max_depth != active_depth():  # else: as it is
             self._saved = JSON_DEPTH.set(self._max_depth)
 
     def __exit__(self, *exc_info: object) -> None:
@@ -106,8 +106,8 @@ def depth_exceeded(value: Any, max_depth: int) -> bool:
         if depth > max_depth:
             return True
         below: list[Any] = []
-        for current in level:
-            items = current.values() if type(current) is dict else current
+        for node in level:
+            items = node.values() if type(node) is dict else node
             below += [v for v in items if type(v) is dict or type(v) is list]
         level = below
     return False

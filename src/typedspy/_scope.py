@@ -1,10 +1,11 @@
 """One call's scope: what the running call's code reads from its context, in one ContextVar.
 
-A `Scope` holds one field per concern, each owned by one module, which reads and changes it
-through its `Field`: the settings overrides (`typedspy.settings.context`), the usage meters
-(`typedspy.limits.metering`), the request bound (`typedspy.lm`), the call and stream deadlines
-(`typedspy._deadline`), the JSON depth limit (`typedspy._json.depth_limit`), the approvals of
-paused tool calls (`typedspy.tools`) and the render flag (`typedspy.pipeline.rendering`).
+A `Scope` holds one field per concern, each owned by one module, which reads it with
+``current().<field>`` and changes it through its `Field`: the settings overrides
+(`typedspy.settings.context`), the usage meters (`typedspy.limits.metering`), the request bound
+(`typedspy.lm`), the call and stream deadlines (`typedspy._deadline`), the JSON depth limit
+(`typedspy._json.depth_limit`), the approvals of paused tool calls (`typedspy.tools`) and the
+render flag (`typedspy.pipeline.rendering`).
 
 A scope is immutable: a change makes a new one, so a task or thread that copied the context
 keeps its own view, as with a ContextVar per concern. A change is undone field by field:
@@ -12,11 +13,14 @@ keeps its own view, as with a ContextVar per concern. A change is undone field b
 now. A ``Token.reset`` of the one variable would put back every field, and undo what other
 code changed meanwhile out of order (a step of a stream under a deadline that consumed an
 approval, a ``ts.context`` block closed before a metering block opened inside it).
+
+The scope holds no tracing state: the OpenTelemetry callback finds an attempt's span as
+OpenTelemetry's own current span, in the SDK's context variable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
@@ -60,19 +64,17 @@ class Scope(NamedTuple):
 
 _EMPTY = Scope(MappingProxyType({}), (), None, None, None, None, MappingProxyType({}), False)
 _scope: ContextVar[Scope] = ContextVar("typedspy_scope", default=_EMPTY)
-_new = tuple.__new__
+_get, _set, _new = _scope.get, _scope.set, tuple.__new__  # looked up once: used per chunk
+
+current: Callable[[], Scope] = _get
+"""The scope of this context (the variable's own ``get``, no Python frame: read per chunk)."""
 
 Saved = tuple[Scope, Scope]
 """What `Field.set` returns for `Field.restore`: the scope before the change and after it."""
 
 
-def current() -> Scope:
-    """The scope of this context."""
-    return _scope.get()
-
-
 class Field(Generic[T]):
-    """One field of the scope, read and changed on its own."""
+    """One field of the scope, changed on its own (read it with `current`)."""
 
     __slots__ = ("_index", "name")
 
@@ -80,21 +82,24 @@ class Field(Generic[T]):
         self.name = name
         self._index = Scope._fields.index(name)
 
-    def get(self) -> T:
-        """The field's value in this context."""
-        values: tuple[Any, ...] = _scope.get()
-        value: T = values[self._index]
-        return value
+    def set(self, value: T, *, last: Saved | None = None) -> Saved:
+        """Make ``value`` the field's value in this context; the other fields stay as they are.
 
-    def set(self, value: T) -> Saved:
-        """Make ``value`` the field's value in this context; the other fields stay as they are."""
-        before = _scope.get()
-        if before[self._index] is value:  # nothing to change (a stream step without a bound)
+        Args:
+            value: The new value.
+            last: What the previous `set` of a loop returned (each step of a stream sets the
+                same value): its scope is reused when nothing changed since, not made again.
+        """
+        before, index = _get(), self._index
+        if last is not None and last[0] is before and last[1][index] is value:
+            _set(last[1])
+            return last
+        if before[index] is value:  # nothing to change (a stream step without a bound)
             return before, before
         values: list[Any] = list(before)
-        values[self._index] = value
+        values[index] = value
         after: Scope = _new(Scope, values)
-        _scope.set(after)
+        _set(after)
         return before, after
 
     def restore(self, saved: Saved) -> None:
@@ -103,13 +108,13 @@ class Field(Generic[T]):
         Only this field: what changed the others since (in any order) stays changed.
         """
         before, after = saved
-        now = _scope.get()
+        now = _get()
         if now is after:  # nothing else changed since: the common, nested case
-            _scope.set(before)
+            _set(before)
             return
         values: list[Any] = list(now)
         values[self._index] = before[self._index]
-        _scope.set(_new(Scope, values))
+        _set(_new(Scope, values))
 
     def __repr__(self) -> str:
         return f"Field({self.name!r})"

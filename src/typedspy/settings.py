@@ -27,7 +27,7 @@ from typing import Any, Literal, TypedDict, TypeGuard, get_args
 
 from typing_extensions import Unpack
 
-from typedspy._scope import OVERRIDES, Saved
+from typedspy._scope import OVERRIDES, Saved, current
 from typedspy._signing import Secrets, secret_keys
 from typedspy.cache import Cache, CacheMode
 from typedspy.errors import ConfigurationError
@@ -187,7 +187,7 @@ class _Overrides:
         self._saved: list[Saved] = []
 
     def __enter__(self) -> Settings:
-        merged = MappingProxyType({**OVERRIDES.get(), **self._values})
+        merged = MappingProxyType({**current().overrides, **self._values})
         self._saved.append(OVERRIDES.set(merged))
         return get_settings()
 
@@ -217,7 +217,7 @@ def get_settings() -> Settings:
     Returns:
         A frozen snapshot; later `configure` or `context` calls do not change it.
     """
-    overrides = OVERRIDES.get()
+    overrides = current().overrides
     return dataclasses.replace(_defaults, **overrides) if overrides else _defaults
 
 

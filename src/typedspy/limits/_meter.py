@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from typedspy._scope import METERS
+from typedspy._scope import METERS, current
 from typedspy._types import Usage
 from typedspy.lm import LMRequest
 
@@ -51,7 +51,7 @@ def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
 
     Blocks nest: a request is counted on every enclosing meter.
     """
-    saved = METERS.set((*METERS.get(), meter))
+    saved = METERS.set((*current().meters, meter))
     try:
         yield meter
     finally:
@@ -60,7 +60,7 @@ def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
 
 def record(usage: Usage, *, cached: bool = False) -> None:
     """Count one answered request on every meter of the current context."""
-    for meter in METERS.get():
+    for meter in current().meters:
         meter.add(usage, cached=cached)
 
 

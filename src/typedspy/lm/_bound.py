@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
-from typedspy._scope import REQUEST_BOUND
+from typedspy._scope import REQUEST_BOUND, current
 from typedspy.errors import RequestLimitError
 from typedspy.streaming import closing
 
@@ -49,7 +49,7 @@ class RequestBound:
     ) -> None:
         self.limit = limit
         self.owner = owner
-        self.parent = parent if parent is not None else REQUEST_BOUND.get()
+        self.parent = parent if parent is not None else current().request_bound
         self.setting = setting
         self.sent = 0
 
@@ -80,7 +80,7 @@ class RequestBound:
 
 def active() -> RequestBound | None:
     """The bound of the call running in this context, if any."""
-    return REQUEST_BOUND.get()
+    return current().request_bound
 
 
 async def counted(bound: RequestBound | None, send: Callable[[], Awaitable[T]]) -> T:
@@ -96,9 +96,10 @@ async def counted(bound: RequestBound | None, send: Callable[[], Awaitable[T]]) 
 
 async def counted_stream(bound: RequestBound | None, items: AsyncIterator[T]) -> AsyncIterator[T]:
     """Yield ``items``, each step with ``bound`` active (the request is sent in the first)."""
+    saved = None
     async with closing(items):
         while True:
-            saved = REQUEST_BOUND.set(bound)
+            saved = REQUEST_BOUND.set(bound, last=saved)
             try:
                 item = await items.__anext__()
             except StopAsyncIteration:

@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from typedspy._deadline import note_streamed, stream_bounded
-from typedspy._scope import RENDERING
+from typedspy._scope import RENDERING, current
 from typedspy.lm import (
     BaseLM,
     LMChunk,
@@ -145,7 +145,7 @@ async def complete(
         RequestLimitError: ``requests`` has no room for it (it is not sent).
         LMError: The endpoint could not be used.
     """
-    if RENDERING.get():
+    if current().rendering:
         raise Rendered(lm.request_body(request))
     settings = get_settings()
     exchange = Exchange(lm, request, settings, requests=requests, attempt=attempt)
@@ -179,7 +179,7 @@ async def stream(
     A cached reply comes as one chunk. The whole stream is bounded by the ``stream_deadline``
     setting (ADR-030); closing the iterator early closes the HTTP response at once.
     """
-    if RENDERING.get():
+    if current().rendering:
         raise Rendered(lm.request_body(request))
     settings = get_settings()
     exchange = Exchange(lm, request, settings, streamed=True, requests=requests, attempt=attempt)

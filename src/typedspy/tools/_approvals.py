@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from typedspy._scope import APPROVALS
+from typedspy._scope import APPROVALS, current
 from typedspy.errors import TypedspyError
 from typedspy.signature import to_jsonable
 
@@ -153,7 +153,7 @@ class Decision:
 
 def _record(cid: str, decision: Decision) -> None:
     # Replace, never mutate: a mapping shared with a parent or sibling context stays unchanged.
-    APPROVALS.set(MappingProxyType({**APPROVALS.get(), cid: decision}))
+    APPROVALS.set(MappingProxyType({**current().approvals, cid: decision}))
 
 
 def approve(confirmation_id: str, arguments: Mapping[str, Any] | None = None) -> None:
@@ -185,7 +185,7 @@ def approvals(*states: ResumeState) -> Iterator[None]:
     Args:
         *states: Answers to apply on entry (each as `ResumeState.apply`).
     """
-    saved = APPROVALS.set(APPROVALS.get())
+    saved = APPROVALS.set(current().approvals)
     try:
         for state in states:
             state.apply()
@@ -223,7 +223,7 @@ def require_confirmation(
         ConfirmationRejected: The decision was a rejection or feedback.
     """
     cid = confirmation_id(tool, arguments)
-    decisions = APPROVALS.get()
+    decisions = current().approvals
     decision = decisions.get(cid)
     if decision is None:
         raise ConfirmationRequired(
