@@ -16,6 +16,7 @@ import pytest
 
 import typedspy as ts
 from typedspy.limits import UsageMeter, metering
+from typedspy.settings import get_settings
 from typedspy.testing import FakeLM
 from typedspy.tools import ConfirmationRequired, Tool, approve, confirm_first, confirmation_id, tool
 
@@ -57,7 +58,7 @@ def test_one_context_variable_carries_the_call_scope() -> None:
 
 def test_blocks_closed_out_of_order_each_restore_only_their_own() -> None:
     lm = FakeLM(['{"answer": "4"}'] * 3)
-    default = ts.get_settings().max_retries
+    default = get_settings().max_retries
     meter = UsageMeter()
     settings = ts.context(max_retries=default + 1)
     counting = metering(meter)
@@ -65,12 +66,12 @@ def test_blocks_closed_out_of_order_each_restore_only_their_own() -> None:
     settings.__enter__()
     counting.__enter__()
     settings.__exit__(None, None, None)  # closed first, though opened first
-    assert ts.get_settings().max_retries == default
+    assert get_settings().max_retries == default
     ask(lm)  # the metering block is still open: counted
     assert meter.requests == 1
 
     counting.__exit__(None, None, None)
-    assert ts.get_settings().max_retries == default  # not the settings block's value again
+    assert get_settings().max_retries == default  # not the settings block's value again
     ask(lm)  # outside the metering block: not counted
     assert meter.requests == 1
 
@@ -109,7 +110,7 @@ def test_an_approval_consumed_under_a_deadline_stays_consumed() -> None:
 
 def test_a_stream_consumer_s_settings_block_spans_steps_under_a_deadline() -> None:
     lm = FakeLM(['{"answer": "4"}'])
-    default = ts.get_settings().max_retries
+    default = get_settings().max_retries
 
     async def scenario() -> list[int]:
         seen = []
@@ -117,11 +118,11 @@ def test_a_stream_consumer_s_settings_block_spans_steps_under_a_deadline() -> No
             stream = ts.Predict(QA, lm=lm).astream(question="2 + 2?")
             block = ts.context(max_retries=default + 1)
             async for _ in stream:
-                seen.append(ts.get_settings().max_retries)
+                seen.append(get_settings().max_retries)
                 if len(seen) == 1:
                     block.__enter__()  # opened between two steps of the stream
             block.__exit__(None, None, None)
-        return [*seen, ts.get_settings().max_retries]
+        return [*seen, get_settings().max_retries]
 
     seen = asyncio.run(asyncio.wait_for(scenario(), 10))
     assert seen[0] == seen[-1] == default
