@@ -309,7 +309,7 @@ class LM(BaseLM):
         Raises:
             LMError: As for `acomplete`, or a reply without one vector per text.
         """
-        from typedspy.lm._openai_errors import rate_headers
+        from typedspy.lm._openai_send import rate_headers
 
         name = model or self.model
         raw, reply = await self._sender.embed(name, list(texts))
@@ -337,7 +337,7 @@ class LM(BaseLM):
             The same errors as `acomplete`, when the request is sent or while it streams;
             `LMResponseError` for a chunk that is not JSON.
         """
-        from typedspy.lm._openai_stream import stream_chunks
+        from typedspy.lm._openai_send import stream_chunks
 
         kwargs = self._create_kwargs(request)
         kwargs["stream"] = True

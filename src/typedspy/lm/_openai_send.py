@@ -1,32 +1,52 @@
-"""Sending `LM`'s requests: the SDK clients, which one sends, and its errors translated.
+"""Sending `LM`'s requests: the SDK clients, which one sends, streams, and errors translated.
 
 An ``AsyncOpenAI`` client is built per event loop (ADR-024). A synchronous call's root task
 (`typedspy._runtime.is_root`, ADR-049) sends with one blocking ``openai.OpenAI`` client instead,
 shared by every thread: nothing else runs on that loop meanwhile, and the blocking client costs
 less per request than the async one. Both sit on the same capped transport (ADR-028) and pass
-through the same retry accounting (`within`, `count`) and error translation. The blocking
-client waits no longer than the call's deadline: its timeouts are cut to the time left.
+through the same request-bound accounting (`within`, `count`: how many transport retries the
+SDK may take under the call's `RequestBound`, how many requests a ``create`` sent) and the same
+error translation (`Sender.translate`: the SDK's exceptions onto the `LMError` tree, credentials
+scrubbed). The blocking client waits no longer than the call's deadline: its timeouts are cut
+to the time left.
+
+A streamed completion comes out as decoded JSON chunks (the SDK decodes the server-sent events
+and raises error events, ADR-008), checked by `read_chunks`: a chunk nested past
+``max_json_depth`` or past what the decoder can read is `LMResponseLimitError`; a stream
+answered with something else than SSE, or whose chunks never hold a choice, is the endpoint's
+fault (`LMResponseError` after one request, never a feedback turn to the model). Closing the
+iterator early closes the HTTP response, so the connection is released and the server sees the
+client go.
 
 An injected client is used as is; from a sync call (which runs on its thread's own loop) its
-requests are sent on typedspy's background loop, the one loop every sync call shares, so its
-pooled connections keep to one loop as they did (ADR-024).
+requests, streams included, are sent on typedspy's background loop, the one loop every sync
+call shares, so its pooled connections keep to one loop as they did (ADR-024).
 """
 
 from __future__ import annotations
 
 import atexit
 import dataclasses
+import json
 import os
+import sys
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import openai
+from openai import AsyncOpenAI, OpenAI
 
 from typedspy import _deadline
-from typedspy._json import JSONLimitError, loads
+from typedspy._json import (
+    JSONLimitError,
+    depth_exceeded,
+    loads,
+    number_too_long,
+    too_deep,
+)
 from typedspy._runtime import (
     await_on_thread,
     background_started,
@@ -34,19 +54,34 @@ from typedspy._runtime import (
     own_loop_running,
     relay_from_thread,
 )
-from typedspy.errors import ConfigurationError, LMResponseError
-from typedspy.lm._bound import active as active_requests
+from typedspy.errors import (
+    ConfigurationError,
+    LMConnectionError,
+    LMError,
+    LMRateLimitError,
+    LMResponseError,
+    LMResponseLimitError,
+    LMStatusError,
+    LMTimeoutError,
+    LMUnsupportedFeatureError,
+)
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._messages import LMResponse
-from typedspy.lm._openai_bounds import count, limit_error, within
-from typedspy.lm._openai_errors import rate_headers, sent_error, translate
-from typedspy.lm._openai_transport import DeadlineReached, http_client, sync_http_client
+from typedspy.lm._openai_transport import (
+    DeadlineReached,
+    ResponseBodyError,
+    http_client,
+    sync_http_client,
+)
+from typedspy.lm._bound import RequestBound
+from typedspy.lm._bound import active as active_requests
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
+from typedspy.lm._wordings import unsupported_feature
+from typedspy.streaming import closing
 
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI, OpenAI
+__all__ = ["Sender", "rate_headers", "stream_chunks"]
 
-__all__ = ["Sender"]
+C = TypeVar("C", AsyncOpenAI, OpenAI)
 
 _NO_KEY = "no-key"
 
@@ -175,7 +210,7 @@ class Sender:
         try:
             completion = loads(text, max_depth=max_depth)
         except JSONLimitError as exc:
-            raise limit_error(self.model, exc, "returned a body") from None
+            raise _limit_error(self.model, exc, "returned a body") from None
         except ValueError as exc:
             raise LMResponseError(
                 f"{self.model}: the endpoint returned a body that is not JSON: "
@@ -192,19 +227,19 @@ class Sender:
         bound = active_requests()
         blocking = self.blocking()  # a sync call's root task sends in place (see the module)
         chosen: Any = blocking if blocking is not None else await self.aclient()
-        client, retries = within(bound, chosen)
+        client, retries = _within(bound, chosen)
         try:
             sent = client.chat.completions.with_raw_response.create(**kwargs)
             raw = sent if blocking is not None else await sent
         except openai.OpenAIError as exc:
-            count(bound, exc, retries)
+            _count(bound, exc, retries)
             raise self.failure(exc) from exc
         except RuntimeError as exc:
-            count(bound, exc, retries)
+            _count(bound, exc, retries)
             if (explained := self.other_loop(exc)) is None:
                 raise
             raise explained from exc
-        count(bound, raw, retries)
+        _count(bound, raw, retries)
         return raw
 
     def relay(self, stream: Callable[[], AsyncIterator[Any]]) -> AsyncIterator[Any] | None:
@@ -237,19 +272,19 @@ class Sender:
 
     def failure(self, exc: openai.OpenAIError) -> Exception:
         """The error for a failed send: a second loop explained, else the SDK's translated."""
-        sent = sent_error(exc)  # openai < 2.31 wraps a wrong-loop RuntimeError too
+        sent = _sent_error(exc)  # openai < 2.31 wraps a wrong-loop RuntimeError too
         if isinstance(sent, RuntimeError) and (explained := self.other_loop(sent)) is not None:
             return explained
         return self.translate(exc)
 
     def translate(self, exc: openai.OpenAIError) -> Exception:
         """The SDK's error as typedspy's (the deadline's own error when a blocking wait hit it)."""
-        reached = isinstance(sent_error(exc), DeadlineReached)  # openai < 2.31 wraps it
+        reached = isinstance(_sent_error(exc), DeadlineReached)  # openai < 2.31 wraps it
         if reached and (bound := _deadline.tightest()) is not None:
             return bound.error()
         scrub_chain(exc, self.redact)  # kept as __cause__, without the secrets (ADR-028)
         where = f"{self.model} at {self.shown_base_url() or 'the default OpenAI endpoint'}"
-        return translate(exc, where=where, redact=self.redact)
+        return _lm_error(exc, where=where, redact=self.redact)
 
     def other_loop(self, exc: RuntimeError) -> ConfigurationError | None:
         """An injected client used from a second event loop: say what to do (ADR-024).
@@ -281,6 +316,232 @@ class Sender:
     def redact(self, text: str) -> str:
         built = self.injected or self.clients.current()
         return endpoint_redactor(self._api_key, self._base_url, built)(text)
+
+
+# --- streams -------------------------------------------------------------------------------------
+
+
+def stream_chunks(
+    sender: Sender, kwargs: dict[str, Any], max_depth: int
+) -> AsyncIterator[Mapping[str, Any]]:
+    """The decoded chunks of one streamed request (``kwargs`` already ask for a stream)."""
+    relayed = sender.relay(lambda: _chunks(sender, kwargs, max_depth))
+    return relayed if relayed is not None else _chunks(sender, kwargs, max_depth)
+
+
+async def _chunks(
+    sender: Sender, kwargs: dict[str, Any], max_depth: int
+) -> AsyncIterator[Mapping[str, Any]]:
+    blocking = sender.blocking() is not None  # what `create` sends with, in this same task
+    stream: Any = None
+    try:
+        raw = await sender.create(kwargs)
+        try:
+            kind = openai.Stream if blocking else openai.AsyncStream
+            stream = raw.parse(to=kind[object])
+        except openai.OpenAIError as exc:
+            raise sender.translate(exc) from exc
+        _check_streamed(sender.model, raw.headers.get("content-type", ""), sender.redact)
+        items = _each(stream) if blocking else stream
+        chunks = _read_chunks(items, sender.model, sender.translate, sender.redact, max_depth)
+        async with closing(chunks):  # closed here, never left to the loop's finalizer hook
+            async for data in chunks:
+                yield data
+    finally:
+        if stream is not None:
+            if blocking:
+                stream.close()
+            else:
+                await stream.close()
+
+
+async def _each(items: Iterable[object]) -> AsyncIterator[object]:
+    """A blocking iterable read inside the task (nothing else runs on its loop meanwhile)."""
+    for item in items:
+        yield item
+
+
+# --- the request bound ---------------------------------------------------------------------------
+
+
+def _within(bound: RequestBound | None, client: C) -> tuple[C, int]:
+    """The client for the next request, its SDK retries cut to what ``bound`` has left."""
+    if bound is None:
+        return client, client.max_retries
+    retries = bound.retries(client.max_retries)  # raises when no request is left
+    if retries < client.max_retries:
+        client = client.with_options(max_retries=retries)
+    return client, retries
+
+
+def _count(bound: RequestBound | None, outcome: object, retries: int) -> None:
+    """Count the requests one ``create`` sent: exact on success, an upper bound on failure."""
+    if bound is None:
+        return
+    if not isinstance(outcome, BaseException):
+        bound.add(1 + int(getattr(outcome, "retries_taken", 0) or 0))
+    elif isinstance(outcome, openai.APIStatusError) and not _retried(outcome.status_code):
+        bound.add(1)
+    elif isinstance(outcome, (openai.APIConnectionError, openai.APIStatusError)):
+        bound.add(1 + retries)
+    else:
+        bound.add(1)  # refused before or after sending, never retried by the SDK
+
+
+def _retried(status: int) -> bool:
+    # The statuses the SDK retries (408, 409, 429, 5xx); others end at the first request.
+    return status in (408, 409, 429) or status >= 500
+
+
+# --- reading limits ------------------------------------------------------------------------------
+
+
+def _chunk_too_deep(max_depth: int) -> JSONLimitError:
+    limit = sys.getrecursionlimit()
+    if max_depth < limit:  # the decoder gave up past the limit: the limit is what was passed
+        return too_deep(max_depth)
+    return JSONLimitError(
+        f"a chunk nested deeper than the JSON decoder can read (about {limit} levels, "
+        f"below max_json_depth {max_depth})",
+        limit="max_json_depth",
+        allowed=limit,
+        offset=0,
+        path=(),
+    )
+
+
+def _check_streamed(model: str, content_type: str, redact: Callable[[str], str]) -> None:
+    """Refuse a streamed request answered with something else than SSE (``stream`` ignored)."""
+    if "text/event-stream" not in content_type.lower():
+        raise LMResponseError(
+            f"{model}: asked to stream, the endpoint answered with "
+            f"{redact(content_type[:80]) or 'no content type'!r} instead of "
+            "'text/event-stream' (does it ignore stream=true?)"
+        )
+
+
+def _limit_error(model: str, exc: JSONLimitError, what: str) -> LMResponseLimitError:
+    """The `LMResponseLimitError` for a body or chunk past a decoding limit."""
+    return LMResponseLimitError(
+        f"{model}: the endpoint {what} past a limit: {exc}", limit=exc.limit, allowed=exc.allowed
+    )
+
+
+async def _read_chunks(
+    stream: AsyncIterator[object],
+    model: str,
+    translate: Callable[[openai.OpenAIError], Exception],
+    redact: Callable[[str], str],
+    max_depth: int,
+) -> AsyncIterator[Mapping[str, Any]]:
+    """The decoded chunks of ``stream``; raises when none of them held a choice.
+
+    The SDK decodes each chunk; one nested past ``max_depth`` is refused here (a walk over its
+    few containers, ADR-048), one past what the decoder can read when it raises.
+    """
+    chose = False
+    while True:
+        try:
+            data = await stream.__anext__()
+        except StopAsyncIteration:
+            break
+        except openai.OpenAIError as exc:
+            raise translate(exc) from exc
+        except RecursionError:  # a chunk nested past what the SDK's json.loads can read
+            raise _limit_error(model, _chunk_too_deep(max_depth), "streamed a chunk") from None
+        except ValueError as exc:  # a data line that is not JSON
+            if "digits" in str(exc) and not isinstance(exc, json.JSONDecodeError):
+                raise _limit_error(model, number_too_long("", 0), "streamed a chunk") from None
+            raise LMResponseError(
+                f"{model}: the endpoint streamed a chunk that is not JSON: {redact(str(exc))[:200]}"
+            ) from exc
+        if isinstance(data, (dict, list)) and depth_exceeded(data, max_depth):
+            raise _limit_error(model, too_deep(max_depth), "streamed a chunk")
+        if isinstance(data, Mapping):
+            chose = chose or bool(data.get("choices"))
+            yield data
+    if not chose:  # the endpoint's fault, not the model's: no feedback turn (issue 10)
+        raise LMResponseError(
+            f"{model}: the endpoint streamed no choice (no chunk had a 'choices' entry): "
+            "not a chat-completion stream"
+        )
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+def _sent_error(exc: openai.OpenAIError) -> BaseException:
+    """What the transport raised, where the SDK wrapped it in ``APIConnectionError``.
+
+    openai < 2.31 wraps (and retries) every exception its HTTP client raises; later releases let
+    an ``OpenAIError`` through and wrap only the HTTP library's own (ADR-044).
+    """
+    cause = exc.__cause__
+    if not isinstance(cause, ResponseBodyError | DeadlineReached | RuntimeError):
+        return exc
+    return cause if type(exc) is openai.APIConnectionError else exc
+
+
+def _lm_error(exc: openai.OpenAIError, *, where: str, redact: Callable[[str], str]) -> LMError:
+    """The `LMError` for an SDK exception; ``where`` names model and endpoint, ``redact`` scrubs."""
+    sent = _sent_error(exc)
+    exc = sent if isinstance(sent, ResponseBodyError) else exc
+    if isinstance(exc, ResponseBodyError):
+        if exc.limit is None:
+            return LMResponseError(f"{where}: {redact(str(exc))}")
+        return LMResponseLimitError(f"{where}: {exc}", limit=exc.limit, allowed=exc.allowed)
+    if isinstance(exc, openai.APITimeoutError):
+        return LMTimeoutError(f"{where}: the request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return LMConnectionError(f"{where}: could not connect ({redact(exc.message)})")
+    if not isinstance(exc, openai.APIStatusError):
+        return LMError(f"{where}: {redact(str(exc))}")
+    detail = exc.message
+    if isinstance(exc.body, dict) and isinstance(exc.body.get("message"), str):
+        detail = exc.body["message"]
+    detail = redact(detail)[:500]
+    status, code, param = exc.status_code, exc.code, exc.param
+    label = f" ({code})" if code else ""
+    if isinstance(exc, openai.RateLimitError):
+        return LMRateLimitError(
+            f"{where}: rate limited (HTTP 429{label}): {detail}",
+            retry_after=_retry_after(exc.response.headers),
+        )
+    feature = unsupported_feature(status, detail, code=code, param=param)
+    message = f"{where}: HTTP {status}{label}: {detail}"
+    if feature is not None:
+        return LMUnsupportedFeatureError(
+            f"{where} does not support {feature}: HTTP {status}{label}: {detail}",
+            feature=feature,
+            status_code=status,
+            code=code,
+            param=param,
+        )
+    return LMStatusError(message, status_code=status, code=code, param=param)
+
+
+def rate_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers a rate limiter adapts to (reference/scale.md: the SDK honours Retry-After)."""
+    return {
+        k.lower(): v
+        for k, v in headers.items()
+        if k.lower().startswith("x-ratelimit-") or k.lower() in ("retry-after", "retry-after-ms")
+    }
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or a numeric ``retry-after``; ``None`` otherwise."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue  # an HTTP date: the SDK already waited for it between its retries
+        if seconds >= 0:
+            return seconds
+    return None
 
 
 class _Blocking(openai.OpenAI):
