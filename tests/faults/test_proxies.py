@@ -82,3 +82,45 @@ def test_what_a_proxy_sends_back_is_capped_too(monkeypatch: pytest.MonkeyPatch, 
             lm.close()
         assert caught.value.limit == "max_response_bytes"
         assert len(proxy.requests) == 1
+
+
+def raw_sdk_route(base_url: str) -> None:
+    """One request with the raw SDK's own client, which reads the environment itself."""
+    import openai
+
+    with openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=0) as client:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
+
+
+# NO_PROXY forms, each read as the raw SDK reads it (curl's rules); `{port}` is the endpoint's.
+NO_PROXY_FORMS = [
+    "127.0.0.1",
+    "127.0.0.0/8",  # a network
+    "127.0.0.2,10.0.0.0/8",  # other addresses and networks
+    "*",
+    "other.example, .example",  # other names
+    "http://127.0.0.1:{port}",  # a URL
+    "127.0.0.1:{port}",  # a host and port
+    "127.0.0.1:1",  # another port
+    "[zz], bad entry, 127.0.0.0/99, 127.0.0.1",  # entries that cannot be parsed are skipped
+]
+
+
+@pytest.mark.parametrize("no_proxy", NO_PROXY_FORMS)
+def test_no_proxy_exempts_what_the_raw_sdk_exempts(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: str
+) -> None:
+    # typedspy reads the environment itself (the HTTP library's reader is private, ADR-064):
+    # each form routes as the raw SDK routes it, for sync and async calls alike.
+    with FaultServer(Reply.completion('{"answer": "direct"}')) as endpoint:
+        with FaultServer(Reply.completion('{"answer": "proxied"}')) as proxy:
+            monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+            monkeypatch.setenv("NO_PROXY", no_proxy.format(port=endpoint.port))
+            raw_sdk_route(endpoint.url)
+            expected = "proxied" if proxy.requests else "direct"
+            lm = ts.LM("m", base_url=endpoint.url, api_key="sk-test", max_retries=0)
+            try:
+                routes = [ask(lm, sync=True), ask(lm, sync=False)]
+            finally:
+                lm.close()
+    assert routes == [expected, expected]

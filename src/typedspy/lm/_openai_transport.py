@@ -7,14 +7,19 @@ decoded bytes and stops the read past ``max_response_bytes`` with `ResponseBodyE
 ``openai.OpenAIError``, so the SDK neither retries it nor wraps it; `LM` maps it onto
 `LMResponseLimitError`). Peak memory is then the cap plus one 64 KiB step, whatever the
 compression ratio. It applies to plain and streamed responses and to error bodies alike
-(ADR-028). The HTTP library is the SDK's own: ``httpx2`` for openai 3, ``httpx`` before.
+(ADR-028). Every route is capped: straight to the endpoint and through the proxies the
+environment names, which are mounted here (`_proxy_mounts`, read without the HTTP library's
+private reader, ADR-064). The HTTP library is the SDK's own: ``httpx2`` for openai 3, ``httpx``
+before.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import ipaddress
 import time
+import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
@@ -341,17 +346,73 @@ def sync_http_client(max_response_bytes: int, expiry: Callable[[], float | None]
 def _proxy_mounts(capped: Callable[..., Any]) -> dict[str, Any]:
     """The proxies the environment names, mounted as the SDK's own client would, each capped.
 
-    An HTTP client given a transport ignores ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``, so
-    they are mounted here: a URL pattern to ``capped(proxy=...)``, or to ``None`` (straight to
-    the default transport) for what ``NO_PROXY`` exempts. The environment is read by the HTTP
-    library's own reader (curl's ``NO_PROXY`` rules), the one its client uses when it builds
-    its own transport; it is private, and tests/faults/test_proxies.py fails if it moves.
+    An HTTP client given a transport ignores ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` (its
+    ``trust_env`` applies only to transports it builds), so they are mounted here: a URL pattern
+    to ``capped(proxy=...)``, or to ``None`` (straight to the default transport) for what
+    ``NO_PROXY`` exempts. The environment is read with ``urllib.request.getproxies()``, as the
+    HTTP library reads it, and each ``NO_PROXY`` entry becomes the library's URL pattern by
+    curl's rules, as httpx2 writes them (`_exempted`).
     """
-    proxies: dict[str, str | None] = _http._utils.get_environment_proxies()
+    found = urllib.request.getproxies()
+    routes: dict[str, str | None] = {}
+    for scheme in ("http", "https", "all"):
+        if url := found.get(scheme):
+            routes[f"{scheme}://"] = url if "://" in url else f"http://{url}"
+    for entry in (part.strip() for part in found.get("no", "").split(",")):
+        if entry == "*":  # nothing goes through a proxy
+            return {}
+        if entry and (pattern := _exempted(entry)) is not None:
+            routes[pattern] = None
     return {
         pattern: None if url is None else capped(proxy=_http.Proxy(url))
-        for pattern, url in proxies.items()
+        for pattern, url in routes.items()
     }
+
+
+def _exempted(entry: str) -> str | None:
+    """The URL pattern of one ``NO_PROXY`` entry, or ``None`` for one that cannot be parsed.
+
+    ``example.com`` exempts it and its subdomains, ``.example.com`` and ``*.example.com`` the
+    subdomains only; an IP address or network (``10.0.0.0/8``, ``::1``), ``localhost`` and a
+    URL (``http://host:8080``) exempt what they name.
+    """
+    address, slash, prefix = entry.partition("/")
+    if "://" in entry:
+        pattern = entry
+    elif _ip(address) == 4 or entry.lower() == "localhost" or entry.startswith("["):
+        pattern = f"all://{entry}"
+    elif _ip(address) == 6:
+        pattern = f"all://[{address}]{slash}{prefix}"
+    elif entry.startswith("*.") and not slash:
+        pattern = f"all://{entry}"
+    elif not slash:
+        pattern = f"all://*{entry}"
+    else:
+        return None
+    try:
+        url = _http.URL(pattern)
+    except _http.InvalidURL:
+        return None
+    network = url.path.removeprefix("/")
+    if network and _ip(url.host):  # a network: the library refuses a malformed one
+        host = f"[{url.host}]" if ":" in url.host else url.host
+        if "@" in pattern or "%" in pattern or not network.isdigit():
+            return None
+        if not pattern.endswith(f"{host}/{network}"):
+            return None
+        try:
+            ipaddress.ip_network(f"{url.host}/{network}", strict=False)
+        except ValueError:
+            return None
+    return pattern
+
+
+def _ip(host: str) -> int | None:
+    """4 or 6 for an IP address, else ``None``."""
+    try:
+        return ipaddress.ip_address(host).version
+    except ValueError:
+        return None
 
 
 def _limits() -> Any:
