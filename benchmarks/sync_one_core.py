@@ -12,7 +12,10 @@ Both sides send the very same request body (built by typedspy's adapter) to the 
 * sync: ``openai.OpenAI(...).chat.completions.create(**body)`` plus ``json.loads`` of the reply,
   against ``predict(text=...)``;
 * async (the control): ``await AsyncOpenAI(...).chat.completions.create(**body)`` plus
-  ``json.loads``, against ``await predict.acall(text=...)``.
+  ``json.loads``, against ``await predict.acall(text=...)``;
+* sync under a deadline: the raw sync call again, against ``predict(text=...)`` inside
+  ``ts.context(deadline=60)``, which sends with the async client on the thread's loop (a timer
+  keeps the deadline, ADR-064).
 
 The two sides alternate call by call, so drift on a shared machine hits both alike. Prints the
 median wall time per call (robust to the odd call delayed by other processes) and the client
@@ -142,6 +145,10 @@ def main() -> None:
         def ours_sync() -> object:
             return predict(text=TEXT)
 
+        def ours_sync_deadline() -> object:
+            with ts.context(deadline=60):
+                return predict(text=TEXT)
+
         async def raw_async() -> object:
             completion = await async_client.chat.completions.create(**body)
             return json.loads(completion.choices[0].message.content or "{}")
@@ -153,6 +160,8 @@ def main() -> None:
         alternate(raw_sync, ours_sync, 20)  # warm-up: connections, caches, the loop thread
         loop.run_until_complete(aalternate(raw_async, ours_async, 20))
         sync = alternate(raw_sync, ours_sync, calls)
+        alternate(raw_sync, ours_sync_deadline, 20)
+        bounded = alternate(raw_sync, ours_sync_deadline, calls)
         asynchronous = loop.run_until_complete(aalternate(raw_async, ours_async, calls))
         loop.run_until_complete(lm.aclose())
         loop.run_until_complete(async_client.close())
@@ -166,6 +175,7 @@ def main() -> None:
     )
     sync.report("sync  (OpenAI vs predict(...))      ")
     asynchronous.report("async (AsyncOpenAI vs predict.acall)")
+    bounded.report("sync, deadline=60 (OpenAI vs predict)")
     print("target: sync <= 1.10x")
 
 

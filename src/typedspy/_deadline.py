@@ -29,7 +29,6 @@ __all__ = [
     "bounded",
     "call_bound",
     "check_wait",
-    "expiry",
     "note_attempt",
     "note_request",
     "note_stage",
@@ -214,18 +213,12 @@ async def _aclose(iterator: AsyncIterator[object]) -> None:
 def tightest() -> Bound | None:
     """The bound that runs out first among the call's and the streamed request's, if any.
 
-    A blocking request (ADR-049) cannot be cut by a bound's timer: it waits no longer than
-    this bound's time left instead.
+    No bound's timer can cut a blocking request: `LM` sends one only where this is ``None``
+    (ADR-064).
     """
     scope = current()
     bounds = [bound for bound in (scope.deadline, scope.stream_deadline) if bound is not None]
     return min(bounds, key=lambda bound: bound.expiry, default=None)
-
-
-def expiry() -> float | None:
-    """When `tightest` runs out (a ``time.monotonic`` instant), or ``None``."""
-    bound = tightest()
-    return None if bound is None else bound.expiry
 
 
 def check_wait(until: float, stage: str) -> None:

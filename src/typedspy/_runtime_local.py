@@ -6,10 +6,10 @@ thread's own loop, created on first use and reused by every later sync call of t
 The loop runs only while a sync call of its thread is in progress, and nothing but that call's
 tasks runs on it; no thread hand-off is made.
 
-The call's first task is its *root task* (`is_root`): `LM` sends the root task's requests with
-the SDK's blocking client, on the calling thread, since nothing else could run on the loop
-meanwhile. Tasks the call starts (a batch's ``gather``, parallel tool calls) send with the
-loop's async client, so they still overlap.
+The call's first task is its *root task* (`is_root`): `LM` sends the root task's requests that
+no deadline bounds with the SDK's blocking client, on the calling thread, since nothing else
+could run on the loop meanwhile (ADR-064). Tasks the call starts (a batch's ``gather``,
+parallel tool calls) send with the loop's async client, so they still overlap.
 
 Ctrl-C raises `KeyboardInterrupt` where the thread is (in a blocking read too); the call's task
 is then cancelled and run to its end, so its ``finally`` blocks and async generators close, and

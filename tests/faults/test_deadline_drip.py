@@ -177,9 +177,10 @@ def test_deadline_settings_are_checked(value: object) -> None:
         ts.context(stream_deadline=value)  # type: ignore[arg-type]
 
 
-def test_a_sync_call_stalled_on_its_blocking_request_ends_at_the_deadline() -> None:
-    # ADR-049: a sync call's own request blocks its thread; its read timeout is cut to the time
-    # left, so the stall ends at the deadline, as the same typed error, the SDK not retrying.
+def test_a_sync_call_stalled_on_its_own_request_ends_at_the_deadline() -> None:
+    # ADR-064: a sync call's own request under a deadline is sent with the async client on the
+    # thread's loop, so the deadline's timer ends the stall, as the same typed error, the SDK
+    # not retrying. (The first call, without a deadline, is sent with the blocking client.)
     with drip_server(("reply", ANSWER), ("stall",)) as server, lm_for(server.base_url) as lm:
         predict = ts.Predict("question -> answer", mode="prompt")
         with ts.context(lm=lm):
@@ -195,8 +196,8 @@ def test_a_sync_call_stalled_on_its_blocking_request_ends_at_the_deadline() -> N
 
 
 def test_a_sync_calls_wait_between_retries_ends_at_the_deadline() -> None:
-    # The SDK sleeps 30 s (Retry-After) before retrying a 503, in the calling thread: the wait
-    # is cut to the deadline and the retry is not sent.
+    # The SDK sleeps 30 s (Retry-After) before retrying a 503: the deadline's timer cuts the
+    # wait (a blocking client would sleep through it) and the retry is not sent.
     busy = FaultReply.json({"error": {"message": "busy"}}, status=503)
     busy = FaultReply(busy.status, {**busy.headers, "retry-after": "30"}, busy.pieces)
     with FaultServer(busy) as server:

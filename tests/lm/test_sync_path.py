@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
 
+import openai
 import pytest
 
 import typedspy as ts
+from faults.server import FaultServer, Reply
 from typedspy.testing import StandIn
 
 SAFETY = 60.0  # seconds: bounds a hang, never a timing assertion
@@ -94,3 +97,37 @@ def test_a_sync_batch_still_sends_its_items_concurrently(
 
     assert all(not isinstance(r, BaseException) for r in results)
     assert sends.sockets() == 2  # both in flight at once: a connection each, not one in turn
+
+
+def raw_user_agents() -> tuple[str, str]:
+    """The User-Agent the raw sync SDK sends, and the raw async SDK's."""
+    with FaultServer(Reply.completion("hi")) as server:
+        messages: Any = [{"role": "user", "content": "q"}]
+        with openai.OpenAI(base_url=server.url, api_key="sk-test") as client:
+            client.chat.completions.create(model="m", messages=messages)
+
+        async def send() -> None:
+            async with openai.AsyncOpenAI(base_url=server.url, api_key="sk-test") as client:
+                await client.chat.completions.create(model="m", messages=messages)
+
+        asyncio.run(send())
+    sync, asynchronous = (seen.headers["user-agent"] for seen in server.requests)
+    return sync, asynchronous
+
+
+@pytest.mark.parametrize("deadline", [None, 30.0], ids=["no_deadline", "deadline"])
+def test_a_sync_call_sends_as_the_raw_sdk_client_it_uses(deadline: float | None) -> None:
+    # ADR-064: a sync call's own request goes out with the SDK's plain blocking client (no
+    # subclass of ours), as the raw sync SDK's; under a deadline with the async client, whose
+    # waits (a read, the sleep before a retry) the deadline's timer can cut.
+    raw_sync, raw_async = raw_user_agents()
+    with FaultServer(Reply.completion('{"answer": "hi"}')) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="sk-test", max_retries=0)
+        try:
+            with ts.context(lm=lm, deadline=deadline):
+                ts.Predict(Answer)(question="q")
+        finally:
+            lm.close()
+    (seen,) = server.requests
+    assert raw_sync.startswith("OpenAI/") and raw_async.startswith("AsyncOpenAI/")
+    assert seen.headers["user-agent"] == (raw_sync if deadline is None else raw_async)

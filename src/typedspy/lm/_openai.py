@@ -193,8 +193,9 @@ class LM(BaseLM):
         """The ``AsyncOpenAI`` client: the injected one, else the current event loop's.
 
         `LM` builds one client per event loop it is used from (connections belong to the loop
-        that opened them); outside any loop this is a client built for inspection. A sync call
-        sends with a blocking ``openai.OpenAI`` client `LM` builds besides (ADR-049).
+        that opened them); outside any loop this is a client built for inspection. A sync call's
+        own request, when no deadline bounds it and it is no stream, is sent with a blocking
+        ``openai.OpenAI`` client `LM` builds besides (ADR-049, ADR-064).
 
         Raises:
             ConfigurationError: The SDK could not build a client (typically: no API key).

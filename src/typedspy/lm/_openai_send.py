@@ -1,17 +1,19 @@
 """Sending `LM`'s requests: the SDK clients, which one sends, streams, and errors translated.
 
 An ``AsyncOpenAI`` client is built per event loop (ADR-024). A synchronous call's root task
-(`typedspy._runtime.is_root`, ADR-049) sends with one blocking ``openai.OpenAI`` client instead,
-shared by every thread: nothing else runs on that loop meanwhile, and the blocking client costs
-less per request than the async one. Both sit on the same capped transport (ADR-028) and pass
-through the same request-bound accounting (`within`, `count`: how many transport retries the
-SDK may take under the call's `RequestBound`, how many requests a ``create`` sent) and the same
-error translation (`Sender.translate`: the SDK's exceptions onto the `LMError` tree, credentials
-scrubbed). The blocking client waits no longer than the call's deadline: its timeouts are cut
-to the time left.
+(`typedspy._runtime.is_root`, ADR-049) sends its completions and embeddings with one blocking
+``openai.OpenAI`` client instead, shared by every thread, when no deadline bounds them: nothing
+else runs on that loop meanwhile, and the blocking client costs less per request than the async
+one. A deadline is kept by a timer on the loop, which a blocking wait (a read, the SDK's sleep
+between retries) would hold off, so a request under one, and every stream (``stream_deadline``
+bounds it), is sent with the async client (ADR-064). Both clients sit on the same capped
+transport (ADR-028) and pass through the same request-bound accounting (`_within`, `_count`:
+how many transport retries the SDK may take under the call's `RequestBound`, how many requests
+a ``create`` sent) and the same error translation (`Sender.translate`: the SDK's exceptions
+onto the `LMError` tree, credentials scrubbed).
 
 A streamed completion comes out as decoded JSON chunks (the SDK decodes the server-sent events
-and raises error events, ADR-008), checked by `read_chunks`: a chunk nested past
+and raises error events, ADR-008), checked by `_read_chunks`: a chunk nested past
 ``max_json_depth`` or past what the decoder can read is `LMResponseLimitError`; a stream
 answered with something else than SSE, or whose chunks never hold a choice, is the endpoint's
 fault (`LMResponseError` after one request, never a feedback turn to the model). Closing the
@@ -31,9 +33,8 @@ import json
 import os
 import sys
 import threading
-import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 import openai
@@ -67,14 +68,9 @@ from typedspy.errors import (
 )
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._messages import LMResponse
-from typedspy.lm._openai_transport import (
-    DeadlineReached,
-    ResponseBodyError,
-    http_client,
-    sync_http_client,
-)
+from typedspy.lm._openai_transport import ResponseBodyError, http_client, sync_http_client
 from typedspy.lm._bound import RequestBound
-from typedspy.lm._bound import active as active_requests
+from typedspy.lm._bound import active as active_bound
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 from typedspy.lm._wordings import unsupported_feature
 from typedspy.streaming import closing
@@ -126,8 +122,8 @@ class Sender:
         return await self.clients.get()
 
     def blocking(self) -> OpenAI | None:
-        """The blocking client when the running task is a sync call's root (else ``None``)."""
-        if self.injected is not None or not is_root():
+        """The blocking client for a sync call's root task no deadline bounds, else ``None``."""
+        if self.injected is not None or not is_root() or _deadline.tightest() is not None:
             return None
         client = self._blocking
         if client is None or client.is_closed():
@@ -179,8 +175,8 @@ class Sender:
 
     def _build_blocking(self) -> OpenAI:
         options = self._options()
-        options["http_client"] = sync_http_client(self._max_bytes, _deadline.expiry)
-        client: OpenAI = self._built(lambda: _Blocking(**options))
+        options["http_client"] = sync_http_client(self._max_bytes)
+        client: OpenAI = self._built(lambda: openai.OpenAI(**options))
         _close_at_exit(client)
         return client
 
@@ -225,7 +221,8 @@ class Sender:
 
     async def _create(self, kwargs: dict[str, Any]) -> Any:
         bound = active_requests()
-        blocking = self.blocking()  # a sync call's root task sends in place (see the module)
+        # A sync call's root task sends in place, a stream excepted (see the module).
+        blocking = None if kwargs.get("stream") else self.blocking()
         chosen: Any = blocking if blocking is not None else await self.aclient()
         client, retries = _within(bound, chosen)
         try:
@@ -278,10 +275,7 @@ class Sender:
         return self.translate(exc)
 
     def translate(self, exc: openai.OpenAIError) -> Exception:
-        """The SDK's error as typedspy's (the deadline's own error when a blocking wait hit it)."""
-        reached = isinstance(_sent_error(exc), DeadlineReached)  # openai < 2.31 wraps it
-        if reached and (bound := _deadline.tightest()) is not None:
-            return bound.error()
+        """The SDK's error as typedspy's, its chain scrubbed of credentials."""
         scrub_chain(exc, self.redact)  # kept as __cause__, without the secrets (ADR-028)
         where = f"{self.model} at {self.shown_base_url() or 'the default OpenAI endpoint'}"
         return _lm_error(exc, where=where, redact=self.redact)
@@ -332,33 +326,21 @@ def stream_chunks(
 async def _chunks(
     sender: Sender, kwargs: dict[str, Any], max_depth: int
 ) -> AsyncIterator[Mapping[str, Any]]:
-    blocking = sender.blocking() is not None  # what `create` sends with, in this same task
     stream: Any = None
     try:
         raw = await sender.create(kwargs)
         try:
-            kind = openai.Stream if blocking else openai.AsyncStream
-            stream = raw.parse(to=kind[object])
+            stream = raw.parse(to=openai.AsyncStream[object])
         except openai.OpenAIError as exc:
             raise sender.translate(exc) from exc
         _check_streamed(sender.model, raw.headers.get("content-type", ""), sender.redact)
-        items = _each(stream) if blocking else stream
-        chunks = _read_chunks(items, sender.model, sender.translate, sender.redact, max_depth)
+        chunks = _read_chunks(stream, sender.model, sender.translate, sender.redact, max_depth)
         async with closing(chunks):  # closed here, never left to the loop's finalizer hook
             async for data in chunks:
                 yield data
     finally:
         if stream is not None:
-            if blocking:
-                stream.close()
-            else:
-                await stream.close()
-
-
-async def _each(items: Iterable[object]) -> AsyncIterator[object]:
-    """A blocking iterable read inside the task (nothing else runs on its loop meanwhile)."""
-    for item in items:
-        yield item
+            await stream.close()
 
 
 # --- the request bound ---------------------------------------------------------------------------
@@ -477,7 +459,7 @@ def _sent_error(exc: openai.OpenAIError) -> BaseException:
     an ``OpenAIError`` through and wrap only the HTTP library's own (ADR-044).
     """
     cause = exc.__cause__
-    if not isinstance(cause, ResponseBodyError | DeadlineReached | RuntimeError):
+    if not isinstance(cause, ResponseBodyError | RuntimeError):
         return exc
     return cause if type(exc) is openai.APIConnectionError else exc
 
@@ -542,20 +524,6 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         if seconds >= 0:
             return seconds
     return None
-
-
-class _Blocking(openai.OpenAI):
-    """The blocking client, whose waits between retries end at the deadline.
-
-    The SDK sleeps between retries (its backoff, or a ``Retry-After`` up to a minute) where no
-    timer can cut the sleep: the wait is cut to the time left, and the next attempt is then
-    refused at once by the transport (`DeadlineReached`).
-    """
-
-    def _calculate_retry_timeout(self, *args: Any, **kwargs: Any) -> float:
-        wait: float = super()._calculate_retry_timeout(*args, **kwargs)
-        expiry = _deadline.expiry()
-        return wait if expiry is None else max(0.0, min(wait, expiry - time.monotonic()))
 
 
 _open: weakref.WeakSet[Any] = weakref.WeakSet()

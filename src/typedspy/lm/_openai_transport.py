@@ -15,10 +15,8 @@ before.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import ipaddress
-import time
 import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -29,7 +27,6 @@ import openai
 
 __all__ = [
     "CappedTransport",
-    "DeadlineReached",
     "ResponseBodyError",
     "SyncCappedTransport",
     "http_client",
@@ -38,7 +35,6 @@ __all__ = [
 
 _STEP = 64 * 1024  # decoded bytes produced per decompression step
 _DECODED = ("gzip", "deflate")
-_SLACK = 0.05  # seconds; a read timed out this close to the deadline was cut by it
 
 
 def _sdk_http() -> ModuleType:
@@ -159,18 +155,15 @@ class _Reader:
 
 
 class _SyncCappedStream(_http.SyncByteStream):  # type: ignore[misc]
-    def __init__(self, raw: Any, encoding: str, limit: int, clock: _Clock) -> None:
+    def __init__(self, raw: Any, encoding: str, limit: int) -> None:
         self._raw = raw
         self._encoding = encoding
         self._limit = limit
-        self._clock = clock
 
     def __iter__(self) -> Iterator[bytes]:
         meter = _Meter(self._encoding, self._limit)
-        with self._clock.reading():
-            for data in self._raw:
-                self._clock.check()  # a drip that beats each read's timeout ends here
-                yield from meter.feed(data)
+        for data in self._raw:
+            yield from meter.feed(data)
         if tail := meter.tail():
             yield tail
 
@@ -255,69 +248,24 @@ class CappedTransport(_http.AsyncBaseTransport):  # type: ignore[misc]
 
 
 class SyncCappedTransport(_http.BaseTransport):  # type: ignore[misc]
-    """`CappedTransport` for the blocking client, each wait also cut to the deadline.
+    """`CappedTransport` for the blocking client."""
 
-    ``expiry()`` gives the deadline of the request being sent (a ``time.monotonic`` instant, or
-    ``None``): every timeout of the request (connect, pool, write, each read) is cut to the time
-    left when it is sent, and a timeout past the deadline raises `DeadlineReached`.
-    """
-
-    def __init__(self, inner: Any, limit: int, expiry: Callable[[], float | None]) -> None:
+    def __init__(self, inner: Any, limit: int) -> None:
         self._inner = inner
         self._limit = limit
-        self._expiry = expiry
 
     def handle_request(self, request: Any) -> Any:
         _accepted(request)
-        clock = _Clock(self._expiry())
-        clock.clamp(request)
-        with clock.reading():
-            response = self._inner.handle_request(request)
+        response = self._inner.handle_request(request)
         encoding = _encoding(response, self._limit)
         if isinstance(encoding, ResponseBodyError):
             response.close()
             raise encoding
-        stream = _SyncCappedStream(response.stream, encoding, self._limit, clock)
+        stream = _SyncCappedStream(response.stream, encoding, self._limit)
         return _capped(response, request, encoding, stream)
 
     def close(self) -> None:
         self._inner.close()
-
-
-class DeadlineReached(openai.OpenAIError):
-    """A blocking request stopped at the call's deadline (or ``stream_deadline``)."""
-
-
-class _Clock:
-    """One request's deadline: each timeout of the request cut to what is left of it."""
-
-    def __init__(self, expiry: float | None) -> None:
-        self._expiry = expiry
-
-    def check(self) -> None:
-        if self._expiry is not None and time.monotonic() >= self._expiry:
-            raise DeadlineReached("the deadline ran out during the request")
-
-    def clamp(self, request: Any) -> None:
-        if self._expiry is None:
-            return
-        left = self._expiry - time.monotonic()
-        if left <= 0:
-            raise DeadlineReached("the deadline ran out before the request was sent")
-        timeouts = dict(request.extensions.get("timeout") or {})
-        for phase in ("connect", "read", "write", "pool"):
-            given = timeouts.get(phase)
-            timeouts[phase] = left if given is None else min(given, left)
-        request.extensions["timeout"] = timeouts
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        try:
-            yield
-        except _http.TimeoutException:
-            if self._expiry is not None and time.monotonic() >= self._expiry - _SLACK:
-                raise DeadlineReached("the deadline ran out during the request") from None
-            raise
 
 
 def http_client(max_response_bytes: int) -> Any:
@@ -333,12 +281,12 @@ def http_client(max_response_bytes: int) -> Any:
     return openai.DefaultAsyncHttpxClient(transport=capped(), mounts=_proxy_mounts(capped))
 
 
-def sync_http_client(max_response_bytes: int, expiry: Callable[[], float | None]) -> Any:
+def sync_http_client(max_response_bytes: int) -> Any:
     """The SDK's default blocking HTTP client, every route on a `SyncCappedTransport`."""
 
     def capped(**options: Any) -> SyncCappedTransport:
         inner = _http.HTTPTransport(limits=_limits(), **options)
-        return SyncCappedTransport(inner, max_response_bytes, expiry)
+        return SyncCappedTransport(inner, max_response_bytes)
 
     return openai.DefaultHttpxClient(transport=capped(), mounts=_proxy_mounts(capped))
 
