@@ -66,11 +66,11 @@ from typedspy.errors import (
     LMTimeoutError,
     LMUnsupportedFeatureError,
 )
+from typedspy.lm._bound import RequestBound
+from typedspy.lm._bound import active as active_requests
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._messages import LMResponse
 from typedspy.lm._openai_transport import ResponseBodyError, http_client, sync_http_client
-from typedspy.lm._bound import RequestBound
-from typedspy.lm._bound import active as active_bound
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 from typedspy.lm._wordings import unsupported_feature
 from typedspy.streaming import closing
