@@ -44,3 +44,39 @@ def test_tools_over_streamable_http_keep_structured_results_and_paths() -> None:
     assert found == {"pet": {"_type": "Cat", "lives": 9}, "owner": "Bo"}
     assert isinstance(error, typedspy.mcp.RemoteToolError) and error.kind == "invalid_result"
     assert [e.path for e in error.errors] == [("total",)]
+
+
+def test_the_command_line_server_says_where_it_listens() -> None:
+    # Issue 23: `python -m typedspy.mcp ... --http` printed nothing, not even its URL.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")]),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "typedspy.mcp", "mcp_app:tools", "--http", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        url = line.split(" at ", 1)[1].split(" ", 1)[0]
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+
+        async def names() -> list[str]:
+            async with ts.mcp.tools(url) as remote:
+                return remote.names
+
+        assert "look_up_pet" in asyncio.run(names())
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        if process.stderr is not None:
+            process.stderr.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import socket
+import sys
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -26,6 +28,9 @@ def run(
 ) -> None:
     """Serve until stdin closes (stdio) or the process is stopped (streamable HTTP).
 
+    Over HTTP the address served is printed to stderr once it listens (``port=0``: the port
+    the system chose), so a person or a script knows where to connect.
+
     Args:
         server: A server from `serve`.
         transport: ``"stdio"`` or ``"http"`` (streamable HTTP at ``http://host:port/path``).
@@ -39,7 +44,24 @@ def run(
     import uvicorn  # a dependency of the mcp SDK
 
     app = server.streamable_http_app(streamable_http_path=path, host=host)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listening.bind((host, port))
+    listening.listen()
+    bound = listening.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"typedspy MCP server {server.name!r}: streamable HTTP at http://{shown}:{bound}{path}"
+        " (Ctrl-C stops it)",
+        file=sys.stderr,
+        flush=True,
+    )
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    try:
+        web.run(sockets=[listening])
+    finally:
+        listening.close()
 
 
 async def _stdio(server: Server[Any]) -> None:
