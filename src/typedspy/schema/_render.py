@@ -51,8 +51,26 @@ def _type_text(node: JSONSchema) -> str:
     return str(kind)
 
 
-def _notes(node: JSONSchema) -> str:
+def _constraints(node: JSONSchema) -> list[str]:
+    """The node's own constraints, and those of the non-null branches of an ``anyOf``.
+
+    An ``Optional`` field's pattern or bounds sit in its ``anyOf`` branch, not beside it
+    (issue 23: a server that fails open relies on the shape, so the prompt must show them).
+    """
     parts = [text.format(node[key]) for key, text in _CONSTRAINTS.items() if key in node]
+    for branch in node.get("anyOf", ()):
+        if isinstance(branch, dict) and branch.get("type") != "null" and "$ref" not in branch:
+            parts += _constraints(branch)
+    items = node.get("items")
+    if isinstance(items, dict) and "$ref" not in items:
+        each = _constraints(items)
+        if each:
+            parts.append("each " + ", ".join(each))
+    return parts
+
+
+def _notes(node: JSONSchema) -> str:
+    parts = _constraints(node)
     if "default" in node:
         parts.append(f"default {json.dumps(node['default'], default=str)}")
     desc = node.get("description")
