@@ -126,7 +126,7 @@ def request_parameters_are_typed(lm: ts.LM) -> None:
     ts.LM("gpt-4o-mini", max_token=5)  # type: ignore[call-arg]
     lm("hi", stop=["\n"])
     lm("hi", stops=["\n"])  # type: ignore[call-arg]
-    ts.ReAct(Decide, tools=[], temprature=0)  # type: ignore[call-arg]
+    ts.ReAct(Decide, tools=[], temprature=0)  # type: ignore[call-overload]
     ts.ChainOfThought(Decide, temperature=0, max_retries=1, extra_body={"top_k": 40})
     ts.ChainOfThought(Decide, temprature=0)  # type: ignore[call-overload]
     ts.ChainOfThought(Decide, max_retries="2")  # type: ignore[call-overload]
@@ -142,3 +142,19 @@ def resume_states_are_typed(pause: ts.ConfirmationRequired) -> None:
     assert_type(ts.ResumeState.from_json("{}", secret=b"s" * 32), ts.ResumeState)
     assert_type(state.exception, ts.ConfirmationRequired)
     state.to_json(secret=3)  # type: ignore[arg-type]
+
+
+def react_call_keywords_are_the_inputs(state: ts.ResumeState) -> None:
+    # Issue 23: ReAct's calls were typed `**inputs: Any`; now they take the signature's inputs.
+    agent = ts.ReAct(Decide, tools=[])
+    assert_type(agent(task="Ship it"), ts.Prediction[Decide])
+    agent(tsak="Ship it")  # type: ignore[call-overload]
+    agent(task=3)  # type: ignore[call-overload]
+    assert_type(agent(resume_state=state), ts.Prediction[Decide])  # a resumption may omit inputs
+    assert_type(agent.try_call(task="Ship it"), ts.Prediction[Decide] | ts.OutputError)
+
+
+async def react_acall_keywords_are_the_inputs() -> None:
+    agent = ts.ReAct(Decide, tools=[])
+    assert_type(await agent.acall(task="Ship it"), ts.Prediction[Decide])
+    await agent.acall(tsak="Ship it")  # type: ignore[call-overload]

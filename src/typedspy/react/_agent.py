@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 
-from typing_extensions import Unpack
+from typing_extensions import ParamSpec, Unpack
 
-from typedspy.engine import Done, check_inputs, run_attempts, stepping_down
+from typedspy.engine import Done, check_inputs, run_attempts, signature_of, stepping_down
 from typedspy.errors import (
     ConfigurationError,
+    InputError,
     LMUnsupportedFeatureError,
     OutputError,
     ResumeConflictError,
@@ -56,7 +57,7 @@ from typedspy.react._steps import (
 )
 from typedspy.schema import compile_schema
 from typedspy.settings import get_settings, resolve_lm
-from typedspy.signature import Signature, make_signature, to_jsonable
+from typedspy.signature import Signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import ResumeState, Tool, Toolset, approvals
 
@@ -67,6 +68,8 @@ logger = logging.getLogger("typedspy")
 
 
 SigT = TypeVar("SigT", bound=Signature)
+InputsT = ParamSpec("InputsT", default=...)
+"""The signature's inputs: the keywords of a call, checked statically as `Predict`'s (ADR-015)."""
 
 
 ReActMode = Literal["auto", "tools", "union"]
@@ -75,7 +78,7 @@ ReActMode = Literal["auto", "tools", "union"]
 _MODES = ("auto", "tools", "union")
 
 
-class ReAct(Module, Generic[SigT]):
+class ReAct(Module, Generic[SigT, InputsT]):
     """An agent: calls tools step by step, then answers with the signature's typed outputs.
 
     Example:
@@ -120,9 +123,41 @@ class ReAct(Module, Generic[SigT]):
         ToolError: A tool that cannot be built, or two tools with the same name.
     """
 
+    @overload
+    def __init__(
+        self: ReAct[SigT, InputsT],
+        signature: Callable[InputsT, SigT],
+        tools: Iterable[Tool | Module | Callable[..., Any]] = (),
+        max_iters: int = 10,
+        *,
+        lm: BaseLM | None = None,
+        mode: ReActMode = "auto",
+        resume_store: ResumeStore | None = None,
+        max_tool_calls: int = MAX_TOOL_CALLS,
+        max_requests: int | Literal["auto"] | None = "auto",
+        token_budget: int | None = None,
+        **lm_kwargs: Unpack[RequestParams],
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: ReAct[Signature, ...],
+        signature: str,
+        tools: Iterable[Tool | Module | Callable[..., Any]] = (),
+        max_iters: int = 10,
+        *,
+        lm: BaseLM | None = None,
+        mode: ReActMode = "auto",
+        resume_store: ResumeStore | None = None,
+        max_tool_calls: int = MAX_TOOL_CALLS,
+        max_requests: int | Literal["auto"] | None = "auto",
+        token_budget: int | None = None,
+        **lm_kwargs: Unpack[RequestParams],
+    ) -> None: ...
+
     def __init__(
         self,
-        signature: type[SigT] | str,
+        signature: type[SigT] | Callable[..., SigT] | str,
         tools: Iterable[Tool | Module | Callable[..., Any]] = (),
         max_iters: int = 10,
         *,
@@ -146,7 +181,7 @@ class ReAct(Module, Generic[SigT]):
             raise ConfigurationError(
                 f"ReAct(max_requests={max_requests!r}): expected an int >= 1, 'auto' or None"
             )
-        sig = make_signature(signature) if isinstance(signature, str) else signature
+        sig = signature_of(signature)
         check_params(lm_kwargs, where=f"ReAct({sig.__name__})")
         shadowed = sorted({TRAJECTORY_FIELD, "finished", "steps"} & sig.output_fields.keys())
         if shadowed:
@@ -185,19 +220,76 @@ class ReAct(Module, Generic[SigT]):
         names = [t.name for t in self.tools]
         return f"ReAct({self.signature.__name__}, tools={names}, mode={self.mode!r})"
 
-    async def acall(self, **inputs: Any) -> Prediction[SigT]:
+    # The keywords are the signature's inputs (checked statically, ADR-015); a call that passes
+    # ``history=`` or ``resume_state=`` takes its inputs unchecked (a resumption may omit them).
+
+    @overload
+    async def acall(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]: ...
+
+    @overload
+    async def acall(
+        self,
+        *,
+        history: History | Sequence[ChatMessage] | None = None,
+        resume_state: ResumeState | None,
+        **inputs: Any,
+    ) -> Prediction[SigT]: ...
+
+    @overload
+    async def acall(
+        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
+    ) -> Prediction[SigT]: ...
+
+    async def acall(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
         """Run in the current event loop; see `aexecute`."""
+        _no_positional(self, args)
         return cast("Prediction[SigT]", await super().acall(**inputs))
 
-    def __call__(self, **inputs: Any) -> Prediction[SigT]:
+    @overload
+    def __call__(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]: ...
+
+    @overload
+    def __call__(
+        self,
+        *,
+        history: History | Sequence[ChatMessage] | None = None,
+        resume_state: ResumeState | None,
+        **inputs: Any,
+    ) -> Prediction[SigT]: ...
+
+    @overload
+    def __call__(
+        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
+    ) -> Prediction[SigT]: ...
+
+    def __call__(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
+        _no_positional(self, args)
         return cast("Prediction[SigT]", self.forward(**inputs))
 
-    async def atry_call(self, **inputs: Any) -> Prediction[SigT] | OutputError:
+    @overload
+    async def atry_call(
+        self, *args: InputsT.args, **inputs: InputsT.kwargs
+    ) -> Prediction[SigT] | OutputError: ...
+
+    @overload
+    async def atry_call(self, **inputs: Any) -> Prediction[SigT] | OutputError: ...
+
+    async def atry_call(self, *args: Any, **inputs: Any) -> Prediction[SigT] | OutputError:
         """Like `acall`, but an output failure is returned (an `OutputError`), not raised."""
+        _no_positional(self, args)
         return cast("Prediction[SigT] | OutputError", await super().atry_call(**inputs))
 
-    def try_call(self, **inputs: Any) -> Prediction[SigT] | OutputError:
+    @overload
+    def try_call(
+        self, *args: InputsT.args, **inputs: InputsT.kwargs
+    ) -> Prediction[SigT] | OutputError: ...
+
+    @overload
+    def try_call(self, **inputs: Any) -> Prediction[SigT] | OutputError: ...
+
+    def try_call(self, *args: Any, **inputs: Any) -> Prediction[SigT] | OutputError:
         """Synchronous `atry_call`."""
+        _no_positional(self, args)
         return cast("Prediction[SigT] | OutputError", super().try_call(**inputs))
 
     async def aforward(
@@ -509,3 +601,10 @@ def show_edits(call: TrajectoryCall, state: ResumeState) -> bool:
     merged = {**(original if isinstance(original, Mapping) else {}), **edited}
     call.arguments = json.dumps(to_jsonable(merged), ensure_ascii=False, separators=(",", ":"))
     return True
+
+
+def _no_positional(module: Module, args: tuple[Any, ...]) -> None:
+    if args:
+        raise InputError(
+            f"{module!r} takes its inputs as keywords, not {len(args)} positional argument(s)"
+        )
