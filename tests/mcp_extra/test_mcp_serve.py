@@ -109,9 +109,9 @@ def test_an_llm_backed_module_is_served_and_its_output_failure_names_paths() -> 
         ticket: str = ts.InputField()
         urgent: bool = ts.OutputField()
 
-    lm = FakeLM(
-        ['{"reasoning": "down", "urgent": true}'] + ['{"reasoning": "?", "urgent": "perhaps"}'] * 3
-    )
+    # Three different wrong replies: the same one again would end the call early (ADR-068).
+    wrong = [f'{{"reasoning": "?", "urgent": "perhaps {n}"}}' for n in range(3)]
+    lm = FakeLM(['{"reasoning": "down", "urgent": true}', *wrong])
 
     async def main() -> tuple[types.CallToolResult, types.CallToolResult]:
         served = ts.mcp.serve(ts.ChainOfThought(Classify, lm=lm))
