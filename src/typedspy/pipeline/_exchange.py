@@ -145,20 +145,14 @@ async def complete(
         RequestLimitError: ``requests`` has no room for it (it is not sent).
         LMError: The endpoint could not be used.
     """
-    if current().rendering:
-        raise Rendered(lm.request_body(request))
-    settings = get_settings()
-    exchange = Exchange(lm, request, settings, requests=requests, attempt=attempt)
+    exchange = _exchange(lm, request, streamed=False, requests=requests, attempt=attempt)
     entered: list[Stage] = []
     try:
-        for stage in _stages(settings):
-            entered.append(stage)
-            hit = await stage.enter(exchange)
-            if hit is not None:
-                exchange.response, exchange.cached = hit, True
-                break
-        else:
+        hit = await _enter(exchange, entered)
+        if hit is None:
             exchange.response = await counted(requests, lambda: lm.acomplete(request))
+        else:
+            exchange.response = hit
     except BaseException as exc:
         _fail(entered, exchange, exc)
         raise
@@ -179,21 +173,15 @@ async def stream(
     A cached reply comes as one chunk. The whole stream is bounded by the ``stream_deadline``
     setting (ADR-030); closing the iterator early closes the HTTP response at once.
     """
-    if current().rendering:
-        raise Rendered(lm.request_body(request))
-    settings = get_settings()
-    exchange = Exchange(lm, request, settings, streamed=True, requests=requests, attempt=attempt)
+    exchange = _exchange(lm, request, streamed=True, requests=requests, attempt=attempt)
+    settings = exchange.settings
     entered: list[Stage] = []
     try:
-        for stage in _stages(settings):
-            entered.append(stage)
-            hit = await stage.enter(exchange)
-            if hit is not None:
-                exchange.cached = True
-                chunk = chunk_of(hit)
-                accumulator.add(chunk)
-                yield chunk
-                break
+        hit = await _enter(exchange, entered)
+        if hit is not None:
+            chunk = chunk_of(hit)
+            accumulator.add(chunk)
+            yield chunk
         else:
             sent = stream_bounded(
                 lm.astream(request), settings.stream_deadline, f"{lm.model} stream"
@@ -211,6 +199,33 @@ async def stream(
         raise
     exchange.response = accumulator.response()
     await _leave(entered, exchange)
+
+
+def _exchange(
+    lm: BaseLM,
+    request: LMRequest,
+    *,
+    streamed: bool,
+    requests: RequestBound | None,
+    attempt: int,
+) -> Exchange:
+    """The exchange for ``request``; under `rendering`, `Rendered` instead (nothing is sent)."""
+    if current().rendering:
+        raise Rendered(lm.request_body(request))
+    return Exchange(
+        lm, request, get_settings(), streamed=streamed, requests=requests, attempt=attempt
+    )
+
+
+async def _enter(exchange: Exchange, entered: list[Stage]) -> LMResponse | None:
+    """Enter the settings' stages in order (each kept in ``entered``) until one answers."""
+    for stage in _stages(exchange.settings):
+        entered.append(stage)
+        hit = await stage.enter(exchange)
+        if hit is not None:
+            exchange.cached = True
+            return hit
+    return None
 
 
 async def _leave(entered: list[Stage], exchange: Exchange) -> None:
