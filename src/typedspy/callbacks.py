@@ -16,12 +16,12 @@ Example:
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from typedspy._deadline import note_attempt, note_tool
+from typedspy.pipeline import notify
 from typedspy.settings import get_settings
 
 if TYPE_CHECKING:
@@ -38,8 +38,6 @@ __all__ = [
     "tool_end",
     "tool_start",
 ]
-
-logger = logging.getLogger("typedspy")
 
 
 class BaseCallback:
@@ -84,14 +82,7 @@ class BaseCallback:
 
 
 def _notify(method: str, *args: Any) -> None:
-    for callback in get_settings().callbacks:
-        handler = getattr(callback, method, None)
-        if handler is None:
-            continue
-        try:
-            handler(*args)
-        except Exception:
-            logger.warning("callback %r raised in %s; ignored", callback, method, exc_info=True)
+    notify(get_settings().callbacks, method, *args)
 
 
 def module_start(instance: Any, inputs: Mapping[str, Any]) -> str:

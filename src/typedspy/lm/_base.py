@@ -133,17 +133,7 @@ class BaseLM(abc.ABC):
         It is what a response cache hashes and what a Batch API file holds. The default is
         the OpenAI chat-completions body; `LM` returns exactly what it puts on the wire.
         """
-        body: dict[str, Any] = {"model": self.model, "messages": list(request.messages)}
-        if request.response_format is not None:
-            body["response_format"] = dict(request.response_format)
-        if request.tools:
-            body["tools"] = list(request.tools)
-            if request.parallel_tool_calls is not None:
-                body["parallel_tool_calls"] = request.parallel_tool_calls
-        if request.tool_choice is not None:
-            body["tool_choice"] = request.tool_choice
-        body.update(request.params)
-        return body
+        return chat_body(self.model, request)
 
     @abc.abstractmethod
     async def acomplete(self, request: LMRequest) -> LMResponse:
@@ -225,3 +215,18 @@ class BaseLM(abc.ABC):
         return run_sync(
             lambda: self.acall(prompt, **params), async_name=f"{type(self).__name__}.acall"
         )
+
+
+def chat_body(model: str, request: LMRequest) -> dict[str, Any]:
+    """The OpenAI chat-completions body for ``request`` to ``model`` (no LM defaults)."""
+    body: dict[str, Any] = {"model": model, "messages": list(request.messages)}
+    if request.response_format is not None:
+        body["response_format"] = dict(request.response_format)
+    if request.tools:
+        body["tools"] = list(request.tools)
+        if request.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.tool_choice is not None:
+        body["tool_choice"] = request.tool_choice
+    body.update(request.params)
+    return body

@@ -17,5 +17,6 @@ from typedspy.pipeline._exchange import rendering as rendering
 from typedspy.pipeline._exchange import stream as stream
 from typedspy.pipeline._history import HISTORY as HISTORY
 from typedspy.pipeline._history import Entry, inspect_history, last_exchanges
+from typedspy.pipeline._stages import notify as notify
 
 __all__ = ["Entry", "inspect_history", "last_exchanges"]

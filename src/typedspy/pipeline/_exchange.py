@@ -19,7 +19,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, ClassVar
 
 from typedspy._deadline import note_streamed, stream_bounded
@@ -68,11 +67,6 @@ class Exchange:
     cached: bool = False
     started: float = field(default_factory=time.monotonic)
     notes: dict[str, Any] = field(default_factory=dict)
-
-    @cached_property
-    def body(self) -> dict[str, Any]:
-        """The JSON body this request sends, built once (the cache key and history read it)."""
-        return self.lm.request_body(self.request)
 
 
 class Stage:

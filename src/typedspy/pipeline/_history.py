@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import threading
 import time
+import weakref
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from typedspy._types import FailureKind, Usage
-from typedspy.lm import LMResponse
+from typedspy.lm import BaseLM, LMRequest, LMResponse, chat_body
 
 if TYPE_CHECKING:
     from typedspy.pipeline._exchange import Exchange
@@ -31,7 +32,6 @@ class Entry:
 
     Attributes:
         model: The model name sent.
-        body: The JSON body that was sent.
         response: The reply (``None`` when the request failed or was abandoned).
         error: What ended it instead, if anything (``"ValueError: ..."``).
         seconds: How long it took.
@@ -43,7 +43,6 @@ class Entry:
     """
 
     model: str
-    body: dict[str, Any]
     response: LMResponse | None
     error: str | None
     seconds: float
@@ -52,14 +51,23 @@ class Entry:
     cached: bool = False
     streamed: bool = False
     at: float = 0.0
+    _build: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _body: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The JSON body that was sent, built when first read (recording costs no copy)."""
+        if self._body is None:
+            try:
+                self._body = self._build() if self._build is not None else {}
+            except Exception as exc:  # a request the LM refuses to build is shown as such
+                self._body = {"unbuildable": f"{type(exc).__name__}: {exc}"}
+            self._build = None
+        return self._body
 
     @classmethod
     def of(cls, exchange: Exchange, error: BaseException | None) -> Entry:
         """The entry for an exchange that ended (with ``error``, or abandoned without a reply)."""
-        try:
-            body = exchange.body
-        except Exception as exc:  # a request the LM refuses to build is shown as such
-            body = {"unbuildable": f"{type(exc).__name__}: {exc}"}
         failed = None
         if error is not None:
             failed = f"{type(error).__name__}: {error}"
@@ -67,7 +75,6 @@ class Entry:
             failed = "abandoned: the consumer stopped reading the stream"
         return cls(
             model=exchange.lm.model,
-            body=body,
             response=exchange.response,
             error=failed,
             seconds=time.monotonic() - exchange.started,
@@ -75,12 +82,31 @@ class Entry:
             cached=exchange.cached,
             streamed=exchange.streamed,
             at=time.time(),
+            _build=_builder(exchange.lm, exchange.request),
         )
 
     @property
     def usage(self) -> Usage:
         """Tokens the reply reported (none for a failed request)."""
         return self.response.usage if self.response is not None else Usage()
+
+
+def _builder(lm: BaseLM, request: LMRequest) -> Callable[[], dict[str, Any]]:
+    """Builds the body the LM sent for ``request`` when asked, without keeping the LM alive.
+
+    An LM gone by then (collected) is shown with the request's own parameters only.
+    """
+    model = lm.model
+    try:
+        alive = weakref.ref(lm)
+    except TypeError:  # a user's LM with __slots__ and no __weakref__
+        return lambda: lm.request_body(request)
+
+    def build() -> dict[str, Any]:
+        found = alive()
+        return chat_body(model, request) if found is None else found.request_body(request)
+
+    return build
 
 
 class ExchangeLog:

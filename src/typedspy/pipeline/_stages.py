@@ -22,7 +22,7 @@ from typedspy.pipeline._exchange import Exchange, Stage
 from typedspy.pipeline._history import HISTORY, Entry
 from typedspy.settings import Settings
 
-__all__ = ["ORDER", "Admit", "Bound", "CacheStage", "Observe", "Record"]
+__all__ = ["ORDER", "Admit", "Bound", "CacheStage", "Observe", "Record", "notify"]
 
 logger = logging.getLogger("typedspy")
 
@@ -54,14 +54,19 @@ class Observe(Stage):
         self._notify("on_lm_end", None, error)
 
     def _notify(self, method: str, *args: object) -> None:
-        for callback in self.callbacks:
-            handler = getattr(callback, method, None)
-            if handler is None:
-                continue
-            try:
-                handler(self.call_id, *args)
-            except Exception:
-                logger.warning("callback %r raised in %s; ignored", callback, method, exc_info=True)
+        notify(self.callbacks, method, self.call_id, *args)
+
+
+def notify(callbacks: tuple[object, ...], method: str, *args: object) -> None:
+    """Call ``method`` on every callback that has it; one that raises is logged and ignored."""
+    for callback in callbacks:
+        handler = getattr(callback, method, None)
+        if handler is None:
+            continue
+        try:
+            handler(*args)
+        except Exception:
+            logger.warning("callback %r raised in %s; ignored", callback, method, exc_info=True)
 
 
 class Record(Stage):
