@@ -11,7 +11,7 @@ from typedspy.signature import Signature, to_jsonable
 if TYPE_CHECKING:
     from typedspy.lm import LMResponse
 
-__all__ = ["Attempt", "Prediction", "Usage"]
+__all__ = ["Attempt", "Prediction", "Reasoned", "Usage"]
 
 SigT = TypeVar("SigT", bound=Signature)
 
@@ -104,7 +104,7 @@ class Prediction(Mapping[str, Any], Generic[SigT]):
         return f"Prediction({shown})"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {slot: getattr(self, slot) for slot in self.__slots__}
+        return {slot: getattr(self, slot) for slot in Prediction.__slots__}  # subclasses add none
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for key, value in state.items():
@@ -117,3 +117,18 @@ class Prediction(Mapping[str, Any], Generic[SigT]):
             name: to_jsonable(value, fields[name].annotation if name in fields else None)
             for name, value in self._outputs.items()
         }
+
+
+class Reasoned(Prediction[SigT]):
+    """A `ChainOfThought` prediction: the outputs, and the ``reasoning`` written before them.
+
+    ``pred.reasoning`` is typed ``str`` (``pred.outputs`` is the caller's signature, which has
+    no ``reasoning`` field).
+    """
+
+    __slots__ = ()
+
+    @property
+    def reasoning(self) -> str:
+        """What the model wrote, step by step, before the outputs."""
+        return cast("str", self._outputs["reasoning"])

@@ -234,3 +234,23 @@ def test_new_instructions_apply_to_the_prompt_and_the_tool_contract() -> None:
     assert cot.original_signature.instructions == "Measure road distance."
     assert Tool.from_module(cot).description == "Measure road distance."
     assert Measure.instructions == "Measure the distance."  # the user's class is untouched
+
+
+def test_every_entry_point_returns_a_reasoned_prediction() -> None:
+    # Issue 23: `pred.reasoning` is the prediction's own typed attribute (ts.prediction.Reasoned).
+    from typedspy.testing import StandIn
+
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x")
+        try:
+            cot = ts.ChainOfThought("question -> answer", lm=lm)
+            called = cot(question="q")
+            tried = cot.try_call(question="q")
+            streamed = list(cot.stream(question="q"))[-1]
+            batched = cot.batch([{"question": "q"}]).items[0].result
+        finally:
+            lm.close()
+    for pred in (called, tried, streamed, batched):
+        assert isinstance(pred, ts.prediction.Reasoned)
+        assert pred.reasoning == pred["reasoning"] and isinstance(pred.reasoning, str)
+    assert not isinstance(ts.Predict("question -> answer"), ts.ChainOfThought)

@@ -158,3 +158,15 @@ async def react_acall_keywords_are_the_inputs() -> None:
     agent = ts.ReAct(Decide, tools=[])
     assert_type(await agent.acall(task="Ship it"), ts.Prediction[Decide])
     await agent.acall(tsak="Ship it")  # type: ignore[call-overload]
+
+
+def chain_of_thought_reasoning_is_typed() -> None:
+    # Issue 23: `ChainOfThought(...)(...).outputs.reasoning` was a type error; the reasoning is
+    # now the prediction's own typed attribute.
+    pred = ts.ChainOfThought(Decide)(task="Ship it")
+    assert_type(pred.reasoning, str)
+    assert_type(pred.outputs.action, SpawnTask | CompleteTask | Continue)
+    none = pred.outputs.reasoning  # type: ignore[attr-defined]  # the caller's signature has none
+    del none
+    outcome = ts.ChainOfThought(Decide).try_call(task="Ship it")
+    assert_type(outcome, ts.prediction.Reasoned[Decide] | ts.OutputError)

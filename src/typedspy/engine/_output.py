@@ -44,6 +44,7 @@ class CallPlan:
     attempts: Attempts
     budget: int | None = None
     what: str = "the completion"
+    prediction: type[Prediction[Any]] = Prediction
 
     @property
     def usage(self) -> Usage:
@@ -109,7 +110,7 @@ class CallPlan:
         if result.ok:
             assert result.value is not None
             return Done(
-                Prediction(
+                self.prediction(
                     self.signature,
                     result.value,
                     attempts=tuple(attempts.made),

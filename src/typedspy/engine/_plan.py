@@ -9,6 +9,7 @@ from typedspy.adapter import Mode, build_request
 from typedspy.engine._attempts import Attempts
 from typedspy.engine._output import CallPlan
 from typedspy.lm import BaseLM, ChatMessage, RequestBound
+from typedspy.prediction import Prediction
 from typedspy.retry import RetryPolicy
 from typedspy.settings import get_settings
 from typedspy.signature import Signature
@@ -27,6 +28,7 @@ def plan_call(
     params: Mapping[str, Any],
     max_retries: int | None,
     token_budget: int | None,
+    prediction: type[Prediction[Any]] = Prediction,
 ) -> CallPlan:
     """The `CallPlan` for one call on ``lm`` in ``mode``; unset limits come from the settings."""
     settings = get_settings()
@@ -50,4 +52,11 @@ def plan_call(
     attempts = Attempts(
         lm, RetryPolicy(max_retries=retries, wait=settings.retry_wait), requests=requests
     )
-    return CallPlan(signature=signature, mode=mode, base=request, attempts=attempts, budget=budget)
+    return CallPlan(
+        signature=signature,
+        mode=mode,
+        base=request,
+        attempts=attempts,
+        budget=budget,
+        prediction=prediction,
+    )

@@ -10,9 +10,11 @@ from pydantic.fields import FieldInfo
 from typing_extensions import Unpack
 
 from typedspy.engine import signature_of
-from typedspy.errors import SchemaError
-from typedspy.lm import BaseLM, RequestParams
+from typedspy.errors import OutputError, SchemaError
+from typedspy.lm import BaseLM, ChatMessage, RequestParams
+from typedspy.modules._history import History
 from typedspy.modules._predict import InputsT, Predict
+from typedspy.prediction import Reasoned
 from typedspy.settings import ModeSetting
 from typedspy.signature import OutputField, Returns, Signature, build_signature
 
@@ -62,6 +64,8 @@ class ChainOfThought(Predict[SigT, InputsT]):
         reasoning_description: The description of the ``reasoning`` field shown to the model.
         lm, mode, max_retries, demos, token_budget, **lm_kwargs: As for `Predict`.
     """
+
+    _prediction = Reasoned
 
     @overload
     def __init__(
@@ -150,6 +154,45 @@ class ChainOfThought(Predict[SigT, InputsT]):
             token_budget=token_budget,
             **lm_kwargs,
         )
+
+    # The calls return `Reasoned` predictions: `pred.reasoning` is typed ``str``.
+
+    @overload
+    async def acall(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Reasoned[SigT]: ...
+
+    @overload
+    async def acall(
+        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
+    ) -> Reasoned[SigT]: ...
+
+    async def acall(self, *args: Any, **inputs: Any) -> Reasoned[SigT]:
+        """Run in the current event loop; as `Predict.acall`, with ``reasoning`` typed."""
+        return cast("Reasoned[SigT]", await super().acall(*args, **inputs))
+
+    @overload
+    def __call__(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Reasoned[SigT]: ...
+
+    @overload
+    def __call__(
+        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
+    ) -> Reasoned[SigT]: ...
+
+    def __call__(self, *args: Any, **inputs: Any) -> Reasoned[SigT]:
+        return cast("Reasoned[SigT]", super().__call__(*args, **inputs))
+
+    async def atry_call(
+        self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
+    ) -> Reasoned[SigT] | OutputError:
+        """As `Predict.atry_call`, with ``reasoning`` typed."""
+        return cast(
+            "Reasoned[SigT] | OutputError", await super().atry_call(history=history, **inputs)
+        )
+
+    def try_call(
+        self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
+    ) -> Reasoned[SigT] | OutputError:
+        """Synchronous `atry_call`."""
+        return cast("Reasoned[SigT] | OutputError", super().try_call(history=history, **inputs))
 
     @property
     def instructions(self) -> str:

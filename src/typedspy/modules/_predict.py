@@ -83,6 +83,7 @@ class Predict(Module, Generic[SigT, InputsT]):
     """
 
     _learnable: ClassVar[bool] = True  # its instructions and demos: named_predictors
+    _prediction: ClassVar[type[Prediction[Any]]] = Prediction  # what a call returns
 
     @overload
     def __init__(
@@ -364,6 +365,7 @@ class Predict(Module, Generic[SigT, InputsT]):
             params=self.lm_kwargs,
             max_retries=self.max_retries,
             token_budget=self.token_budget,
+            prediction=self._prediction,
         )
 
 
