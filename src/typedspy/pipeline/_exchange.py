@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from typedspy._deadline import note_streamed, stream_bounded
 from typedspy._scope import RENDERING, current
@@ -54,7 +54,6 @@ class Exchange:
         response: The reply, once there is one.
         cached: Whether the reply came from the response cache.
         started: When the exchange began (``time.monotonic``).
-        notes: Per-stage state (a reservation to settle, a callback's call id).
     """
 
     lm: BaseLM
@@ -66,13 +65,10 @@ class Exchange:
     response: LMResponse | None = None
     cached: bool = False
     started: float = field(default_factory=time.monotonic)
-    notes: dict[str, Any] = field(default_factory=dict)
 
 
 class Stage:
     """One stage of the pipeline; every hook does nothing by default."""
-
-    name: ClassVar[str] = "stage"
 
     @classmethod
     def configured(cls, settings: Settings) -> Stage | None:

@@ -33,8 +33,6 @@ _WRITES = ("read_write", "refresh")
 class Observe(Stage):
     """Callbacks' ``on_lm_start`` and ``on_lm_end``: they watch beside the path, never send."""
 
-    name = "observe"
-
     def __init__(self, callbacks: tuple[object, ...]) -> None:
         self.callbacks = callbacks
         self.call_id = uuid.uuid4().hex
@@ -72,8 +70,6 @@ def notify(callbacks: tuple[object, ...], method: str, *args: object) -> None:
 class Record(Stage):
     """Keeps the exchange in the bounded history `inspect_history` prints (ADR-061)."""
 
-    name = "record"
-
     @classmethod
     def configured(cls, settings: Settings) -> Record | None:
         if settings.history_size <= 0:
@@ -99,8 +95,6 @@ class CacheStage(Stage):
     key's flight is held from the lookup until the reply is stored, so identical requests in
     flight at once send one request (`Cache.hold`).
     """
-
-    name = "cache"
 
     def __init__(self, cache: Cache, settings: Settings) -> None:
         self.cache = cache
@@ -157,8 +151,6 @@ class Admit(Stage):
     While the request is in flight it holds a `Reservation` of the budget (ADR-056): settled by
     the reply's usage, released if the request fails (unsent, when the rate-limit wait failed).
     """
-
-    name = "admit"
 
     def __init__(self, budget: Budget | None, rate_limit: RateLimit | None) -> None:
         self.budget = budget
@@ -227,8 +219,6 @@ class Admit(Stage):
 
 class Bound(Stage):
     """The call's deadline is told a request goes out; the usage meters count the reply."""
-
-    name = "bound"
 
     @classmethod
     def configured(cls, settings: Settings) -> Bound:
