@@ -14,7 +14,6 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from typing_extensions import Unpack
 
@@ -30,11 +29,11 @@ from typedspy.errors import (
 from typedspy.lm._base import DEFAULT_MAX_RESPONSE_BYTES, BaseLM
 from typedspy.lm._kwargs import as_sent, create_kwargs
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
-from typedspy.lm._params import LMDefaults, check_params, model_for_openai
+from typedspy.lm._params import LMDefaults, check_params
 from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import unsupported_feature
-from typedspy.profiles import Profile, detect_profile
+from typedspy.profiles import Profile, detect_profile, model_for_endpoint
 from typedspy.streaming import closing
 
 if TYPE_CHECKING:  # the SDK is imported on first use (ADR-034): `import typedspy` stays light
@@ -148,7 +147,7 @@ class LM(BaseLM):
         )
         if profile is None:
             profile = detect_profile(url)
-        model = model_for_openai(model, at_openai=_at_openai(url))
+        model = model_for_endpoint(model, url)
         super().__init__(model, profile=profile)
         check_params(defaults, where="LM defaults")
         self.defaults: Mapping[str, Any] = dict(defaults)
@@ -442,10 +441,3 @@ def _check_client(model: str, client: object) -> None:
             f"LM({model!r}): client= takes an openai.AsyncOpenAI (or a subclass such as "
             f"AsyncAzureOpenAI), got {type(client).__qualname__}{hint}"
         )
-
-
-def _at_openai(url: str | None) -> bool:
-    """Whether requests go to OpenAI's own endpoint (no base URL, or ``api.openai.com``)."""
-    if not url:
-        return True
-    return urlsplit(url if "//" in url else f"//{url}").hostname == "api.openai.com"

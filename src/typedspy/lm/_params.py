@@ -10,7 +10,6 @@ own escape hatch, unchecked.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -144,53 +143,3 @@ def check_params(params: Mapping[str, Any], *, where: str) -> None:
             f"{where}: extra_body must be a mapping of parameter names to values, "
             f"got {type(extra).__name__}"
         )
-
-
-_ROUTED = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)/(?P<name>.+)$")
-_PROVIDERS = frozenset(
-    {
-        "openai",
-        "anthropic",
-        "gemini",
-        "vertex_ai",
-        "bedrock",
-        "azure",
-        "ollama",
-        "ollama_chat",
-        "groq",
-        "mistral",
-        "cohere",
-        "together_ai",
-        "deepseek",
-        "xai",
-        "openrouter",
-        "huggingface",
-        "hosted_vllm",
-        "lm_studio",
-        "fireworks_ai",
-    }
-)  # LiteLLM's routing prefixes, as DSPy users write them ("openai/gpt-4o-mini")
-
-
-def model_for_openai(model: str, *, at_openai: bool) -> str:
-    """The model name to send to OpenAI's own endpoint, for a LiteLLM-style ``provider/model``.
-
-    ``openai/gpt-4o-mini`` (DSPy's spelling, routed by LiteLLM) is ``gpt-4o-mini`` at OpenAI.
-    Any other provider's prefix cannot be served by OpenAI's endpoint: refused, naming the fix.
-    Elsewhere (``at_openai`` False: a base URL of the user's) the name is the server's business
-    (``meta-llama/Llama-3.1-8B`` on vLLM, a LiteLLM proxy's own routes) and is sent as given.
-
-    Raises:
-        ConfigurationError: Another provider's prefix on OpenAI's endpoint.
-    """
-    routed = _ROUTED.match(model)
-    if not at_openai or routed is None or routed["provider"] not in _PROVIDERS:
-        return model
-    if routed["provider"] == "openai":
-        return routed["name"]
-    raise ConfigurationError(
-        f"LM({model!r}): {routed['provider']!r} is a LiteLLM-style provider prefix, and LM "
-        "talks to one OpenAI-compatible endpoint, OpenAI's here: give that provider's "
-        f"OpenAI-compatible base_url= and the model name it knows (LM({routed['name']!r}, "
-        "base_url=...)), or a LiteLLM proxy's base_url to keep the prefix"
-    )

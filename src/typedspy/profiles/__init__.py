@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from typedspy.errors import ConfigurationError
-from typedspy.profiles._builtin import PROFILE_NAMES, builtin, detect_profile
+from typedspy.profiles._builtin import PROFILE_NAMES, builtin, detect_profile, model_for_endpoint
 from typedspy.profiles._profile import LoopRemedy, Mode, Profile
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "Profile",
     "builtin",
     "detect_profile",
+    "model_for_endpoint",
     "resolve_profile",
 ]
 

@@ -6,12 +6,13 @@ comments name their public source threads); docs/profiles.md tabulates them.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from typedspy.errors import ConfigurationError
 from typedspy.profiles._profile import Profile
 
-__all__ = ["PROFILE_NAMES", "builtin", "detect_profile"]
+__all__ = ["PROFILE_NAMES", "builtin", "detect_profile", "model_for_endpoint"]
 
 # Media (ADR-021): the content parts each server's chat endpoint documents (image_url,
 # input_audio, file). The reference/ notes hold no media facts: these are typedspy's defaults,
@@ -134,7 +135,63 @@ def detect_profile(base_url: str | None) -> str:
     """
     if not base_url:
         return "openai"
-    host = (urlsplit(base_url if "//" in base_url else f"//{base_url}").hostname or "").lower()
+    host = _host(base_url)
     if host.endswith(".openai.azure.com"):
         return "azure"
     return "openai"
+
+
+_ROUTED = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)/(?P<name>.+)$")
+_PROVIDERS = frozenset(
+    {
+        "openai",
+        "anthropic",
+        "gemini",
+        "vertex_ai",
+        "bedrock",
+        "azure",
+        "ollama",
+        "ollama_chat",
+        "groq",
+        "mistral",
+        "cohere",
+        "together_ai",
+        "deepseek",
+        "xai",
+        "openrouter",
+        "huggingface",
+        "hosted_vllm",
+        "lm_studio",
+        "fireworks_ai",
+    }
+)  # LiteLLM's routing prefixes, as DSPy users write them ("openai/gpt-4o-mini")
+
+
+def model_for_endpoint(model: str, base_url: str | None) -> str:
+    """The model name to send to OpenAI's own endpoint, for a LiteLLM-style ``provider/model``.
+
+    ``openai/gpt-4o-mini`` (DSPy's spelling, routed by LiteLLM) is ``gpt-4o-mini`` at OpenAI.
+    Any other provider's prefix cannot be served by OpenAI's endpoint: refused, naming the fix.
+    Elsewhere (a base URL of the user's) the name is the server's business
+    (``meta-llama/Llama-3.1-8B`` on vLLM, a LiteLLM proxy's own routes) and is sent as given.
+
+    Raises:
+        ConfigurationError: Another provider's prefix on OpenAI's endpoint.
+    """
+    routed = _ROUTED.match(model)
+    at_openai = not base_url or _host(base_url) == "api.openai.com"
+    if not at_openai or routed is None or routed["provider"] not in _PROVIDERS:
+        return model
+    if routed["provider"] == "openai":
+        return routed["name"]
+    raise ConfigurationError(
+        f"LM({model!r}): {routed['provider']!r} is a LiteLLM-style provider prefix, and LM "
+        "talks to one OpenAI-compatible endpoint, OpenAI's here: give that provider's "
+        f"OpenAI-compatible base_url= and the model name it knows (LM({routed['name']!r}, "
+        "base_url=...)), or a LiteLLM proxy's base_url to keep the prefix"
+    )
+
+
+def _host(url: str) -> str:
+    """The host name of ``url`` (a scheme-less ``host:port/path`` too), lower-cased."""
+    return (urlsplit(url if "//" in url else f"//{url}").hostname or "").lower()
