@@ -261,7 +261,24 @@ class _File:
     # -- on the worker thread ------------------------------------------------------------
 
     def _open(self) -> None:
+        # Two processes opening one new file at once: switching it to WAL (or creating the
+        # schema) can report "database is locked" at once, without waiting in the busy
+        # handler. Tried again until busy_timeout has passed; then the error stands.
         busy = self._busy_timeout
+        give_up = time.monotonic() + busy
+        pause = 0.01
+        while True:
+            try:
+                self._db = self._connected(busy)
+                return
+            except sqlite3.OperationalError as exc:
+                locked = "locked" in str(exc) or "busy" in str(exc)
+                if not locked or time.monotonic() + pause > give_up:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    def _connected(self, busy: float) -> sqlite3.Connection:
         db = sqlite3.connect(self._path, timeout=busy, isolation_level=None)
         try:
             db.execute(f"PRAGMA busy_timeout = {int(busy * 1000)}")
@@ -272,7 +289,7 @@ class _File:
         except BaseException:
             db.close()
             raise
-        self._db = db
+        return db
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
