@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Literal, TypeVar
 
+from typedspy._runtime import run_sync
 from typedspy.cache._entry import (
     BadEntry,
     completion_text,
@@ -77,51 +78,38 @@ class Cache(abc.ABC):
         return self._failures.count
 
     def get(self, key: str, *, strict: bool = False) -> LMResponse | None:
-        """The cached response for ``key``, or ``None`` (missing, expired or unreadable).
-
-        Blocks while the store is read: async code uses `aget`.
+        """Synchronous `aget` (run through the sync bridge, like every sync entry point).
 
         Raises:
             CacheError: ``strict`` and the store or the entry could not be read.
+            ConfigurationError: Called on typedspy's own event loop; use `aget` there.
         """
-        try:
-            text = self._read(key, self._oldest_valid())
-        except StoreFailure as exc:
-            self._failed(key, str(exc), strict)
-            return None
-        return self._decoded(key, text, read_completion, strict)
+        return run_sync(lambda: self.aget(key, strict=strict), async_name="Cache.aget")
 
     async def aget(self, key: str, *, strict: bool = False) -> LMResponse | None:
-        """`get` without blocking the event loop (the store is read off it).
+        """The cached response for ``key``, or ``None`` (missing, expired or unreadable).
+
+        The store is read off the event loop.
 
         Raises:
             CacheError: ``strict`` and the store or the entry could not be read.
         """
-        try:
-            text = await self._aread(key, self._oldest_valid())
-        except StoreFailure as exc:
-            self._failed(key, str(exc), strict)
-            return None
-        return self._decoded(key, text, read_completion, strict)
+        return await self._lookup(key, read_completion, strict)
 
     def put(self, key: str, response: LMResponse) -> None:
-        """Store ``response`` under ``key`` (replacing an older entry); never raises.
+        """Synchronous `aput`; never raises a store's failure.
 
-        Blocks until the entry is written: async code uses `aput`.
+        Raises:
+            ConfigurationError: Called on typedspy's own event loop; use `aput` there.
         """
-        now = time.time()
-        try:
-            self._write(key, completion_text(response, now), now)
-        except StoreFailure as exc:
-            self._write_failed(exc)
+        run_sync(lambda: self.aput(key, response), async_name="Cache.aput")
 
     async def aput(self, key: str, response: LMResponse) -> None:
-        """`put` without blocking the event loop; never raises."""
-        now = time.time()
-        try:
-            await self._awrite(key, completion_text(response, now), now)
-        except StoreFailure as exc:
-            self._write_failed(exc)
+        """Store ``response`` under ``key`` (replacing an older entry) off the event loop.
+
+        Never raises: a store that fails leaves the reply unstored (counted and logged).
+        """
+        await self._store(key, lambda now: completion_text(response, now))
 
     async def aget_embeddings(self, key: str, *, strict: bool = False) -> EmbeddingResponse | None:
         """The cached ``/v1/embeddings`` reply for ``key``, or ``None`` (read off the loop).
@@ -129,37 +117,11 @@ class Cache(abc.ABC):
         Raises:
             CacheError: ``strict`` and the store or the entry could not be read.
         """
-        try:
-            text = await self._aread(key, self._oldest_valid())
-        except StoreFailure as exc:
-            self._failed(key, str(exc), strict)
-            return None
-        return self._decoded(key, text, read_embeddings, strict)
-
-    def get_embeddings(self, key: str, *, strict: bool = False) -> EmbeddingResponse | None:
-        """The cached ``/v1/embeddings`` reply for ``key``, or ``None`` (blocks: see `get`)."""
-        try:
-            text = self._read(key, self._oldest_valid())
-        except StoreFailure as exc:
-            self._failed(key, str(exc), strict)
-            return None
-        return self._decoded(key, text, read_embeddings, strict)
-
-    def put_embeddings(self, key: str, response: EmbeddingResponse) -> None:
-        """Store an embeddings reply under ``key`` (its vectors and usage); never raises."""
-        now = time.time()
-        try:
-            self._write(key, embeddings_text(response, now), now)
-        except StoreFailure as exc:
-            self._write_failed(exc)
+        return await self._lookup(key, read_embeddings, strict)
 
     async def aput_embeddings(self, key: str, response: EmbeddingResponse) -> None:
-        """`put_embeddings` without blocking the event loop; never raises."""
-        now = time.time()
-        try:
-            await self._awrite(key, embeddings_text(response, now), now)
-        except StoreFailure as exc:
-            self._write_failed(exc)
+        """Store an embeddings reply under ``key`` (its vectors and usage); never raises."""
+        await self._store(key, lambda now: embeddings_text(response, now))
 
     def claim(self, key: str) -> AbstractAsyncContextManager[None]:
         """Hold ``key`` while its request is looked up, sent and stored (async ``with``).
@@ -195,28 +157,35 @@ class Cache(abc.ABC):
         """How many entries are stored (expired ones included until evicted)."""
 
     @abc.abstractmethod
-    def _read(self, key: str, oldest: float) -> str | None:
-        """The entry's JSON text when it was written at or after ``oldest``.
+    async def _read(self, key: str, oldest: float) -> str | None:
+        """The entry's JSON text when it was written at or after ``oldest`` (off the loop).
 
         Raises:
             StoreFailure: The store could not be read.
         """
 
-    async def _aread(self, key: str, oldest: float) -> str | None:
-        """`_read` without blocking the event loop; in-memory stores just read."""
-        return self._read(key, oldest)
-
     @abc.abstractmethod
-    def _write(self, key: str, text: str, now: float) -> None:
-        """Store the JSON text, then evict beyond ``max_entries``.
+    async def _write(self, key: str, text: str, now: float) -> None:
+        """Store the JSON text, then evict beyond ``max_entries`` (off the loop).
 
         Raises:
             StoreFailure: The store could not be written.
         """
 
-    async def _awrite(self, key: str, text: str, now: float) -> None:
-        """`_write` without blocking the event loop; in-memory stores just write."""
-        self._write(key, text, now)
+    async def _lookup(self, key: str, read: Callable[[str], _Found], strict: bool) -> _Found | None:
+        try:
+            text = await self._read(key, self._oldest_valid())
+        except StoreFailure as exc:
+            self._failed(key, str(exc), strict)
+            return None
+        return self._decoded(key, text, read, strict)
+
+    async def _store(self, key: str, text: Callable[[float], str]) -> None:
+        now = time.time()
+        try:
+            await self._write(key, text(now), now)
+        except StoreFailure as exc:
+            self._write_failed(exc)
 
     def _write_failed(self, exc: StoreFailure) -> None:
         self._failures.report("writing an entry", str(exc), "the reply was not stored")

@@ -61,7 +61,7 @@ class MemoryCache(Cache):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _read(self, key: str, oldest: float) -> str | None:
+    async def _read(self, key: str, oldest: float) -> str | None:
         with self._lock:
             found = self._entries.get(key)
             if found is None:
@@ -72,7 +72,7 @@ class MemoryCache(Cache):
             self._entries.move_to_end(key)
             return found[1]
 
-    def _write(self, key: str, text: str, now: float) -> None:
+    async def _write(self, key: str, text: str, now: float) -> None:
         size = len(text) if text.isascii() else len(text.encode())
         if self.max_bytes is not None and size > self.max_bytes:
             raise StoreFailure(f"the entry is larger than max_bytes={self.max_bytes}")

@@ -142,16 +142,10 @@ class SQLiteCache(Cache):
         except StoreFailure as exc:
             raise CacheError(f"{self._failures.name}.{what}: {exc}") from exc
 
-    def _read(self, key: str, oldest: float) -> str | None:
-        return self._file.read(key, oldest)
+    async def _read(self, key: str, oldest: float) -> str | None:
+        return await self._file.read(key, oldest)
 
-    async def _aread(self, key: str, oldest: float) -> str | None:
-        return await self._file.aread(key, oldest)
-
-    def _write(self, key: str, text: str, now: float) -> None:
-        self._file.write(key, text, now).result()
-
-    async def _awrite(self, key: str, text: str, now: float) -> None:
+    async def _write(self, key: str, text: str, now: float) -> None:
         # Shielded: the transaction is shared by every write queued with this one.
         await asyncio.shield(asyncio.wrap_future(self._file.write(key, text, now)))
 
@@ -191,10 +185,7 @@ class _File:
 
     # -- on the calling thread -----------------------------------------------------------
 
-    def read(self, key: str, oldest: float) -> str | None:
-        return self._ready().call(lambda: self._select(key, oldest))
-
-    async def aread(self, key: str, oldest: float) -> str | None:
+    async def read(self, key: str, oldest: float) -> str | None:
         return await self._ready().acall(lambda: self._select(key, oldest))
 
     def write(self, key: str, text: str, now: float) -> Future[None]:
