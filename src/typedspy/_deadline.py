@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
-from typedspy._scope import DEADLINE, STREAM_DEADLINE, current
+from typedspy._scope import DEADLINE, STREAM_DEADLINE, Field, current
 from typedspy.errors import DeadlineExceededError
 from typedspy.streaming import closing
 
@@ -153,55 +153,48 @@ def call_bound(seconds: float | None, owner: str) -> Bound | None:
     return outer.child()  # another task (a sync tool's thread, a batch): same expiry, own timer
 
 
-async def bounded(events: AsyncIterator[T], seconds: float | None, owner: str) -> AsyncIterator[T]:
+def bounded(events: AsyncIterator[T], seconds: float | None, owner: str) -> AsyncIterator[T]:
     """Yield ``events``, each step under the call's deadline (see the module docstring)."""
-    bound = call_bound(seconds, owner)
-    if bound is None:
-        async with closing(events):
-            async for event in events:
-                yield event
-        return
-    saved = None
-    try:
-        while True:
-            saved = DEADLINE.set(bound, last=saved)
-            try:
-                event = await bound.step(events)
-            except StopAsyncIteration:
-                return
-            finally:
-                DEADLINE.restore(saved)
-            yield event
-    finally:
-        bound.close()
-        await _aclose(events)
+    return _under(events, lambda: call_bound(seconds, owner), DEADLINE)
 
 
-async def stream_bounded(
-    chunks: AsyncIterator[T], seconds: float | None, owner: str
-) -> AsyncIterator[T]:
+def stream_bounded(chunks: AsyncIterator[T], seconds: float | None, owner: str) -> AsyncIterator[T]:
     """Yield ``chunks`` of one streamed request, which must end within ``seconds``."""
+    return _under(chunks, lambda: _stream_bound(seconds, owner), STREAM_DEADLINE)
+
+
+def _stream_bound(seconds: float | None, owner: str) -> Bound | None:
     if seconds is None:
-        async with closing(chunks):
-            async for chunk in chunks:
-                yield chunk
-        return
+        return None
     bound = Bound("stream_deadline", seconds, owner)
     bound.stage = "streaming the reply"
+    return bound
+
+
+async def _under(
+    items: AsyncIterator[T], make: Callable[[], Bound | None], field: Field[Bound | None]
+) -> AsyncIterator[T]:
+    """Yield ``items``, each step under the bound ``make`` returns (kept in ``field``)."""
+    bound = make()  # on the first step, in the consumer's task and scope
+    if bound is None:
+        async with closing(items):
+            async for item in items:
+                yield item
+        return
     saved = None
     try:
         while True:
-            saved = STREAM_DEADLINE.set(bound, last=saved)
+            saved = field.set(bound, last=saved)
             try:
-                chunk = await bound.step(chunks)
+                item = await bound.step(items)
             except StopAsyncIteration:
                 return
             finally:
-                STREAM_DEADLINE.restore(saved)
-            yield chunk
+                field.restore(saved)
+            yield item
     finally:
         bound.close()
-        await _aclose(chunks)
+        await _aclose(items)
 
 
 async def _aclose(iterator: AsyncIterator[object]) -> None:
