@@ -6,8 +6,8 @@ import math
 import pydantic
 import pytest
 
+from typedspy._json import MAX_JSON_DEPTH as MAX_DEPTH
 from typedspy.parse._lenient import (
-    MAX_DEPTH,
     LenientDecodeError,
     NonFinite,
     decode_lenient,

@@ -5,12 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from typedspy._json import MAX_JSON_DEPTH
-
-__all__ = ["MAX_DEPTH", "ErrorKind", "LenientDecodeError", "NonFinite", "depth_message"]
-
-MAX_DEPTH = MAX_JSON_DEPTH
-"""Deepest nesting of objects and arrays accepted by default (``max_json_depth``, ADR-048)."""
+__all__ = ["ErrorKind", "LenientDecodeError", "NonFinite", "depth_message"]
 
 ErrorKind = Literal["syntax", "truncated", "depth", "digits"]
 

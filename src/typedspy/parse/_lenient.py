@@ -12,10 +12,10 @@ import re
 from collections.abc import Callable
 
 from typedspy._json import active_depth, depth_limit, number_too_long
-from typedspy.parse._json_values import MAX_DEPTH, LenientDecodeError, NonFinite, depth_message
+from typedspy.parse._json_values import LenientDecodeError, NonFinite, depth_message
 from typedspy.parse._strict_json import finite_or_not, scan_strict, strict_truncated
 
-__all__ = ["MAX_DEPTH", "LenientDecodeError", "NonFinite", "decode_lenient", "scan_value"]
+__all__ = ["LenientDecodeError", "NonFinite", "decode_lenient", "scan_value"]
 
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
