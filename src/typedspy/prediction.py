@@ -25,7 +25,8 @@ class Prediction(Mapping[str, Any], Generic[SigT]):
         attempts: One record per request (raw text, errors, usage), in order.
         raw: The text of the last completion.
         completion: The last `LMResponse`, when the prediction came from a model.
-        extras: Additional results a module attaches (for example ReAct's ``trajectory``).
+        extras: Additional results a module attaches (for example ReAct's ``trajectory``,
+            a ``think_then_format`` call's ``draft``).
     """
 
     __slots__ = ("_outputs", "attempts", "completion", "extras", "raw", "signature", "usage")
@@ -70,6 +71,17 @@ class Prediction(Mapping[str, Any], Generic[SigT]):
         if self.attempts and self.attempts[-1].reasoning is not None:
             return self.attempts[-1].reasoning
         return self.completion.reasoning if self.completion is not None else None
+
+    @property
+    def draft(self) -> str | None:
+        """The free answer of a ``think_then_format`` call, which its outputs were written from.
+
+        The first request's reply, its reasoning split off (ADR-086); ``None`` for a call in
+        any other mode. An output field named ``draft`` is read as ``pred["draft"]`` or
+        ``pred.outputs.draft``.
+        """
+        draft = self.extras.get("draft")
+        return draft if isinstance(draft, str) else None
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -44,7 +44,7 @@ __all__ = [
     "resolve_lm",
 ]
 
-ModeSetting = Literal["auto", "json_schema", "json_object", "prompt", "tools"]
+ModeSetting = Literal["auto", "json_schema", "json_object", "prompt", "tools", "think_then_format"]
 _MODES: tuple[str, ...] = get_args(ModeSetting)
 
 
@@ -56,8 +56,9 @@ class Settings:
         lm: The language model modules call when none is given to them.
         max_retries: Semantic retries (decode or validation failures) after the first attempt.
         mode: The output mode: ``"auto"`` (the LM profile's modes in order, stepping down to
-            the next when the endpoint refuses one, remembered by the profile) or a fixed mode
-            name.
+            the next when the endpoint refuses one, remembered by the profile), a fixed mode
+            name, or ``"think_then_format"`` (a free answer, then ``auto`` writes it as the
+            outputs; ADR-086).
         token_budget: Total tokens one call may spend across its attempts; ``None`` for no limit.
         callbacks: Objects notified of module and LM events, in order.
         retry_wait: Seconds to wait between semantic retries.

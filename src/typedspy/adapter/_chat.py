@@ -23,11 +23,13 @@ from typedspy.signature import Signature, to_jsonable
 __all__ = [
     "Mode",
     "build_request",
+    "draft_request",
     "format_inputs",
     "format_outputs",
     "output_schema",
     "render_value",
     "with_history",
+    "written_as_outputs",
 ]
 
 
@@ -206,4 +208,70 @@ def build_request(
         tool_choice=prompt.tool_choice,
         parallel_tool_calls=profile.parallel_tool_calls if prompt.tools else None,
         params=profile.structured_params(params or {}, defaults=defaults or {}),
+    )
+
+
+def draft_request(
+    sig: type[Signature],
+    inputs: Mapping[str, Any],
+    *,
+    profile: Profile,
+    demos: Sequence[Mapping[str, Any]] = (),
+    history: Sequence[ChatMessage] = (),
+    params: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> LMRequest:
+    """The first request of a ``think_then_format`` call: a free answer, no format asked (ADR-086).
+
+    The system turn is the instruction, the described inputs and what the answer must give
+    (each output's name, type and description), in plain words: no schema, no shape, no
+    ``response_format``. Demos answer in ``name: value`` lines. The profile's token cap applies
+    as to a structured request (`Profile.structured_params`).
+
+    Raises:
+        MediaNotSupportedError: A media input of a kind the profile does not take.
+    """
+    lines = [sig.instructions]
+    if any(i.description for i in sig.input_fields.values()):
+        lines += ["", *_field_section("Inputs:", sig.input_fields)]
+    lines += [
+        "",
+        "Answer in your own words; your answer must give:",
+        *(_describe(n, i, True) for n, i in sig.output_fields.items()),
+    ]
+    system, turns = with_history("\n".join(lines), history)
+    messages: list[ChatMessage] = [system]
+    for demo in demos:
+        messages.append({"role": "user", "content": _user(sig, demo, profile)})
+        messages.append({"role": "assistant", "content": _plain_outputs(sig, demo)})
+    messages.extend(turns)
+    messages.append({"role": "user", "content": _user(sig, inputs, profile)})
+    return LMRequest(
+        messages=tuple(messages),
+        params=profile.structured_params(params or {}, defaults=defaults or {}),
+    )
+
+
+def _plain_outputs(sig: type[Signature], outputs: Mapping[str, Any]) -> str:
+    fields = sig.output_fields
+    return "\n".join(
+        f"{n}: {render_value(outputs[n], fields[n].annotation)}" for n in fields if n in outputs
+    )
+
+
+_WRITE_AS_OUTPUTS = (
+    "Now give the answer you wrote above as the output asked for: the same values, nothing "
+    "added, nothing else."
+)
+
+
+def written_as_outputs(draft: str) -> tuple[ChatMessage, ChatMessage]:
+    """The turns a ``think_then_format`` call's second request ends with (ADR-086).
+
+    The free answer as the assistant's turn, then the request to write it as the outputs; the
+    request before them is the call's usual structured one, so its schema does the rest.
+    """
+    return (
+        {"role": "assistant", "content": draft},
+        {"role": "user", "content": _WRITE_AS_OUTPUTS},
     )

@@ -25,6 +25,7 @@ from typing import Any
 from typedspy._json import JSONLimitError, loads
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
+from typedspy.adapter import Mode
 from typedspy.batch import BatchItem, BatchResult
 from typedspy.engine import check_inputs, run_call
 from typedspy.errors import BatchFileError, ConfigurationError, InputError, LMStatusError
@@ -69,12 +70,13 @@ def write_batch_file(
 
     Raises:
         InputError: An input does not fit the signature (the message names its index).
-        ConfigurationError: ``custom_ids`` that are not unique or not one per input.
+        ConfigurationError: ``custom_ids`` that are not unique or not one per input, or a
+            ``predict`` in ``think_then_format`` mode (two requests per item).
     """
     items = list(inputs)
     ids = _ids(custom_ids, len(items))
     lm = predict._lm()
-    mode = predict._start_mode(lm)
+    mode = _one_request_mode(predict, lm)
     lines = []
     for index, (custom_id, item) in enumerate(zip(ids, items, strict=True)):
         try:
@@ -122,7 +124,7 @@ async def aread_batch_file(
         ConfigurationError: A line (named by file and number) that is longer than the LM's
             ``max_response_bytes``, not UTF-8, not JSON (or nested past ``max_json_depth``),
             without a string ``custom_id``, or whose ``custom_id`` is not one of the inputs'
-            (the file belongs to another batch).
+            (the file belongs to another batch); a ``predict`` in ``think_then_format`` mode.
     """
     items = list(inputs)
     ids = _ids(custom_ids, len(items))
@@ -132,7 +134,7 @@ async def aread_batch_file(
     except ConfigurationError as exc:
         scrub_chain(exc, lm.redact)  # it may quote the line, and a line may echo the key
         raise
-    mode = predict._start_mode(lm)
+    mode = _one_request_mode(predict, lm)
     results = []
     with context(cache=None, budget=None, rate_limit=None):  # nothing is sent
         for index, (custom_id, item) in enumerate(zip(ids, items, strict=True)):
@@ -155,6 +157,20 @@ async def aread_batch_file(
             used = lines is not None and lines.line is not None
             results.append(BatchItem(index, item, result, usage, 1 if used else 0))
     return BatchResult(results)
+
+
+def _one_request_mode(predict: Predict[Any, Any], lm: BaseLM) -> Mode:
+    """The mode of ``predict``'s one request per item.
+
+    Raises:
+        ConfigurationError: ``think_then_format``, whose second request needs the first's reply.
+    """
+    if predict._mode() == "think_then_format":
+        raise ConfigurationError(
+            f"{predict!r}: a Batch API file holds one request per item, and think_then_format "
+            "sends two (the second carries the first's answer); use another mode"
+        )
+    return predict._start_mode(lm)
 
 
 def read_batch_file(

@@ -31,7 +31,7 @@ from typedspy.retry import RetryableFailure, feedback_messages
 from typedspy.signature import Signature
 from typedspy.streaming import closing
 
-__all__ = ["CallPlan", "run_call"]
+__all__ = ["CallPlan", "reply_output", "run_call"]
 
 
 @dataclass
@@ -65,11 +65,9 @@ class CallPlan:
 
     def output(self, response: LMResponse) -> tuple[str | None, str | None]:
         text, tool_call = _reply_text(response, self.mode)
-        reasoning = response.reasoning
-        if text is not None and tool_call is None:
-            text, inline = split_reasoning(text, self.attempts.lm.profile.reasoning_tags)
-            reasoning = reasoning if inline is None else inline
-        return text, reasoning
+        if tool_call is not None:
+            return text, response.reasoning
+        return reply_output(text, response.reasoning, self.attempts.lm.profile.reasoning_tags)
 
     def usable_when_cut(self, text: str, kind: FailureKind) -> bool:
         depth = self.attempts.lm.max_json_depth
@@ -183,6 +181,16 @@ async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
         raise _output_error(
             OutputDecodeError if all_decode else OutputValidationError, plan, result.errors
         ) from None
+
+
+def reply_output(
+    text: str | None, reasoning: str | None, tags: tuple[str, str] | None
+) -> tuple[str | None, str | None]:
+    """A reply's content and reasoning, a leading block between ``tags`` split off the content."""
+    if text is None:
+        return None, reasoning
+    text, inline = split_reasoning(text, tags)
+    return text, reasoning if inline is None else inline
 
 
 def _repeats(attempts: Attempts, text: str) -> bool:

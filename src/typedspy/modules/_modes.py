@@ -3,6 +3,8 @@
 ``mode="auto"`` (the default setting) starts with the first mode of the LM's profile. When the
 endpoint rejects ``response_format``, the call steps down the profile's list (the profile
 remembers it, so later calls start lower) and runs again; an explicit mode never steps down.
+``mode="think_then_format"`` first asks for a free answer, then runs ``auto`` with that answer
+to write as the outputs (ADR-086).
 """
 
 from __future__ import annotations
@@ -12,16 +14,19 @@ from collections.abc import AsyncIterator, Callable
 from typing import cast, get_args
 
 from typedspy.adapter import Mode
-from typedspy.engine import CallPlan, Event, run_call, stepping_down
+from typedspy.engine import CallPlan, Draft, DraftPlan, Event, run_call, run_draft, stepping_down
 from typedspy.errors import ConfigurationError, LMUnsupportedFeatureError
 from typedspy.lm import BaseLM
+from typedspy.prediction import Prediction
 from typedspy.settings import ModeSetting, get_settings
 from typedspy.streaming import closing
 
-__all__ = ["MODES", "checked_mode", "run_stepping_down", "start_mode"]
+__all__ = ["MODES", "TWO_STEP", "checked_mode", "run_stepping_down", "start_mode"]
 
 logger = logging.getLogger("typedspy")
-MODES = ("auto", *get_args(Mode))
+MODES: tuple[str, ...] = get_args(ModeSetting)
+TWO_STEP = "think_then_format"
+_STEPS_DOWN = ("auto", TWO_STEP)  # the modes whose structured request follows the profile
 
 
 def checked_mode(mode: ModeSetting | None) -> str:
@@ -37,37 +42,47 @@ def checked_mode(mode: ModeSetting | None) -> str:
 
 
 def start_mode(mode: str, lm: BaseLM) -> Mode:
-    """The mode a call starts in: ``mode`` (checked), or for ``"auto"`` the profile's."""
-    if mode != "auto":
+    """The mode a call's structured request starts in: ``mode`` (checked), or the profile's.
+
+    ``"auto"`` and ``"think_then_format"`` (its second request) start in the profile's mode.
+    """
+    if mode not in _STEPS_DOWN:
         return cast("Mode", mode)
     return lm.profile.auto_mode()
 
 
 async def run_stepping_down(
     lm: BaseLM,
-    plan: Callable[[Mode], CallPlan],
+    plan: Callable[[Mode, Draft | None], CallPlan],
     *,
+    draft: Callable[[], DraftPlan],
     asked: Callable[[], str],
     stream: bool,
 ) -> AsyncIterator[Event]:
     """Run the call planned for the start mode; step down the profile's modes while refused.
 
+    In ``think_then_format`` the free answer comes first (`run_draft`, not streamed); the
+    structured call gets it, and the `Prediction` has it as ``extras["draft"]``.
+
     Args:
         lm: The endpoint (one of a chain's, for a `FallbackLM`).
-        plan: The call for a mode.
+        plan: The call for a mode, with the free answer in ``think_then_format``.
+        draft: The first request of a ``think_then_format`` call.
         asked: The mode asked for (checked): read when the call starts (`start_mode`), and
-            again when the endpoint refuses (only ``"auto"`` steps down).
+            again when the endpoint refuses (only ``"auto"`` and ``"think_then_format"`` step
+            down).
         stream: Stream the call (events before the `Prediction`).
 
     Raises:
         LMUnsupportedFeatureError: Refused with an explicit mode, refused for another feature
             than ``response_format``, or refused in the profile's last mode.
     """
+    drafted = await run_draft(draft()) if asked() == TWO_STEP else None
     mode = start_mode(asked(), lm)
 
     def step_down(exc: LMUnsupportedFeatureError) -> bool:
         nonlocal mode
-        if asked() != "auto" or exc.feature != "response_format":
+        if asked() not in _STEPS_DOWN or exc.feature != "response_format":
             return False
         step = lm.profile.next_mode(mode)  # remembered by the LM's profile
         if step is None:
@@ -82,7 +97,9 @@ async def run_stepping_down(
         mode = step
         return True
 
-    events = stepping_down(lambda: run_call(plan(mode), stream=stream), step_down)
+    events = stepping_down(lambda: run_call(plan(mode, drafted), stream=stream), step_down)
     async with closing(events):
         async for event in events:
+            if drafted is not None and isinstance(event, Prediction):
+                event.extras["draft"] = drafted.text
             yield event

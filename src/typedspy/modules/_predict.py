@@ -13,10 +13,13 @@ from typedspy.adapter import Mode
 from typedspy.batch import BatchOptions, BatchResult
 from typedspy.engine import (
     CallPlan,
+    Draft,
+    DraftPlan,
     Event,
     check_inputs,
     over_chain,
     plan_call,
+    plan_draft,
     signature_of,
 )
 from typedspy.errors import (
@@ -67,8 +70,9 @@ class Predict(Module, Generic[SigT, InputsT]):
         lm: The model to call; defaults to the one set with `ts.configure` / `ts.context`.
         mode: ``"auto"`` (the first mode of the LM's profile, stepping down its list when the
             endpoint rejects ``response_format``), ``"json_schema"``,
-            ``"json_object"``, ``"prompt"`` or ``"tools"`` (the outputs as one forced call).
-            Defaults to the ``mode`` setting (``"auto"``).
+            ``"json_object"``, ``"prompt"``, ``"tools"`` (the outputs as one forced call) or
+            ``"think_then_format"`` (a free answer first, then ``auto`` writes it as the
+            outputs: ``pred.draft``; ADR-086). Defaults to the ``mode`` setting (``"auto"``).
         max_retries: Retries after a decode or validation failure (default from settings: 2).
         demos: Few-shot examples: mappings with values for input and output fields.
         token_budget: Stop retrying once this many tokens were spent on the call.
@@ -261,7 +265,8 @@ class Predict(Module, Generic[SigT, InputsT]):
     ) -> AsyncIterator[Event]:
         return run_stepping_down(
             lm,
-            lambda mode: self._plan(lm, mode, checked, turns),
+            lambda mode, draft: self._plan(lm, mode, checked, turns, draft),
+            draft=lambda: self._draft(lm, checked, turns),
             asked=self._mode,
             stream=stream,
         )
@@ -353,7 +358,12 @@ class Predict(Module, Generic[SigT, InputsT]):
         return start_mode(self._mode(), lm)
 
     def _plan(
-        self, lm: BaseLM, mode: Mode, inputs: dict[str, Any], history: Sequence[ChatMessage]
+        self,
+        lm: BaseLM,
+        mode: Mode,
+        inputs: dict[str, Any],
+        history: Sequence[ChatMessage],
+        draft: Draft | None = None,
     ) -> CallPlan:
         return plan_call(
             self.signature,
@@ -366,6 +376,14 @@ class Predict(Module, Generic[SigT, InputsT]):
             max_retries=self.max_retries,
             token_budget=self.token_budget,
             prediction=self._prediction,
+            draft=draft,
+        )
+
+    def _draft(
+        self, lm: BaseLM, inputs: dict[str, Any], history: Sequence[ChatMessage]
+    ) -> DraftPlan:
+        return plan_draft(
+            self.signature, lm, inputs, history, demos=self.demos, params=self.lm_kwargs
         )
 
 
