@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic.fields import FieldInfo
 
@@ -50,9 +51,21 @@ def _describe(name: str, info: FieldInfo, with_type: bool) -> str:
 
 
 def _type_name(annotation: Any) -> str:
+    """A type as a reader writes it: ``SpawnTask | Continue``, ``list[int]``, ``'low' | 'high'``."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (Union, UnionType):
+        return " | ".join(_type_name(a) for a in args)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in args)
+    if origin is Annotated:
+        return _type_name(args[0])
+    if annotation is type(None):
+        return "None"
+    if origin is not None:
+        inner = ", ".join(_type_name(a) for a in args)
+        return f"{_type_name(origin)}[{inner}]" if args else _type_name(origin)
     name = getattr(annotation, "__name__", None)
-    text = name if isinstance(name, str) and not getattr(annotation, "__args__", None) else None
-    return text or str(annotation).replace("typing.", "")
+    return name if isinstance(name, str) else str(annotation).replace("typing.", "")
 
 
 def format_inputs(sig: type[Signature], inputs: Mapping[str, Any]) -> str:
