@@ -74,3 +74,11 @@ def test_deadlines_example_stops_each_slow_stream_with_its_limit() -> None:
     assert "stopped: limit=deadline, 0.5 s, while streaming the reply" in out
     assert "streamed some=True" in out
     assert "stopped: limit=stream_deadline, 0.3 s" in out
+
+
+def test_think_then_format_example_drafts_then_formats() -> None:
+    out = run(EXAMPLES[0].parent / "19_think_then_format.py")
+    assert "first request has response_format: False" in out
+    assert "requests: ['free', 'schema', 'schema']" in out
+    assert "attempts: [None, 'not_enforced', None]" in out
+    assert "the second request carries the draft: True" in out

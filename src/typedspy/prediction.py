@@ -26,7 +26,7 @@ class Prediction(Mapping[str, Any], Generic[SigT]):
         raw: The text of the last completion.
         completion: The last `LMResponse`, when the prediction came from a model.
         extras: Additional results a module attaches (for example ReAct's ``trajectory``,
-            a ``think_then_format`` call's ``draft``).
+            a ``think_then_format`` call's ``free_answer``).
     """
 
     __slots__ = ("_outputs", "attempts", "completion", "extras", "raw", "signature", "usage")
@@ -73,15 +73,15 @@ class Prediction(Mapping[str, Any], Generic[SigT]):
         return self.completion.reasoning if self.completion is not None else None
 
     @property
-    def draft(self) -> str | None:
+    def free_answer(self) -> str | None:
         """The free answer of a ``think_then_format`` call, which its outputs were written from.
 
         The first request's reply, its reasoning split off (ADR-086); ``None`` for a call in
-        any other mode. An output field named ``draft`` is read as ``pred["draft"]`` or
-        ``pred.outputs.draft``.
+        any other mode. An output of this name is read first (``pred.outputs.free_answer``
+        types it).
         """
-        draft = self.extras.get("draft")
-        return draft if isinstance(draft, str) else None
+        value = self._outputs.get("free_answer", self.extras.get("free_answer"))
+        return cast("str | None", value)
 
     def __getattr__(self, name: str) -> Any:
         try:

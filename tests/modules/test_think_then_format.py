@@ -66,7 +66,7 @@ def test_the_first_request_is_free_and_the_second_formats_its_answer(
         description="cut the release branch today", priority="high"
     )
     assert pred.confidence == 0.8
-    assert pred.draft == DRAFT
+    assert pred.free_answer == DRAFT
     first, second = server.requests
     assert "response_format" not in first and "tools" not in first
     system = first["messages"][0]["content"]
@@ -98,7 +98,7 @@ def test_a_validation_failure_retries_only_the_second_request(server: StandIn, l
     feedback = retried["messages"][-1]["content"]
     assert feedback.startswith(FEEDBACK_LABEL) and "action.priority" in feedback
     assert [a.kind for a in pred.attempts] == [None, "not_enforced", None]  # strict: ignored
-    assert pred.draft == DRAFT
+    assert pred.free_answer == DRAFT
 
 
 def test_usage_sums_both_requests(server: StandIn, lm: ts.LM) -> None:
@@ -150,7 +150,7 @@ def test_async_calls_take_the_same_two_requests(server: StandIn, lm: ts.LM) -> N
 
     pred = asyncio.run(main())
 
-    assert pred.draft == DRAFT and pred.action.priority == "high"
+    assert pred.free_answer == DRAFT and pred.action.priority == "high"
     assert ["response_format" in r for r in server.requests] == [False, True, True]
     assert server.requests[1]["messages"][-2]["content"] == DRAFT
 
@@ -174,7 +174,7 @@ def test_streaming_yields_the_second_requests_partials_then_the_value(
     assert failed["stream"] is True and retried["stream"] is True
     assert [e.attempt for e in events if isinstance(e, RetryStarted)] == [2]
     final = events[-1]
-    assert final.draft == DRAFT and final.action.priority == "high"
+    assert final.free_answer == DRAFT and final.action.priority == "high"
     last = [e for e in events if isinstance(e, PartialPrediction)][-1]
     assert last.values == dict(final)
 
@@ -223,7 +223,7 @@ def test_the_reasoning_of_the_first_reply_stays_out_of_the_draft(server: StandIn
     finally:
         tagged.close()
 
-    assert pred.draft == DRAFT
+    assert pred.free_answer == DRAFT
     assert pred.attempts[0].reasoning == "priorities, deadlines"
     assert server.requests[1]["messages"][-2]["content"] == DRAFT
 
@@ -237,7 +237,7 @@ def test_a_refused_response_format_steps_down_without_asking_again_for_the_draft
         finally:
             lm.close()
 
-    assert pred.draft == DRAFT
+    assert pred.free_answer == DRAFT
     formats = [r.get("response_format", {}).get("type") for r in server.requests]
     assert formats == [None, "json_schema", "json_object"]
     assert server.requests[2]["messages"][-2]["content"] == DRAFT
@@ -252,7 +252,7 @@ def test_the_cache_answers_both_requests_of_a_repeated_call(server: StandIn, lm:
         again = predict(task="Ship the release")
 
     assert len(server.requests) == 2
-    assert again == first and again.draft == DRAFT
+    assert again == first and again.free_answer == DRAFT
 
 
 def test_history_shows_both_requests_and_render_the_first(server: StandIn, lm: ts.LM) -> None:
@@ -274,7 +274,7 @@ def test_chain_of_thought_drafts_its_reasoning_too(server: StandIn, lm: ts.LM) -
 
     pred = cot(task="Ship the release")
 
-    assert pred.reasoning == "It is urgent." and pred.draft == DRAFT
+    assert pred.reasoning == "It is urgent." and pred.free_answer == DRAFT
     assert "- reasoning (str): Think step by step" in server.requests[0]["messages"][0]["content"]
 
 
@@ -283,3 +283,50 @@ def test_the_mode_is_a_setting_and_batch_api_files_refuse_it(lm: ts.LM, tmp_path
         predict = ts.Predict(Decide, lm=lm)
         with pytest.raises(ts.ConfigurationError, match="think_then_format sends two"):
             ts.batch_api.write_batch_file(predict, [{"task": "x"}], tmp_path / "in.jsonl")
+
+
+class Events(ts.BaseCallback):
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def on_attempt_start(self, call_id: str, instance: ts.lm.BaseLM, number: int) -> None:
+        self.seen.append(f"attempt {number}")
+
+    def on_lm_start(self, call_id: str, instance: ts.lm.BaseLM, request: ts.lm.LMRequest) -> None:
+        self.seen.append("schema" if request.response_format else "free")
+
+    def on_attempt_end(
+        self, call_id: str, attempt: ts.prediction.Attempt | None, exception: BaseException | None
+    ) -> None:
+        self.seen.append(f"end {attempt.kind if attempt else None}")
+
+
+def test_callbacks_and_tracing_see_each_request_as_an_attempt(server: StandIn, lm: ts.LM) -> None:
+    server.enqueue(DRAFT, BAD, GOOD)
+    events = Events()
+
+    with ts.context(callbacks=[events]):
+        ts.Predict(Decide, lm=lm, mode="think_then_format")(task="Ship the release")
+
+    assert events.seen == [
+        "attempt 1", "free", "end None",
+        "attempt 1", "schema", "end not_enforced",
+        "attempt 2", "schema", "end None",
+    ]  # fmt: skip
+
+
+class Write(ts.Signature):
+    """Write a first draft."""
+
+    topic: str = ts.InputField()
+    draft: str = ts.OutputField()
+
+
+def test_an_output_named_draft_is_still_the_output(server: StandIn, lm: ts.LM) -> None:
+    server.enqueue("A short note on tides.", json.dumps({"draft": "Tides rise twice a day."}))
+
+    pred = ts.Predict(Write, lm=lm, mode="think_then_format")(topic="tides")
+
+    assert pred.draft == "Tides rise twice a day." == pred.outputs.draft
+    assert pred.free_answer == "A short note on tides."
+    assert ts.Predict(Write, lm=lm, mode="json_schema")(topic="tides").free_answer is None

@@ -173,9 +173,9 @@ def chain_of_thought_reasoning_is_typed() -> None:
 
 
 def think_then_format_is_a_mode_and_its_draft_is_typed() -> None:
-    # Issue 24 item 4: a free answer, then the schema (ADR-086); the free answer is `pred.draft`.
+    # Issue 24 item 4: a free answer, then the schema (ADR-086): `pred.free_answer`.
     pred = ts.Predict(Decide, mode="think_then_format")(task="Ship it")
-    assert_type(pred.draft, str | None)
+    assert_type(pred.free_answer, str | None)
     assert_type(pred.outputs.action, SpawnTask | CompleteTask | Continue)
     ts.configure(mode="think_then_format")
     ts.Predict(Decide, mode="think_first")  # type: ignore[call-overload]

@@ -62,7 +62,7 @@ async def run_stepping_down(
     """Run the call planned for the start mode; step down the profile's modes while refused.
 
     In ``think_then_format`` the free answer comes first (`run_draft`, not streamed); the
-    structured call gets it, and the `Prediction` has it as ``extras["draft"]``.
+    structured call gets it, and the `Prediction` has it as ``extras["free_answer"]``.
 
     Args:
         lm: The endpoint (one of a chain's, for a `FallbackLM`).
@@ -101,5 +101,5 @@ async def run_stepping_down(
     async with closing(events):
         async for event in events:
             if drafted is not None and isinstance(event, Prediction):
-                event.extras["draft"] = drafted.text
+                event.extras["free_answer"] = drafted.text
             yield event

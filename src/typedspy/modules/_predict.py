@@ -72,7 +72,7 @@ class Predict(Module, Generic[SigT, InputsT]):
             endpoint rejects ``response_format``), ``"json_schema"``,
             ``"json_object"``, ``"prompt"``, ``"tools"`` (the outputs as one forced call) or
             ``"think_then_format"`` (a free answer first, then ``auto`` writes it as the
-            outputs: ``pred.draft``; ADR-086). Defaults to the ``mode`` setting (``"auto"``).
+            outputs: ``pred.free_answer``; ADR-086). Defaults to the ``mode`` setting (``"auto"``).
         max_retries: Retries after a decode or validation failure (default from settings: 2).
         demos: Few-shot examples: mappings with values for input and output fields.
         token_budget: Stop retrying once this many tokens were spent on the call.
