@@ -78,7 +78,7 @@ async def run_stepping_down(
             than ``response_format``, or refused in the profile's last mode.
     """
     drafted = await run_draft(draft()) if asked() == TWO_STEP else None
-    mode = start_mode(asked(), lm)
+    mode: Mode = start_mode(asked(), lm)
 
     def step_down(exc: LMUnsupportedFeatureError) -> bool:
         nonlocal mode
