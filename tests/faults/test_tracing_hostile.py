@@ -132,6 +132,6 @@ def test_content_that_cannot_be_rendered_keeps_the_span(
     with caplog.at_level(logging.WARNING), ts.context(callbacks=[callback]):
         assert Echo()(value=value) == "ok"
     span = spans(exporter)["invoke_workflow Echo"]
-    assert span["typedspy.module"] == "Echo"
+    assert span["gen_ai.workflow.name"] == "Echo"
     assert span["typedspy.inputs"].startswith(recorded)
     assert no_callback_failed(caplog)

@@ -149,8 +149,8 @@ def test_content_is_captured_only_on_opt_in(
         ts.Predict(Add, lm=make_lm())(question="2 + 2?")
     chat = exporter.get_finished_spans()[0]
     assert "2 + 2?" in attrs(chat)["gen_ai.input.messages"]
-    choices = json.loads(attrs(chat)["gen_ai.output.messages"])
-    assert json.loads(choices[0]["message"]["content"]) == {"answer": 4}
+    (answer,) = json.loads(attrs(chat)["gen_ai.output.messages"])
+    assert json.loads(answer["parts"][0]["content"]) == {"answer": 4}
     assert "sk-test" not in json.dumps([attrs(s) for s in exporter.get_finished_spans()])
 
 

@@ -20,11 +20,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from typedspy._version import __version__
+from typedspy.adapter import render_value
 from typedspy.callbacks import BaseCallback
 from typedspy.errors import ConfigurationError
+from typedspy.tools import ConfirmationRequired
+from typedspy.tracing._messages import input_messages, output_messages
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span, Tracer, TracerProvider
+    from opentelemetry.trace import Span, SpanKind, Tracer, TracerProvider
 
     from typedspy._types import Attempt
     from typedspy.lm import BaseLM, LMRequest, LMResponse
@@ -38,20 +41,24 @@ class _Open:
     span: Span
     token: object | None  # the context token to detach, when the span was made current
     owned: bool = True  # a chat span this LM call started (not an attempt's)
+    tool: Tool | None = None  # an execute_tool span's tool (its result is rendered as sent)
 
 
 class OpenTelemetry(BaseCallback):
-    """Spans for module calls, LM attempts and tool calls, named as the GenAI conventions say.
+    """Spans for module calls, LM attempts and tool calls, as the GenAI conventions say (ADR-079).
 
     Add it to the callbacks: ``ts.configure(callbacks=[OpenTelemetry()])``. Spans:
 
     - ``invoke_workflow {Module}`` per module call (``invoke_agent {Module}`` for agents);
-    - ``chat {model}`` per attempt (or per request outside a module), with
-      ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.usage.input_tokens``,
-      ``gen_ai.usage.output_tokens``, ``gen_ai.response.finish_reasons``,
-      ``server.address``/``server.port``, ``typedspy.attempt`` and ``typedspy.failure_kind``
-      (``decode_failed``, ``validation_failed``, or the error class that ended the call);
+    - ``chat {model}`` (kind ``CLIENT``) per attempt (or per request outside a module), with
+      the request's model and parameters, the response's model, id, finish reasons and token
+      usage, ``server.address``/``server.port``, ``typedspy.attempt`` and
+      ``typedspy.failure_kind`` (``decode_failed``, ``validation_failed``, or the error class
+      that ended the call);
     - ``execute_tool {tool}`` per tool an agent runs, with ``gen_ai.tool.name``.
+
+    A `ConfirmationRequired` that pauses a run is no error: the spans it ends carry
+    ``typedspy.paused`` and a ``typedspy.paused`` event, and keep an unset (OK) status.
 
     Args:
         tracer_provider: Where spans go; the global provider when ``None`` (a no-op one until
@@ -86,11 +93,19 @@ class OpenTelemetry(BaseCallback):
 
     # -- spans --
 
-    def _start(self, call_id: str, name: str, attributes: Callable[[], Mapping[str, Any]]) -> Span:
-        span = self._tracer.start_span(name)
+    def _start(
+        self,
+        call_id: str,
+        name: str,
+        attributes: Callable[[], Mapping[str, Any]],
+        *,
+        kind: SpanKind | None = None,
+        tool: Tool | None = None,
+    ) -> Span:
+        span = self._tracer.start_span(name, kind=kind or self._trace.SpanKind.INTERNAL)
         token = self._context.attach(self._trace.set_span_in_context(span))
         with self._lock:  # open before its attributes: nothing they do loses the span
-            self._open[call_id] = _Open(span, token)
+            self._open[call_id] = _Open(span, token, tool=tool)
         if span.is_recording():  # a no-op tracer costs no attribute work
             span.set_attributes(dict(attributes()))
         return span
@@ -101,8 +116,7 @@ class OpenTelemetry(BaseCallback):
         if entry is None:
             return None
         if exception is not None and entry.span.is_recording():
-            entry.span.set_attribute("error.type", type(exception).__name__)
-            entry.span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
+            self._failed(entry.span, exception)
         entry.span.end()
         if entry.token is not None:
             try:
@@ -110,6 +124,21 @@ class OpenTelemetry(BaseCallback):
             except ValueError:  # ended in another context (a generator closed elsewhere)
                 pass
         return entry
+
+    def _failed(self, span: Span, exception: BaseException) -> None:
+        """Mark ``span`` as ended by ``exception``: an error, or a pause that is none."""
+        if not isinstance(exception, ConfirmationRequired):
+            span.set_attribute("error.type", type(exception).__name__)
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
+            return
+        # A pause waits for a person (docs/confirmations.md): the status stays unset (OK).
+        event: dict[str, Any] = {"typedspy.confirmation_id": exception.confirmation_id}
+        if isinstance(exception.tool_call.get("name"), str):
+            event["gen_ai.tool.name"] = exception.tool_call["name"]
+        if self.capture_content:
+            event["typedspy.question"] = exception.question
+        span.set_attribute("typedspy.paused", True)
+        span.add_event("typedspy.paused", event)
 
     # -- modules --
 
@@ -119,8 +148,16 @@ class OpenTelemetry(BaseCallback):
         operation = "invoke_agent" if hasattr(instance, "tools") else "invoke_workflow"
 
         def attributes() -> dict[str, Any]:
-            key = "gen_ai.agent.name" if operation == "invoke_agent" else "typedspy.module"
-            out: dict[str, Any] = {"gen_ai.operation.name": operation, key: name}
+            out: dict[str, Any] = {"gen_ai.operation.name": operation}
+            if operation == "invoke_agent":
+                out |= {"gen_ai.agent.name": name, "gen_ai.provider.name": PROVIDER}
+            else:
+                out["gen_ai.workflow.name"] = name
+            resumed = inputs.get("resume_state")
+            if resumed is not None:  # a run resumed after a pause, under its own agent span
+                out["typedspy.resumed"] = True
+                if isinstance(getattr(resumed, "confirmation_id", None), str):
+                    out["typedspy.confirmation_id"] = resumed.confirmation_id
             if self.capture_content:
                 out["typedspy.inputs"] = _json(inputs)
             return out
@@ -128,7 +165,7 @@ class OpenTelemetry(BaseCallback):
         self._start(call_id, f"{operation} {name}", attributes)
 
     def on_module_end(self, call_id: str, outputs: Any, exception: BaseException | None) -> None:
-        """Close the module's span (its error class as ``error.type``)."""
+        """Close the module's span (its error class as ``error.type``; a pause is no error)."""
         self._end(call_id, exception)
 
     # -- attempts and requests --
@@ -139,6 +176,7 @@ class OpenTelemetry(BaseCallback):
             call_id,
             f"chat {instance.model}",
             lambda: {**_lm_attributes(instance), "typedspy.attempt": number},
+            kind=self._trace.SpanKind.CLIENT,
         )
         if span.is_recording():
             with self._lock:
@@ -172,18 +210,32 @@ class OpenTelemetry(BaseCallback):
             if attempt:
                 self._open[call_id] = _Open(span, None, owned=False)
         if not attempt:
-            span = self._start(call_id, f"chat {instance.model}", lambda: _lm_attributes(instance))
-        if not span.is_recording():
-            return
-        sent = {**instance.defaults, **request.params}  # the LM's defaults, under the call's
-        for name, keys in _REQUEST_ATTRIBUTES:
-            value = next((sent[k] for k in keys if isinstance(sent.get(k), (int, float))), None)
+            span = self._start(
+                call_id,
+                f"chat {instance.model}",
+                lambda: _lm_attributes(instance),
+                kind=self._trace.SpanKind.CLIENT,
+            )
+        if span.is_recording():
+            span.set_attributes(self._request_attributes(instance, request))
+
+    def _request_attributes(self, lm: BaseLM, request: LMRequest) -> dict[str, Any]:
+        sent = {**lm.defaults, **request.params}  # the LM's defaults, under the call's
+        out: dict[str, Any] = {}
+        for name, keys, kinds in _REQUEST_ATTRIBUTES:
+            value = next((sent[k] for k in keys if _is(sent.get(k), kinds)), None)
             if value is not None:
-                span.set_attribute(f"gen_ai.request.{name}", value)
+                out[f"gen_ai.request.{name}"] = value
+        stops = _stop_sequences(sent.get("stop"))
+        if stops is not None:
+            out["gen_ai.request.stop_sequences"] = stops
+        if _is(sent.get("n"), (int,)) and sent["n"] != 1:
+            out["gen_ai.request.choice.count"] = sent["n"]
         if request.response_format is not None:
-            span.set_attribute("gen_ai.output.type", "json")
+            out["gen_ai.output.type"] = "json"
         if self.capture_content:
-            span.set_attribute("gen_ai.input.messages", _json(list(request.messages)))
+            out["gen_ai.input.messages"] = _json(request.messages, input_messages)
+        return out
 
     def on_lm_end(
         self, call_id: str, response: LMResponse | None, exception: BaseException | None
@@ -195,13 +247,7 @@ class OpenTelemetry(BaseCallback):
             return
         span = entry.span
         if response is not None and span.is_recording():
-            span.set_attribute("gen_ai.response.model", response.model)
-            span.set_attribute("gen_ai.usage.input_tokens", response.usage.prompt_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", response.usage.completion_tokens)
-            if response.finish_reason is not None:
-                span.set_attribute("gen_ai.response.finish_reasons", [response.finish_reason])
-            if self.capture_content:
-                span.set_attribute("gen_ai.output.messages", _json(response.raw.get("choices")))
+            span.set_attributes(self._response_attributes(response))
         if entry.owned:
             self._end(call_id, exception)
         else:
@@ -209,6 +255,20 @@ class OpenTelemetry(BaseCallback):
                 self._open.pop(call_id, None)
             if exception is not None and span.is_recording():
                 span.set_attribute("error.type", type(exception).__name__)
+
+    def _response_attributes(self, response: LMResponse) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "gen_ai.response.model": response.model,
+            "gen_ai.usage.input_tokens": response.usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": response.usage.completion_tokens,
+        }
+        if isinstance(response.raw.get("id"), str):
+            out["gen_ai.response.id"] = response.raw["id"]
+        if response.finish_reason is not None:
+            out["gen_ai.response.finish_reasons"] = [response.finish_reason]
+        if self.capture_content:
+            out["gen_ai.output.messages"] = _json(response.raw.get("choices"), output_messages)
+        return out
 
     # -- tools --
 
@@ -221,26 +281,66 @@ class OpenTelemetry(BaseCallback):
                 "gen_ai.tool.name": instance.name,
                 "gen_ai.tool.type": "function",
             }
-            if self.capture_content:
-                out["gen_ai.tool.call.arguments"] = _json(arguments)
+            if instance.description:
+                out["gen_ai.tool.description"] = instance.description
+            if self.capture_content:  # the model's JSON text as it wrote it, not re-quoted
+                text = arguments if isinstance(arguments, str) else None
+                out["gen_ai.tool.call.arguments"] = text or _json(arguments)
             return out
 
-        self._start(call_id, f"execute_tool {instance.name}", attributes)
+        self._start(call_id, f"execute_tool {instance.name}", attributes, tool=instance)
 
     def on_tool_end(self, call_id: str, outputs: object, exception: BaseException | None) -> None:
-        """Close the tool's span (with its result when content is captured)."""
+        """Close the tool's span (with its result, as the model reads it, when captured)."""
         if self.capture_content and exception is None:
             with self._lock:
                 entry = self._open.get(call_id)
             if entry is not None and entry.span.is_recording():
-                entry.span.set_attribute("gen_ai.tool.call.result", _json(outputs))
+                tool = entry.tool
+                result = _json(outputs, lambda v: _as_observed(tool, v), text=True)
+                entry.span.set_attribute("gen_ai.tool.call.result", result)
         self._end(call_id, exception)
 
 
-_REQUEST_ATTRIBUTES = (
-    ("max_tokens", ("max_tokens", "max_completion_tokens")),  # either caps the completion
-    ("temperature", ("temperature",)),
+PROVIDER = "openai"
+"""``gen_ai.provider.name``: the wire protocol (Chat Completions), whatever server answers."""
+
+_NUMBER = (int, float)
+
+_REQUEST_ATTRIBUTES: tuple[tuple[str, tuple[str, ...], tuple[type, ...]], ...] = (
+    ("max_tokens", ("max_tokens", "max_completion_tokens"), _NUMBER),  # either caps it
+    ("temperature", ("temperature",), _NUMBER),
+    ("top_p", ("top_p",), _NUMBER),
+    ("frequency_penalty", ("frequency_penalty",), _NUMBER),
+    ("presence_penalty", ("presence_penalty",), _NUMBER),
+    ("seed", ("seed",), (int,)),
 )
+
+
+def _is(value: object, kinds: tuple[type, ...]) -> bool:
+    return isinstance(value, kinds) and not isinstance(value, bool)
+
+
+def _stop_sequences(stop: object) -> list[str] | None:
+    if isinstance(stop, str):
+        return [stop]
+    if isinstance(stop, (list, tuple)) and all(isinstance(v, str) for v in stop):
+        return [str(v) for v in stop]
+    return None
+
+
+def _as_observed(tool: Tool | None, outputs: object) -> object:
+    """A tool's outputs as ReAct shows them to the model: the single value, dumped as typed.
+
+    Union members carry ``_type`` only where the tool's output type is a union, as the model
+    reads them; strings stay as they are.
+    """
+    if tool is not None and isinstance(outputs, Mapping):
+        outputs = tool.dump_outputs(outputs)
+    if isinstance(outputs, Mapping) and len(outputs) == 1:
+        outputs = next(iter(outputs.values()))
+    return render_value(outputs)
+
 
 _LM_ATTRIBUTES: weakref.WeakKeyDictionary[BaseLM, dict[str, Any]] = weakref.WeakKeyDictionary()
 
@@ -262,7 +362,7 @@ def _lm_attributes(lm: BaseLM) -> dict[str, Any]:
 def _describe_lm(lm: BaseLM) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "openai",  # the wire protocol: any OpenAI-compatible endpoint
+        "gen_ai.provider.name": PROVIDER,
         "gen_ai.request.model": lm.model,
         "typedspy.profile": lm.profile.name,
     }
@@ -302,17 +402,25 @@ def _server(url: str) -> dict[str, Any]:
     return {"server.address": host} | ({"server.port": port} if port else {})
 
 
-def _json(value: object) -> str:
-    """``value`` as JSON text for an attribute; never raises.
+def _json(
+    value: object, convert: Callable[[Any], object] | None = None, *, text: bool = False
+) -> str:
+    """``value``, through ``convert``, as JSON text for an attribute; never raises.
 
-    Types nothing serialises are rendered as their ``str``; a value that still cannot be
-    rendered (circular, a failing ``__str__``) is named by its type, so the span keeps its
-    other attributes.
+    A ``convert`` that fails leaves ``value`` as it is; with ``text``, a string it returns is
+    recorded as it is (text the model read, not re-quoted). Types nothing serialises are
+    rendered as their ``str``; a value that still cannot be rendered (circular, a failing
+    ``__str__``) is named by its type, so the span keeps its other attributes.
     """
     from pydantic_core import to_jsonable_python
 
     from typedspy.signature import to_jsonable
 
+    if convert is not None:
+        with contextlib.suppress(Exception):
+            value = convert(value)
+            if text and isinstance(value, str):
+                return value
     with contextlib.suppress(Exception):
         return json.dumps(to_jsonable(value), ensure_ascii=False, default=str)
     with contextlib.suppress(Exception):  # an unknown type somewhere inside
