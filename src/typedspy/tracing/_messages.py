@@ -15,7 +15,7 @@ read is passed on as it is, for `typedspy.tracing` to render defensively.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from typedspy._json import loads as bounded_loads
 
@@ -27,18 +27,16 @@ FINISH_REASONS = {"tool_calls": "tool_call", "function_call": "tool_call"}
 
 def input_messages(messages: object) -> list[Any]:
     """The request's messages, each as ``{"role", "parts"}`` (and ``name`` when it has one)."""
-    if not isinstance(messages, (list, tuple)):
-        return [messages]
-    return [_message(m) for m in messages]
+    items = _items(messages)
+    return [messages] if items is None else [_message(m) for m in items]
 
 
 def output_messages(choices: object) -> list[Any]:
     """A completion's choices, each as ``{"role", "parts", "finish_reason"}``."""
-    if not isinstance(choices, list):
-        return []
     out: list[Any] = []
-    for choice in choices:
-        if not isinstance(choice, Mapping):
+    for item in _items(choices) or []:
+        choice = _mapping(item)
+        if choice is None:
             continue
         message = _message(choice.get("message") or {"role": "assistant"})
         reason = choice.get("finish_reason")
@@ -47,9 +45,18 @@ def output_messages(choices: object) -> list[Any]:
     return out
 
 
-def _message(message: object) -> dict[str, Any]:
-    if not isinstance(message, Mapping):
-        return {"role": "user", "parts": [_text(message)]}
+def _mapping(value: object) -> Mapping[str, Any] | None:
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
+
+
+def _items(value: object) -> list[Any] | None:
+    return list(cast("list[Any]", value)) if isinstance(value, (list, tuple)) else None
+
+
+def _message(value: object) -> dict[str, Any]:
+    message = _mapping(value)
+    if message is None:
+        return {"role": "user", "parts": [_text(value)]}
     role = message.get("role", "user")
     parts: list[Any] = []
     for key in ("reasoning_content", "reasoning"):  # a server's reasoning, apart from content
@@ -61,15 +68,13 @@ def _message(message: object) -> dict[str, Any]:
         parts.append(
             {"type": "tool_call_response", "id": message.get("tool_call_id"), "response": content}
         )
-    elif isinstance(content, list):
-        parts.extend(_content_part(p) for p in content)
+    elif (items := _items(content)) is not None:
+        parts.extend(_content_part(p) for p in items)
     elif content is not None and content != "":
         parts.append(_text(content))
     if message.get("refusal"):
         parts.append({"type": "refusal", "content": message["refusal"]})
-    calls = message.get("tool_calls")
-    if isinstance(calls, list):
-        parts.extend(_tool_call(c) for c in calls)
+    parts.extend(_tool_call(c) for c in _items(message.get("tool_calls")) or [])
     out: dict[str, Any] = {"role": role, "parts": parts}
     if isinstance(message.get("name"), str):
         out["name"] = message["name"]
@@ -80,11 +85,11 @@ def _text(content: object) -> dict[str, Any]:
     return {"type": "text", "content": content}
 
 
-def _tool_call(call: object) -> Any:
-    if not isinstance(call, Mapping):
-        return call
-    function = call.get("function")
-    function = function if isinstance(function, Mapping) else {}
+def _tool_call(value: object) -> Any:
+    call = _mapping(value)
+    if call is None:
+        return value
+    function = _mapping(call.get("function")) or {}
     return {
         "type": "tool_call",
         "id": call.get("id"),
@@ -106,17 +111,18 @@ def _decoded(arguments: object) -> object:
         return arguments
 
 
-def _content_part(part: object) -> Any:
+def _content_part(value: object) -> Any:
     """One OpenAI content part: text, an image, audio, a file; any other passed on as it is."""
-    if not isinstance(part, Mapping):
-        return _text(part)
+    part = _mapping(value)
+    if part is None:
+        return _text(value)
     kind = part.get("type")
+    image, audio, file = (_mapping(part.get(k)) for k in ("image_url", "input_audio", "file"))
     if kind == "text":
         return _text(part.get("text"))
-    if kind == "image_url" and isinstance(part.get("image_url"), Mapping):
-        return _media("image", part["image_url"].get("url"))
-    if kind == "input_audio" and isinstance(part.get("input_audio"), Mapping):
-        audio = part["input_audio"]
+    if kind == "image_url" and image is not None:
+        return _media("image", image.get("url"))
+    if kind == "input_audio" and audio is not None:
         mime = f"audio/{audio['format']}" if audio.get("format") else None
         return {
             "type": "blob",
@@ -124,8 +130,7 @@ def _content_part(part: object) -> Any:
             "mime_type": mime,
             "content": audio.get("data"),
         }
-    if kind == "file" and isinstance(part.get("file"), Mapping):
-        file = part["file"]
+    if kind == "file" and file is not None:
         if file.get("file_id") is not None:
             return {"type": "file", "file_id": file["file_id"]}
         return _media(None, file.get("file_data"))

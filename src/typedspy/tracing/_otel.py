@@ -16,7 +16,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from typedspy._version import __version__
@@ -324,8 +324,9 @@ def _is(value: object, kinds: tuple[type, ...]) -> bool:
 def _stop_sequences(stop: object) -> list[str] | None:
     if isinstance(stop, str):
         return [stop]
-    if isinstance(stop, (list, tuple)) and all(isinstance(v, str) for v in stop):
-        return [str(v) for v in stop]
+    items = list(cast("list[object]", stop)) if isinstance(stop, (list, tuple)) else None
+    if items is not None and all(isinstance(v, str) for v in items):
+        return [str(v) for v in items]
     return None
 
 
@@ -335,10 +336,12 @@ def _as_observed(tool: Tool | None, outputs: object) -> object:
     Union members carry ``_type`` only where the tool's output type is a union, as the model
     reads them; strings stay as they are.
     """
-    if tool is not None and isinstance(outputs, Mapping):
-        outputs = tool.dump_outputs(outputs)
-    if isinstance(outputs, Mapping) and len(outputs) == 1:
-        outputs = next(iter(outputs.values()))
+    if isinstance(outputs, Mapping):
+        named = cast("Mapping[str, Any]", outputs)
+        if tool is not None:
+            named = tool.dump_outputs(named)
+        if len(named) == 1:
+            return render_value(next(iter(named.values())))
     return render_value(outputs)
 
 
