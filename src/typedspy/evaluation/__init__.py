@@ -31,6 +31,9 @@ from typedspy.evaluation._metric import (
     score as score,
 )
 from typedspy.evaluation._metric import (
+    score_and_feedback as score_and_feedback,
+)
+from typedspy.evaluation._metric import (
     union_accuracy as union_accuracy,
 )
 from typedspy.evaluation._observe import (
@@ -43,6 +46,9 @@ from typedspy.evaluation._observe import (
     run_observed as run_observed,
 )
 from typedspy.evaluation._report import EvaluationReport, FailureKind, ItemResult
+from typedspy.evaluation._report import (
+    failure_kind as failure_kind,
+)
 
 __all__ = [
     "Evaluate",

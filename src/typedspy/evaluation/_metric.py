@@ -10,10 +10,17 @@ from typedspy.errors import ConfigurationError
 from typedspy.evaluation._compare import Comparer, exact, type_match
 from typedspy.evaluation._example import Example
 
-__all__ = ["FieldMetric", "Metric", "composite", "score"]
+__all__ = ["FieldMetric", "Metric", "composite", "score", "score_and_feedback"]
 
-Metric = Callable[[Example, Any], "float | bool | Awaitable[float | bool]"]
-"""A metric: ``(example, prediction) -> float | bool`` (``True`` is 1.0), sync or async."""
+Metric = Callable[
+    [Example, Any],
+    "float | bool | tuple[float | bool, str] | Awaitable[float | bool | tuple[float | bool, str]]",
+]
+"""A metric: ``(example, prediction) -> float | bool`` (``True`` is 1.0), sync or async.
+
+It may also return ``(score, feedback)``: the feedback is text on what was wrong, which
+`ts.optimize.GEPA` shows its reflection model; everywhere else the score alone counts.
+"""
 
 
 @runtime_checkable
@@ -136,22 +143,34 @@ async def score(
     metric: Metric, example: Example, prediction: Any
 ) -> tuple[float, dict[str, float]]:
     """Run any metric: its score as a float and, when it has them, its per-field scores."""
+    value, per_field, _ = await score_and_feedback(metric, example, prediction)
+    return value, per_field
+
+
+async def score_and_feedback(
+    metric: Metric, example: Example, prediction: Any
+) -> tuple[float, dict[str, float], str]:
+    """`score`, and the metric's text feedback ("" when it returned a score alone)."""
     if isinstance(metric, _Composite):
         parts = await metric.aper_field(example, prediction)
-        return metric.combine(parts), parts
+        return metric.combine(parts), parts, ""
     ascore = getattr(metric, "ascore", None)
     result: Any = await ascore(example, prediction) if ascore else metric(example, prediction)
     if inspect.isawaitable(result):
         result = await result
+    feedback = ""
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
+        result, feedback = result
     if isinstance(result, bool):
         value = 1.0 if result else 0.0
     elif isinstance(result, (int, float)):
         value = float(result)
     else:
         raise ConfigurationError(
-            f"metric {metric!r} returned {type(result).__name__}; return a float or a bool"
+            f"metric {metric!r} returned {type(result).__name__}; return a float or a bool, "
+            "or (score, feedback)"
         )
     per_field: dict[str, float] = {}
     if isinstance(metric, _PerField):
         per_field = metric.per_field(example, prediction)
-    return value, per_field
+    return value, per_field, feedback

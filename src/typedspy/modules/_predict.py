@@ -37,7 +37,7 @@ from typedspy.prediction import Prediction
 from typedspy.program import Module, PredictorState
 from typedspy.schema import compile_schema
 from typedspy.settings import ModeSetting, resolve_lm
-from typedspy.signature import Returns, Signature
+from typedspy.signature import FieldTexts, Returns, Signature, with_texts
 from typedspy.streaming import closing
 
 __all__ = ["Predict"]
@@ -211,12 +211,16 @@ class Predict(Module, Generic[SigT, InputsT]):
         """
         return predictor_state(self.signature, self.instructions, self.demos)
 
-    def _read_state(self, state: PredictorState) -> tuple[str, list[Mapping[str, Any]]]:
+    def _read_state(
+        self, state: PredictorState
+    ) -> tuple[str, list[Mapping[str, Any]], FieldTexts | None]:
         """Check saved state and type its demos; nothing is changed yet."""
         return read_predictor_state(self.signature, state)
 
-    def _apply_state(self, read: tuple[str, list[Mapping[str, Any]]]) -> None:
-        instructions, demos = read
+    def _apply_state(self, read: tuple[str, list[Mapping[str, Any]], FieldTexts | None]) -> None:
+        instructions, demos, texts = read
+        if texts is not None:
+            self.signature = cast("type[SigT]", with_texts(self.signature, texts))
         if instructions != self.instructions:
             self.instructions = instructions
         self.demos = demos

@@ -12,7 +12,7 @@ from typedspy.errors import ConfigurationError, SavedStateError
 from typedspy.parse import field_value
 from typedspy.program import PredictorState, listed, too_deep, under
 from typedspy.schema import compile_schema
-from typedspy.signature import Signature, to_jsonable
+from typedspy.signature import FieldTexts, Signature, texts_errors, texts_of, to_jsonable
 
 __all__ = [
     "checked_demos",
@@ -154,18 +154,23 @@ def predictor_state(
     problem = too_deep(values, level=3)  # in the file: {"predictors": {path: {"demos": [...]}}}
     if problem:
         raise SavedStateError(problem.message, errors=[FieldError(("demos",), problem.message)])
+    texts = None
+    if sig.__typedspy_worded__:  # made by `with_texts`: its words go with the state
+        said = texts_of(sig)
+        texts = FieldTexts(inputs=said.inputs, outputs=said.outputs, members=said.members)
     return PredictorState(
         signature=sig.__name__,
         fingerprint=fingerprint(sig),
         instructions=instructions,
         demos=values,
+        texts=texts,
     )
 
 
 def read_predictor_state(
     sig: type[Signature], state: PredictorState
-) -> tuple[str, list[Mapping[str, Any]]]:
-    """Check saved state against ``sig`` and type its demos: ``(instructions, demos)``.
+) -> tuple[str, list[Mapping[str, Any]], FieldTexts | None]:
+    """Check saved state against ``sig`` and type its demos: ``(instructions, demos, texts)``.
 
     Raises:
         SavedStateError: The state is for another signature (its name or its fingerprint
@@ -188,6 +193,8 @@ def read_predictor_state(
         typed, errors = _typed(sig, demo)
         demos.append(typed)
         problems += under(("demos", i), errors)
+    if state.texts is not None:
+        problems += under(("texts",), texts_errors(sig, state.texts))
     if problems:
         raise SavedStateError(listed(problems), errors=problems)
-    return state.instructions, demos
+    return state.instructions, demos, state.texts

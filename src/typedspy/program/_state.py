@@ -13,14 +13,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from typedspy._json import MAX_JSON_DEPTH, JSONLimitError, depth_exceeded, loads
 from typedspy._types import FieldError
 from typedspy.errors import SavedStateError
 from typedspy.parse import field_errors
+from typedspy.signature import FieldTexts
 
 __all__ = [
     "FORMAT_VERSION",
@@ -63,12 +71,22 @@ class PredictorState(StateModel):
         instructions: The instructions sent as the system message.
         demos: The demos, each a mapping of field names to JSON values as the prompt shows
             them (union members carry ``_type``); the signature validates them when loaded.
+        texts: The field descriptions and union members' docstrings, when an optimizer
+            rewrote them (`ts.optimize.GEPA`); absent from the file otherwise.
     """
 
     signature: str
     fingerprint: str
     instructions: str
     demos: list[dict[str, JsonValue]]
+    texts: FieldTexts | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_texts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.texts is None:
+            data.pop("texts", None)
+        return data
 
 
 class ProgramState(StateModel):

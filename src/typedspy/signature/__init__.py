@@ -26,6 +26,11 @@ from typedspy.signature._returns import (
     returns_signature as returns_signature,
 )
 from typedspy.signature._signature import Signature, build_signature
+from typedspy.signature._texts import FieldTexts as FieldTexts
+from typedspy.signature._texts import SignatureTexts as SignatureTexts
+from typedspy.signature._texts import texts_errors as texts_errors
+from typedspy.signature._texts import texts_of as texts_of
+from typedspy.signature._texts import with_texts as with_texts
 from typedspy.signature._unions import (
     NOMATCH_TAG as NOMATCH_TAG,
 )

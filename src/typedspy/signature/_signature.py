@@ -27,7 +27,7 @@ from typedspy.signature._declared import check_output_types, check_resolved, uns
 from typedspy.signature._fields import FieldRole, InputField, OutputField, role_of, without_role
 from typedspy.signature._unions import TYPE_KEY, TypeRewriter, decode_json_once, is_model
 
-__all__ = ["Signature", "SignatureSpec", "build_signature"]
+__all__ = ["Signature", "SignatureSpec", "build_signature", "set_member_docs"]
 
 
 class SignatureSpec:
@@ -161,6 +161,10 @@ class Signature(BaseModel, metaclass=_SignatureMeta):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
     __typedspy_spec__: ClassVar[SignatureSpec | None] = None
+    # Union members' docstrings replaced for this signature (`set_member_docs`).
+    __typedspy_member_docs__: ClassVar[dict[type[BaseModel], str]] = {}
+    # Made by `with_texts`: saved state carries its field descriptions and members' docstrings.
+    __typedspy_worded__: ClassVar[bool] = False
 
     if TYPE_CHECKING:
         # Static only: a signature held as `type[Signature]` (make_signature, strings) takes
@@ -213,7 +217,7 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
         )
     check_resolved(cls, {**inputs, **outputs})
     check_output_types(cls.__name__, outputs)
-    rewriter = TypeRewriter()
+    rewriter = TypeRewriter(cls.__typedspy_member_docs__)
     try:
         input_model = _fields_model(f"{cls.__name__}Inputs", inputs, rewriter, decode_strings=False)
         output_model = _fields_model(
@@ -241,6 +245,16 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
         input_model=input_model,
         output_model=output_model,
     )
+
+
+def set_member_docs(cls: type[Signature], docs: dict[type[BaseModel], str]) -> None:
+    """Give models in ``cls``'s outputs other docstrings, for ``cls`` only (ADR-081).
+
+    The models' classes are not changed: their description in this signature's schema is
+    ``docs[model]``, and its predictions are still instances of them.
+    """
+    cls.__typedspy_member_docs__ = {**cls.__typedspy_member_docs__, **docs}
+    cls.__typedspy_spec__ = _build_spec(cls)
 
 
 def _template(cls: type) -> bool:
@@ -343,8 +357,12 @@ def _rebuild(
     inputs: dict[str, tuple[Any, FieldInfo]],
     outputs: dict[str, tuple[Any, FieldInfo]],
     instructions: str,
+    docs: dict[type[BaseModel], str] | None = None,
 ) -> type[Signature]:
-    return build_signature(name, inputs, outputs, instructions)
+    cls = build_signature(name, inputs, outputs, instructions)
+    if docs:
+        set_member_docs(cls, docs)
+    return cls
 
 
 def _reduce_signature(cls: type[Signature]) -> str | tuple[Any, ...]:
@@ -359,6 +377,7 @@ def _reduce_signature(cls: type[Signature]) -> str | tuple[Any, ...]:
             {n: (f.annotation, f) for n, f in spec.input_fields.items()},
             {n: (f.annotation, f) for n, f in spec.output_fields.items()},
             spec.instructions,
+            cls.__typedspy_member_docs__,
         ),
     )
 

@@ -68,11 +68,16 @@ __all__ = [
 
 
 class TypeRewriter:
-    """Rewrites annotations for tagged-union validation; one instance per signature."""
+    """Rewrites annotations for tagged-union validation; one instance per signature.
 
-    def __init__(self) -> None:
+    ``docs`` gives some models another docstring (their description in schemas): each is
+    validated through a shadow carrying it, so values are still instances of the user's class.
+    """
+
+    def __init__(self, docs: Mapping[type[BaseModel], str] | None = None) -> None:
         self._shadows: dict[type[BaseModel], Any] = {}
         self._needs: dict[type[BaseModel], bool] = {}
+        self._docs = dict(docs or {})
         self.unions: list[UnionInfo] = []
 
     # -- analysis: which models contain something to rewrite (cycle-safe fixpoint) --
@@ -113,7 +118,7 @@ class TypeRewriter:
                 direct = self._direct_needs(info.annotation, refs) or direct
             seen[model] = (direct, refs)
             stack.extend(refs)
-        needs = {m: d for m, (d, _) in seen.items()}
+        needs = {m: d or m in self._docs for m, (d, _) in seen.items()}
         changed = True
         while changed:  # propagate "needs" to every model that refers to a needing model
             changed = False
@@ -198,7 +203,8 @@ class TypeRewriter:
                 model.__name__,
                 __base__=model,
                 __module__=model.__module__,
-                __doc__=model.__doc__,  # the docstring is the model's description in schemas
+                # the docstring is the model's description in schemas
+                __doc__=self._docs.get(model, model.__doc__),
                 **fields,
             )
             shadow.__qualname__ = model.__qualname__
