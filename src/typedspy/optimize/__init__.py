@@ -1,18 +1,28 @@
-"""Optimizers: demos chosen from data (labelled, bootstrapped, searched, nearest)."""
+"""Optimizers: demos chosen from data (labelled, bootstrapped, searched, nearest); texts evolved.
+
+`GEPA` needs the ``gepa`` extra; the package is imported only when a `GEPA` is made.
+"""
 
 from __future__ import annotations
 
 from typedspy.optimize._base import Optimizer, Plan
 from typedspy.optimize._bootstrap import BootstrapFewShot, BootstrapResult
+from typedspy.optimize._gepa import GEPA
+from typedspy.optimize._gepa_plan import GEPAPlan
+from typedspy.optimize._gepa_run import GEPACandidate, GEPAResult
 from typedspy.optimize._knn import KNNFewShot, KNNProgram
 from typedspy.optimize._labeled import LabeledFewShot
 from typedspy.optimize._random_search import BootstrapFewShotWithRandomSearch, Candidate
 
 __all__ = [
+    "GEPA",
     "BootstrapFewShot",
     "BootstrapFewShotWithRandomSearch",
     "BootstrapResult",
     "Candidate",
+    "GEPACandidate",
+    "GEPAPlan",
+    "GEPAResult",
     "KNNFewShot",
     "KNNProgram",
     "LabeledFewShot",
