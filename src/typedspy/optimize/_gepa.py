@@ -10,6 +10,7 @@ the batch machinery, reflects on its typed failures with a `Predict` call
 from __future__ import annotations
 
 import asyncio
+import importlib
 from contextlib import nullcontext
 from typing import Literal
 
@@ -28,7 +29,7 @@ __all__ = ["GEPA"]
 
 def _require_gepa() -> None:
     try:
-        import gepa  # noqa: F401
+        importlib.import_module("gepa")  # ADR-081: an extra, loaded only when used
     except ImportError as exc:
         raise ConfigurationError(
             'ts.optimize.GEPA needs the gepa package: pip install "typedspy[gepa]"'
@@ -120,7 +121,7 @@ class GEPA(Optimizer):
         self.max_proposals = max_proposals
         self.min_proposals = min_proposals
         self.minibatch_size = minibatch_size
-        self.candidate_selection = candidate_selection
+        self.candidate_selection: Literal["pareto", "current_best"] = candidate_selection
         self.perfect_score = perfect_score
         self.seed = seed
         self.concurrency = concurrency
@@ -157,13 +158,20 @@ class GEPA(Optimizer):
             )
         allowed = min(caps.values())
         if allowed < self.min_proposals:
-            short = ", ".join(f"{name} {limit}" for name, limit in cost.limits_of(budget).items())
-            mine = f"max_metric_calls={self.max_metric_calls}, " if self.max_metric_calls else ""
+            given = [
+                f"{name}={value}"
+                for name, value in (
+                    ("max_metric_calls", self.max_metric_calls),
+                    ("max_proposals", self.max_proposals),
+                )
+                if value is not None
+            ]
+            given += [f"{name} {left} left" for name, left in cost.limits_of(budget).items()]
             raise ConfigurationError(
-                f"GEPA: the budget ({mine}{short or 'caps'}) cannot evaluate the seed on "
+                f"GEPA: the budget ({', '.join(given)}) cannot evaluate the seed on "
                 f"{cost.val} examples and make {self.min_proposals} proposals: that needs at "
-                f"least {cost.describe(self.min_proposals)} (it allows {max(allowed, 0)}); "
-                "raise the budget, or lower min_proposals"
+                f"least {cost.describe(self.min_proposals)} (it allows {max(allowed, 0)} "
+                "proposal(s)); raise the budget, or lower min_proposals"
             )
         name = (
             f"GEPA(minibatch_size={cost.minibatch}, candidate_selection="

@@ -119,7 +119,9 @@ def _explained(
         ] or [FieldProblem(path="<root>", problem=f"{type(exc).__name__}: {exc}"[:500])]
         return Evaluated(example, 0.0, None, kind, problems, trace=outcome.trace, error=exc)
     to_dict = getattr(outcome.result, "to_dict", None)
-    outputs = to_dict() if callable(to_dict) else {"result": to_jsonable(outcome.result)}
+    outputs: dict[str, Any] = (
+        to_dict() if callable(to_dict) else {"result": to_jsonable(outcome.result)}
+    )
     if isinstance(scored, BaseException):
         problem = FieldProblem(path="<root>", problem=f"the metric raised {scored!r}"[:500])
         return Evaluated(example, 0.0, outputs, "metric", [problem], trace=outcome.trace)
@@ -141,7 +143,7 @@ def _mismatches(example: Example, outputs: Mapping[str, Any]) -> list[FieldProbl
 
 def records(path: str, runs: Sequence[Evaluated]) -> list[dict[str, Any]]:
     """The reflective dataset gepa gets for the predictor at ``path``: one record per run."""
-    out = []
+    out: list[dict[str, Any]] = []
     for run in runs:
         step = next((s for s in run.trace if s.path == path), None)
         inputs = run.example.to_dict()

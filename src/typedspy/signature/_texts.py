@@ -8,6 +8,7 @@ predictions are still instances of the user's own classes.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any, get_args
@@ -152,6 +153,6 @@ def with_texts(sig: type[Signature], texts: FieldTexts) -> type[Signature]:
 
 
 def _described(info: FieldInfo, text: str) -> FieldInfo:
-    copy = FieldInfo.merge_field_infos(info)
-    copy.description = text or None
-    return copy
+    described = copy.copy(info)  # a shallow copy: only its description changes
+    described.description = text or None
+    return described
