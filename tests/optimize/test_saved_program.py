@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from saved_program import Explain, Pipeline, requests_for, requests_in_a_fresh_process
@@ -69,3 +70,21 @@ def test_state_from_another_signature_is_refused_and_nothing_changes(tmp_path: P
     with pytest.raises(ts.ConfigurationError, match="fingerprint"):
         other.load(path)
     assert other.route.demos == []
+
+
+class OpenTags(ts.Signature):
+    """Tag the text."""
+
+    text: str = ts.InputField()
+    tags: dict[str, Any] = ts.OutputField()
+
+
+def test_a_program_whose_outputs_openai_strict_refuses_saves_and_loads(tmp_path: Path) -> None:
+    """An open object is fine on a JSON Schema endpoint; saving must not ask OpenAI's subset."""
+    demo = {"text": "hello", "tags": {"lang": "en", "n": 1}}
+    program = ts.Predict(OpenTags, lm=ts.LM("m", profile="vllm", api_key="sk-x"), demos=[demo])
+    path = tmp_path / "open.json"
+    program.save(path)
+    loaded = ts.Predict(OpenTags)
+    loaded.load(path)
+    assert loaded.demos == [demo]

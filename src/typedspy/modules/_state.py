@@ -31,11 +31,12 @@ def fingerprint(sig: type[Signature]) -> str:
     Saved state carries it, so state saved for one signature does not load into another that
     happens to share its class name. Inputs contribute their names and types, outputs the
     response schema without descriptions (the models' fields and types; rewording a field's
-    description keeps saved demos valid).
+    description keeps saved demos valid). The schema is the plain JSON Schema target's, which
+    every signature compiles to: a program for an endpoint that takes open objects saves too.
     """
     shape = {
         "inputs": {n: repr(f.annotation) for n, f in sig.input_fields.items()},
-        "outputs": _without_descriptions(compile_schema(sig).schema),
+        "outputs": _without_descriptions(compile_schema(sig, "json-schema").schema),
     }
     text = json.dumps(shape, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
