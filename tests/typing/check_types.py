@@ -7,6 +7,7 @@ reportUnnecessaryTypeIgnoreComment turn an ignore that suppresses nothing into a
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import Any, assert_type
 
 from pydantic import BaseModel
@@ -179,3 +180,61 @@ def think_then_format_is_a_mode_and_its_draft_is_typed() -> None:
     assert_type(pred.outputs.action, SpawnTask | CompleteTask | Continue)
     ts.configure(mode="think_then_format")
     ts.Predict(Decide, mode="think_first")  # type: ignore[call-overload]
+
+
+class SyncTriage(ts.Module):
+    """A DSPy-style module: a synchronous `forward` only (ADR-067)."""
+
+    def __init__(self) -> None:
+        self.decide = ts.Predict(Decide)
+
+    def forward(self, *, task: str) -> ts.Prediction[Decide]:
+        return self.decide(task=task)
+
+
+class Untyped(ts.Module):
+    async def aforward(self, **inputs: Any) -> Any:
+        return inputs
+
+
+def module_calls_are_typed_from_aforward() -> None:
+    # Issue 23: a `ts.Module` subclass's calls were `Any`; they now take its `aforward`'s
+    # parameters and return its result (ADR-080).
+    pipe = Triage()
+    assert_type(pipe(task="Ship it"), ts.Prediction[Decide])
+    pipe(tsak="Ship it")  # type: ignore[call-arg]
+    pipe(task=3)  # type: ignore[arg-type]
+    started: Coroutine[Any, Any, ts.Prediction[Decide]] = pipe.acall(task="Ship it")
+    started.close()
+    assert_type(pipe.try_call(task="Ship it"), ts.Prediction[Decide] | ts.OutputError)
+    pipe.try_call(tsak="Ship it")  # type: ignore[call-arg]
+    for event in pipe.stream(task="Ship it"):
+        assert_type(event, ts.streaming.StreamEvent | ts.Prediction[Decide])
+    pipe.stream(tsak="Ship it")  # type: ignore[call-arg]
+    assert_type(pipe.batch([{"task": "a"}]), ts.batch.BatchResult[ts.Prediction[Decide]])
+
+
+async def module_acall_is_typed_from_aforward() -> None:
+    assert_type(await Triage().acall(task="Ship it"), ts.Prediction[Decide])
+    await Triage().acall(tsak="Ship it")  # type: ignore[call-arg]
+    outcome = await Triage().atry_call(task="Ship it")
+    assert_type(outcome, ts.Prediction[Decide] | ts.OutputError)
+
+
+def module_calls_are_typed_from_a_sync_forward() -> None:
+    pipe = SyncTriage()
+    assert_type(pipe(task="Ship it"), ts.Prediction[Decide])
+    pipe(tsak="Ship it")  # type: ignore[call-arg]
+    assert_type(pipe.try_call(task="Ship it"), ts.Prediction[Decide] | ts.OutputError)
+
+
+async def module_acall_is_typed_from_a_sync_forward() -> None:
+    assert_type(await SyncTriage().acall(task="Ship it"), ts.Prediction[Decide])
+    await SyncTriage().acall(tsak="Ship it")  # type: ignore[call-arg]
+
+
+def untyped_modules_take_any_keywords(module: ts.Module) -> None:
+    assert_type(Untyped()(anything=1), Any)
+    assert_type(module(anything=1), Any)
+    assert_type(module.try_call(anything=1), Any | ts.OutputError)
+    assert_type(module.batch([{"anything": 1}]), ts.batch.BatchResult[Any])

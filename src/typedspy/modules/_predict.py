@@ -24,7 +24,6 @@ from typedspy.engine import (
 )
 from typedspy.errors import (
     ConfigurationError,
-    InputError,
     OutputError,
     check_instance,
     check_int,
@@ -34,7 +33,7 @@ from typedspy.modules._history import History, history_messages
 from typedspy.modules._modes import MODES, checked_mode, run_stepping_down, start_mode
 from typedspy.modules._state import checked_demos, predictor_state, read_predictor_state
 from typedspy.prediction import Prediction
-from typedspy.program import Module, PredictorState
+from typedspy.program import Module, PredictorState, no_positional
 from typedspy.schema import compile_schema
 from typedspy.settings import ModeSetting, resolve_lm
 from typedspy.signature import FieldTexts, Returns, Signature, with_texts
@@ -323,7 +322,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         The keywords are the signature's inputs (checked statically, ADR-015); a call that
         passes ``history=`` takes its inputs unchecked.
         """
-        _no_positional(self, args)
+        no_positional(self, args)
         return cast("Prediction[SigT]", await super().acall(**inputs))
 
     @overload
@@ -335,7 +334,7 @@ class Predict(Module, Generic[SigT, InputsT]):
     ) -> Prediction[SigT]: ...
 
     def __call__(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
-        _no_positional(self, args)
+        no_positional(self, args)
         return cast("Prediction[SigT]", self.forward(**inputs))
 
     async def abatch(
@@ -388,11 +387,4 @@ class Predict(Module, Generic[SigT, InputsT]):
     ) -> DraftPlan:
         return plan_draft(
             self.signature, lm, inputs, history, demos=self.demos, params=self.lm_kwargs
-        )
-
-
-def _no_positional(module: Module, args: tuple[Any, ...]) -> None:
-    if args:
-        raise InputError(
-            f"{module!r} takes its inputs as keywords, not {len(args)} positional argument(s)"
         )

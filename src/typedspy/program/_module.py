@@ -6,18 +6,19 @@ import asyncio
 import functools
 import json
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, ClassVar, cast
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast, final, overload
 
 from pydantic import ValidationError
-from typing_extensions import Unpack
+from typing_extensions import ParamSpec, Unpack
 
 from typedspy import callbacks
 from typedspy._deadline import bounded
 from typedspy._runtime import iterate_sync, run_sync
 from typedspy._types import FieldError
 from typedspy.batch import BatchOptions, BatchResult, run_batch
-from typedspy.errors import ConfigurationError, OutputError, SavedStateError
+from typedspy.errors import ConfigurationError, InputError, OutputError, SavedStateError
+from typedspy.lm import BaseLM
 from typedspy.parse import field_errors
 from typedspy.program._render import arender
 from typedspy.program._state import (
@@ -28,9 +29,54 @@ from typedspy.program._state import (
     under,
 )
 from typedspy.settings import get_settings
-from typedspy.streaming import closing
+from typedspy.streaming import StreamEvent, closing
 
-__all__ = ["Module"]
+__all__ = ["Module", "no_positional"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+@final
+class _Derived:
+    """Never built: the event type of `Module.aexecute` as `_Async` asks for it (ADR-080)."""
+
+
+class _Async(Protocol[P, R_co]):
+    """A user module with its own ``aforward``: the calls take its parameters (ADR-080).
+
+    Its ``aexecute`` is `Module`'s (or derived, events `Any`): a built-in module's own
+    ``aexecute`` yields typed events, so `Predict` and `ReAct` do not match and keep their own
+    overloads.
+    """
+
+    def aforward(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R_co]: ...
+
+    def aexecute(self, *, stream: bool = ..., **inputs: Any) -> AsyncIterator[_Derived]: ...
+
+
+class _Sync(Protocol[P, R_co]):
+    """A user module without an ``aforward`` of its own (ADR-067): typed from its ``forward``.
+
+    A module whose ``aforward`` takes typed parameters does not match (it does not take any
+    arguments), so a misspelled keyword does not fall through to `Module`'s untyped
+    ``forward``.
+    """
+
+    def aforward(self, *args: object, **kwargs: object) -> object: ...
+
+    def forward(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+
+class _CallsModel(Protocol):
+    """A built-in module that calls a model itself (`Predict`, `ReAct`).
+
+    Its own overloads type its calls; `Module`'s entry points take any keywords for it
+    (ADR-080).
+    """
+
+    def _lm(self) -> BaseLM: ...
 
 
 class Module:
@@ -69,15 +115,25 @@ class Module:
         elif "aexecute" in own and "aforward" not in own:
             cls.aforward = _forwarding(cls)  # type: ignore[method-assign]
 
-    async def aforward(self, *args: Any, **inputs: Any) -> Any:
-        """The module's logic: override this.
+    if TYPE_CHECKING:
+        # Declared not awaitable (ADR-080): a class that did not override `aforward` does not
+        # match `_Async`, so its calls are typed from its synchronous `forward` instead.
+        def aforward(self, *args: Any, **inputs: Any) -> object:
+            """The module's logic: override this (see the runtime definition)."""
 
-        An override may declare its inputs as typed keyword-only parameters
-        (``async def aforward(self, *, task: str) -> ts.Prediction[Decide]``): this gradual
-        signature accepts any override under mypy and pyright.
-        """
-        del args
-        raise NotImplementedError(f"{type(self).__name__} does not implement aforward()")
+    else:
+
+        async def aforward(self, *args: Any, **inputs: Any) -> Any:
+            """The module's logic: override this.
+
+            An override may declare its inputs as typed keyword-only parameters
+            (``async def aforward(self, *, task: str) -> ts.Prediction[Decide]``): this gradual
+            signature accepts any override under mypy and pyright, and the override's
+            parameters and result then type ``module(...)``, `acall`, `try_call`, `stream` and
+            `batch` (ADR-080).
+            """
+            del args
+            raise NotImplementedError(f"{type(self).__name__} does not implement aforward()")
 
     async def aexecute(self, *, stream: bool = False, **inputs: Any) -> AsyncIterator[Any]:
         """The one execution path: an async generator of events, the result last.
@@ -86,10 +142,24 @@ class Module:
         `ReAct`) override this and yield `typedspy.streaming` events before the result.
         """
         del stream  # nothing to stream: the result is the only event
-        yield await self.aforward(**inputs)
+        yield await cast("Awaitable[Any]", self.aforward(**inputs))
 
-    async def acall(self, **inputs: Any) -> Any:
+    # The entry points below are typed from the subclass's `aforward` when it wrote one, else
+    # from its synchronous `forward` (ADR-080): ``pipe(tikcet=...)`` is a type error, and an
+    # untyped `aforward` keeps every call `Any`.
+
+    @overload
+    def acall(self: _Async[P, R], *args: P.args, **inputs: P.kwargs) -> Coroutine[Any, Any, R]: ...
+
+    @overload
+    def acall(self: _CallsModel, *args: Any, **inputs: Any) -> Coroutine[Any, Any, Any]: ...
+
+    @overload
+    def acall(self: _Sync[P, R], *args: P.args, **inputs: P.kwargs) -> Coroutine[Any, Any, R]: ...
+
+    async def acall(self, *args: Any, **inputs: Any) -> Any:
         """Run the module in the current event loop and return its result."""
+        no_positional(self, args)
         call_id = callbacks.module_start(self, inputs)
         result: Any = None
         try:
@@ -102,12 +172,26 @@ class Module:
         callbacks.module_end(call_id, result, None)
         return result
 
-    async def astream(self, **inputs: Any) -> AsyncIterator[Any]:
+    @overload
+    def astream(
+        self: _Async[P, R], *args: P.args, **inputs: P.kwargs
+    ) -> AsyncIterator[StreamEvent | R]: ...
+
+    @overload
+    def astream(self: _CallsModel, *args: Any, **inputs: Any) -> AsyncIterator[Any]: ...
+
+    @overload
+    def astream(
+        self: _Sync[P, R], *args: P.args, **inputs: P.kwargs
+    ) -> AsyncIterator[StreamEvent | R]: ...
+
+    async def astream(self, *args: Any, **inputs: Any) -> AsyncIterator[Any]:
         """Yield `typedspy.streaming` events as the call runs, then the final result.
 
         Closing the iterator early (or cancelling the consuming task) stops the call and closes
         its HTTP stream.
         """
+        no_positional(self, args)
         call_id = callbacks.module_start(self, inputs)
         result: Any = None
         try:
@@ -129,7 +213,20 @@ class Module:
         """`aexecute` under the ``deadline`` setting (and the enclosing call's deadline)."""
         return bounded(self.aexecute(stream=stream, **inputs), get_settings().deadline, repr(self))
 
-    def stream(self, **inputs: Any) -> Iterator[Any]:
+    @overload
+    def stream(
+        self: _Async[P, R], *args: P.args, **inputs: P.kwargs
+    ) -> Iterator[StreamEvent | R]: ...
+
+    @overload
+    def stream(self: _CallsModel, *args: Any, **inputs: Any) -> Iterator[Any]: ...
+
+    @overload
+    def stream(
+        self: _Sync[P, R], *args: P.args, **inputs: P.kwargs
+    ) -> Iterator[StreamEvent | R]: ...
+
+    def stream(self, *args: Any, **inputs: Any) -> Iterator[Any]:
         """Synchronous `astream`: iterate events from a plain ``for`` loop.
 
         Leaving the loop early (``break``, an exception) closes the call and its HTTP stream
@@ -140,35 +237,79 @@ class Module:
             ConfigurationError: Called from code typedspy runs on its own event loop (a
                 module's ``aforward``, an async tool), which would wait for itself; use `astream`.
         """
+        no_positional(self, args)
         return iterate_sync(
-            lambda: self.astream(**inputs), async_name=f"{type(self).__name__}.astream"
+            lambda: Module.astream(self, **inputs), async_name=f"{type(self).__name__}.astream"
         )
 
-    def forward(self, **inputs: Any) -> Any:
+    @overload
+    def forward(self: _Async[P, R], *args: P.args, **inputs: P.kwargs) -> R: ...
+
+    @overload
+    def forward(self, *args: Any, **inputs: Any) -> Any: ...
+
+    def forward(self, *args: Any, **inputs: Any) -> Any:
         """Run the module synchronously.
 
         Raises:
             ConfigurationError: Called from code typedspy runs on its own event loop (a
                 module's ``aforward``, an async tool), which would wait for itself; use `acall`.
         """
-        return run_sync(lambda: self.acall(**inputs), async_name=f"{type(self).__name__}.acall")
+        no_positional(self, args)
+        return run_sync(
+            lambda: Module.acall(self, **inputs), async_name=f"{type(self).__name__}.acall"
+        )
 
-    def __call__(self, **inputs: Any) -> Any:
+    @overload
+    def __call__(self: _Async[P, R], *args: P.args, **inputs: P.kwargs) -> R: ...
+
+    @overload
+    def __call__(self: _CallsModel, *args: Any, **inputs: Any) -> Any: ...
+
+    @overload
+    def __call__(self: _Sync[P, R], *args: P.args, **inputs: P.kwargs) -> R: ...
+
+    def __call__(self, *args: Any, **inputs: Any) -> Any:
+        no_positional(self, args)
         return self.forward(**inputs)
 
-    async def atry_call(self, **inputs: Any) -> Any:
+    @overload
+    def atry_call(
+        self: _Async[P, R], *args: P.args, **inputs: P.kwargs
+    ) -> Coroutine[Any, Any, R | OutputError]: ...
+
+    @overload
+    def atry_call(self: _CallsModel, *args: Any, **inputs: Any) -> Coroutine[Any, Any, Any]: ...
+
+    @overload
+    def atry_call(
+        self: _Sync[P, R], *args: P.args, **inputs: P.kwargs
+    ) -> Coroutine[Any, Any, R | OutputError]: ...
+
+    async def atry_call(self, *args: Any, **inputs: Any) -> Any:
         """Like `acall`, but an output failure is returned (an `OutputError`), not raised.
 
         Input and endpoint errors (`InputError`, `LMError`) are still raised: only the model's
         answer can fail here.
         """
+        no_positional(self, args)
         try:
             return await self.acall(**inputs)
         except OutputError as exc:
             return exc
 
-    def try_call(self, **inputs: Any) -> Any:
+    @overload
+    def try_call(self: _Async[P, R], *args: P.args, **inputs: P.kwargs) -> R | OutputError: ...
+
+    @overload
+    def try_call(self: _CallsModel, *args: Any, **inputs: Any) -> Any: ...
+
+    @overload
+    def try_call(self: _Sync[P, R], *args: P.args, **inputs: P.kwargs) -> R | OutputError: ...
+
+    def try_call(self, *args: Any, **inputs: Any) -> Any:
         """Synchronous `atry_call`."""
+        no_positional(self, args)
         return run_sync(
             lambda: self.atry_call(**inputs), async_name=f"{type(self).__name__}.atry_call"
         )
@@ -189,6 +330,21 @@ class Module:
     def render(self, **inputs: Any) -> dict[str, Any]:
         """Synchronous `arender`: ``predict.render(question="...")["messages"]``."""
         return run_sync(lambda: arender(self, inputs), async_name=f"{type(self).__name__}.arender")
+
+    @overload
+    def abatch(
+        self: _Async[..., R], inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> Coroutine[Any, Any, BatchResult[R]]: ...
+
+    @overload
+    def abatch(
+        self: _CallsModel, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> Coroutine[Any, Any, BatchResult[Any]]: ...
+
+    @overload
+    def abatch(
+        self: _Sync[..., R], inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> Coroutine[Any, Any, BatchResult[R]]: ...
 
     async def abatch(
         self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
@@ -217,6 +373,21 @@ class Module:
             InputError: An input that is not a mapping (before anything runs).
         """
         return await run_batch(self, inputs, **options)
+
+    @overload
+    def batch(
+        self: _Async[..., R], inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> BatchResult[R]: ...
+
+    @overload
+    def batch(
+        self: _CallsModel, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> BatchResult[Any]: ...
+
+    @overload
+    def batch(
+        self: _Sync[..., R], inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
+    ) -> BatchResult[R]: ...
 
     def batch(
         self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
@@ -348,6 +519,18 @@ class Module:
 
     def _predictors(self) -> list[tuple[str, Any]]:
         return self.named_predictors()
+
+
+def no_positional(module: Module, args: tuple[Any, ...]) -> None:
+    """Refuse positional inputs: a module's inputs are keywords.
+
+    Raises:
+        InputError: ``args`` is not empty.
+    """
+    if args:
+        raise InputError(
+            f"{module!r} takes its inputs as keywords, not {len(args)} positional argument(s)"
+        )
 
 
 def _executing(cls: type[Module]) -> Any:
