@@ -239,7 +239,7 @@ class Module:
         """
         no_positional(self, args)
         return iterate_sync(
-            lambda: Module.astream(self, **inputs), async_name=f"{type(self).__name__}.astream"
+            lambda: self.astream(**inputs), async_name=f"{type(self).__name__}.astream"
         )
 
     @overload
@@ -256,9 +256,7 @@ class Module:
                 module's ``aforward``, an async tool), which would wait for itself; use `acall`.
         """
         no_positional(self, args)
-        return run_sync(
-            lambda: Module.acall(self, **inputs), async_name=f"{type(self).__name__}.acall"
-        )
+        return run_sync(lambda: self.acall(**inputs), async_name=f"{type(self).__name__}.acall")
 
     @overload
     def __call__(self: _Async[P, R], *args: P.args, **inputs: P.kwargs) -> R: ...
