@@ -39,6 +39,21 @@ def test_typed_example_validates_values_and_knows_its_inputs() -> None:
     assert ex.copy(priority=3).priority == 3
 
 
+def test_typed_example_outputs_are_the_labels_as_the_signature() -> None:
+    # Issue 23: the typed view of an example's labels, as `pred.outputs` is a prediction's.
+    ex = ts.Example(Triage, text="crash", label={"_type": "Bug", "component": "ui"}, priority="2")
+    assert isinstance(ex.outputs, Triage)
+    assert ex.outputs.label == Bug(component="ui")
+    assert ex.outputs.priority == 2
+    with pytest.raises(AttributeError):
+        _ = ex.outputs.text  # an input: not a label
+    partial = ts.Example(Triage, text="crash", priority=1)
+    with pytest.raises(AttributeError):
+        _ = partial.outputs.label
+    with pytest.raises(ts.ConfigurationError, match="no signature"):
+        _ = ts.Example(question="q", answer="a").outputs
+
+
 def test_typed_example_names_the_bad_fields() -> None:
     with pytest.raises(ts.errors.ExampleError) as caught:
         ts.Example(Triage, label={"_type": "Nope"}, priority=9, extra=1)

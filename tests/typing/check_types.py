@@ -238,3 +238,26 @@ def untyped_modules_take_any_keywords(module: ts.Module) -> None:
     assert_type(module(anything=1), Any)
     assert_type(module.try_call(anything=1), Any | ts.OutputError)
     assert_type(module.batch([{"anything": 1}]), ts.batch.BatchResult[Any])
+
+
+def examples_are_typed_by_their_signature(program: ts.Predict[Decide]) -> None:
+    # Issue 23: `ts.Example(Sig, ...)` was not generic, so a metric reading a label was `Any`
+    # and failed --strict; `ex.outputs` is now the typed view, as `pred.outputs` is.
+    ex = ts.Example(Decide, task="Ship it", action=Continue(reason="wait"), confidence=0.5)
+    assert_type(ex, ts.Example[Decide])
+    assert_type(ex.outputs.confidence, float)
+    assert_type(ex.with_inputs("task"), ts.Example[Decide])
+    typo = ex.outputs.confidense  # type: ignore[attr-defined]
+    del typo
+    plain = ts.Example(question="2 + 2?", answer="4")
+    assert_type(plain, ts.Example[ts.Signature])
+
+    def metric(example: ts.Example[Decide], pred: ts.Prediction[Decide]) -> float:
+        return 1.0 - abs(example.outputs.confidence - pred.outputs.confidence)
+
+    def wrong(example: ts.Example[Decide], pred: ts.Prediction[Decide]) -> float:
+        return example.outputs.action  # type: ignore[return-value]
+
+    del wrong
+    ts.evaluate(program, [ex], metric)
+    ts.evaluate(program, [ex, plain], ts.evaluation.FieldMetric())

@@ -24,7 +24,7 @@ __all__ = ["Evaluate", "aevaluate", "evaluate"]
 
 async def aevaluate(
     program: Module,
-    devset: Sequence[Example],
+    devset: Sequence[Example[Any]],
     metric: Metric | None = None,
     *,
     failure_score: float = 0.0,
@@ -53,7 +53,7 @@ async def aevaluate(
 
 def evaluate(
     program: Module,
-    devset: Sequence[Example],
+    devset: Sequence[Example[Any]],
     metric: Metric | None = None,
     *,
     failure_score: float = 0.0,
@@ -112,7 +112,7 @@ class Evaluate:
 
     def __init__(
         self,
-        devset: Sequence[Example],
+        devset: Sequence[Example[Any]],
         metric: Metric | None = None,
         *,
         failure_score: float = 0.0,

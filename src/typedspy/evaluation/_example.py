@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Generic, cast, overload
+
+from typing_extensions import TypeVar
 
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError, ExampleError
@@ -12,8 +14,10 @@ from typedspy.signature import Signature, to_jsonable
 
 __all__ = ["Example", "typed_values"]
 
+SigT = TypeVar("SigT", bound=Signature, default=Signature)
 
-class Example(Mapping[str, Any]):
+
+class Example(Mapping[str, Any], Generic[SigT]):
     """One dataset item: inputs and expected outputs; ``ex.question`` or ``ex["question"]``.
 
     Built with a signature, the values are validated against its fields (a union field's
@@ -29,6 +33,9 @@ class Example(Mapping[str, Any]):
         plain = ts.Example(question="2 + 2?", answer="4").with_inputs("question")
         ```
 
+    Built with a signature, it is an ``Example[Classify]`` under mypy and pyright, and
+    ``ex.outputs.label`` is the typed view of a label (as ``pred.outputs`` is a prediction's).
+
     Args:
         signature: The signature that types the values (optional, positional only).
         **values: Input and output values by field name.
@@ -40,8 +47,14 @@ class Example(Mapping[str, Any]):
 
     __slots__ = ("_input_keys", "_values", "signature")
 
-    def __init__(self, signature: type[Signature] | None = None, /, **values: Any) -> None:
-        self.signature = signature
+    @overload
+    def __init__(self: Example[SigT], signature: type[SigT], /, **values: Any) -> None: ...
+
+    @overload
+    def __init__(self: Example[Signature], signature: None = None, /, **values: Any) -> None: ...
+
+    def __init__(self, signature: type[SigT] | None = None, /, **values: Any) -> None:
+        self.signature: type[SigT] | None = signature
         self._values: dict[str, Any] = (
             typed_values(signature, values) if signature is not None else dict(values)
         )
@@ -52,15 +65,15 @@ class Example(Mapping[str, Any]):
     @classmethod
     def _make(
         cls,
-        signature: type[Signature] | None,
+        signature: type[SigT] | None,
         values: Mapping[str, Any],
         input_keys: frozenset[str] | None,
-    ) -> Example:
-        ex = cls.__new__(cls)
+    ) -> Example[SigT]:
+        ex: Example[SigT] = cls.__new__(cls)
         ex.signature, ex._values, ex._input_keys = signature, dict(values), input_keys
         return ex
 
-    def with_inputs(self, *keys: str) -> Example:
+    def with_inputs(self, *keys: str) -> Example[SigT]:
         """A copy that treats ``keys`` as the inputs (the other values are labels).
 
         Raises:
@@ -92,6 +105,27 @@ class Example(Mapping[str, Any]):
         keys = self._input_keys or frozenset()
         return {k: v for k, v in self._values.items() if k not in keys}
 
+    @property
+    def outputs(self) -> SigT:
+        """The labels as an instance of the signature: the typed view (ADR-015).
+
+        ``ex.outputs.label`` has the declared type under mypy and pyright, where ``ex.label``
+        is `Any`, so a metric reads ``ex.outputs.label == pred.outputs.label``. Only output
+        fields the example has are set; reading another raises `AttributeError`. The values
+        are those already validated (not re-checked).
+
+        Raises:
+            ConfigurationError: The example was built without a signature.
+        """
+        if self.signature is None:
+            raise ConfigurationError(
+                "this example has no signature, so no typed outputs: build it as "
+                "ts.Example(Signature, ...), or read ex.labels()"
+            )
+        fields = self.signature.output_fields
+        labels = {k: v for k, v in self._values.items() if k in fields}
+        return cast("SigT", self.signature.model_construct(**labels))
+
     def to_dict(self) -> dict[str, Any]:
         """All values as JSON-ready data; union members carry their ``_type``."""
         fields = (
@@ -104,7 +138,7 @@ class Example(Mapping[str, Any]):
             for k, v in self._values.items()
         }
 
-    def copy(self, **changes: Any) -> Example:
+    def copy(self, **changes: Any) -> Example[SigT]:
         """A copy with some values replaced (validated again when typed)."""
         values = {**self._values, **changes}
         if self.signature is not None:

@@ -13,7 +13,7 @@ from typedspy.evaluation._example import Example
 __all__ = ["FieldMetric", "Metric", "composite", "score", "score_and_feedback"]
 
 Metric = Callable[
-    [Example, Any],
+    [Example[Any], Any],
     "float | bool | tuple[float | bool, str] | Awaitable[float | bool | tuple[float | bool, str]]",
 ]
 """A metric: ``(example, prediction) -> float | bool`` (``True`` is 1.0), sync or async.

@@ -74,9 +74,9 @@ class Optimizer:
     async def acompile(
         self,
         program: Module,
-        trainset: Sequence[Example],
+        trainset: Sequence[Example[Any]],
         *,
-        valset: Sequence[Example] | None = None,
+        valset: Sequence[Example[Any]] | None = None,
     ) -> Module:
         """Optimize ``program`` on ``trainset``; return the optimized copy.
 
@@ -99,9 +99,9 @@ class Optimizer:
     def compile(
         self,
         program: Module,
-        trainset: Sequence[Example],
+        trainset: Sequence[Example[Any]],
         *,
-        valset: Sequence[Example] | None = None,
+        valset: Sequence[Example[Any]] | None = None,
     ) -> Module:
         """Synchronous `acompile`."""
         return run_sync(
@@ -121,7 +121,7 @@ class Optimizer:
         raise NotImplementedError
 
 
-def check_trainset(trainset: Sequence[Example], who: str) -> list[Example]:
+def check_trainset(trainset: Sequence[Example[Any]], who: str) -> list[Example]:
     """The trainset as a list of examples that know their inputs.
 
     Raises:

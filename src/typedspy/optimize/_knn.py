@@ -123,7 +123,7 @@ class KNNProgram(Module):
     def __init__(
         self,
         program: Module,
-        examples: Sequence[Example] = (),
+        examples: Sequence[Example[Any]] = (),
         vectors: Sequence[Sequence[float]] | None = None,
         *,
         k: int = 3,
