@@ -18,7 +18,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from typedspy._types import FieldError
 
@@ -46,8 +49,12 @@ class OutputDelta:
     text: str
 
 
+SigT = DefaultTypeVar("SigT", bound=BaseModel, default=Any)
+"""The signature of the outputs: a `typedspy.Signature` subclass."""
+
+
 @dataclass(frozen=True)
-class PartialPrediction:
+class PartialPrediction(Generic[SigT]):
     """The outputs parsed so far, emitted whenever they change (a field completing included).
 
     A field in progress longer than 2,048 characters is re-read (and so shown changed) once it
@@ -60,10 +67,27 @@ class PartialPrediction:
             field an instance of the member class (named by a complete ``_type``) built,
             unvalidated, from the keys seen so far.
         in_progress: The name of the field still being written, if any.
+        signature: The signature the values belong to (None when built without one).
     """
 
     values: Mapping[str, Any]
     in_progress: str | None = None
+    signature: type[SigT] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def outputs(self) -> SigT:
+        """The values so far as an instance of the signature: the typed view (ADR-015).
+
+        ``partial.outputs.action`` has the declared type under mypy and pyright. Fields not
+        seen yet are not set (reading one raises `AttributeError`); the field in progress holds
+        its partial value, unvalidated.
+
+        Raises:
+            AttributeError: The event was built without a signature.
+        """
+        if self.signature is None:
+            raise AttributeError("this PartialPrediction has no signature: read .values")
+        return self.signature.model_construct(**self.values)
 
 
 @dataclass(frozen=True)

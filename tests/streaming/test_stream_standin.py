@@ -116,6 +116,21 @@ def test_union_partial_names_the_variant_before_the_object_is_complete(
     assert len(server.requests) == 2 and server.requests[0]["stream"] is True
 
 
+def test_a_partial_has_a_typed_view_of_its_values(server: StandIn, lm: ts.LM) -> None:
+    # Issue 23: the stream's events were `Any`; a partial's `outputs` is the signature's view.
+    server.enqueue(GOOD)
+    events = list(ts.Predict(Decide, lm=lm, mode="json_schema").stream(task="Ship the release"))
+    shown = partials(events)
+    assert all(p.signature is Decide for p in shown)
+    early = next(p for p in shown if p.in_progress == "action")
+    with pytest.raises(AttributeError):
+        _ = early.outputs.confidence  # not seen yet
+    assert shown[-1].outputs.action == events[-1].outputs.action
+    assert shown[-1].outputs.confidence == 0.8
+    with pytest.raises(AttributeError, match="no signature"):
+        _ = PartialPrediction({"confidence": 0.8}).outputs
+
+
 # -- retries ----------------------------------------------------------------------------------
 
 

@@ -261,3 +261,27 @@ def examples_are_typed_by_their_signature(program: ts.Predict[Decide]) -> None:
     del wrong
     ts.evaluate(program, [ex], metric)
     ts.evaluate(program, [ex, plain], ts.evaluation.FieldMetric())
+
+
+def stream_events_are_typed() -> None:
+    # Issue 23: the stream's events were `Any`; they are the call's event types, the partial
+    # with a typed view, then the typed prediction.
+    for event in ts.Predict(Decide).stream(task="Ship it"):
+        if isinstance(event, ts.streaming.PartialPrediction):
+            assert_type(event.outputs.confidence, float)
+            typo = event.outputs.confidense  # type: ignore[attr-defined]
+            del typo
+        elif isinstance(event, ts.Prediction):
+            assert_type(event.outputs.action, SpawnTask | CompleteTask | Continue)
+        else:
+            assert_type(event, ts.streaming.OutputDelta | ts.streaming.RetryStarted)
+    ts.Predict(Decide).stream(tsak="Ship it")  # type: ignore[call-overload]
+
+
+async def astream_events_are_typed() -> None:
+    async for event in ts.Predict(Decide).astream(task="Ship it"):
+        if isinstance(event, ts.Prediction):
+            assert_type(event, ts.Prediction[Decide])
+        elif isinstance(event, ts.streaming.PartialPrediction):
+            assert_type(event, ts.streaming.PartialPrediction[Decide])
+    ts.Predict(Decide).astream(tsak="Ship it")  # type: ignore[call-overload]

@@ -107,5 +107,5 @@ def parsed_events(parser: PartialParser, piece: str | None) -> list[StreamEvent]
     events: list[StreamEvent] = [OutputDelta(name, text) for name, text in segments]
     values = parser.news()
     if values is not None:
-        events.append(PartialPrediction(values, parser.current))
+        events.append(PartialPrediction(values, parser.current, parser.signature))
     return events

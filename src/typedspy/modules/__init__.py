@@ -10,7 +10,7 @@ from typedspy.modules._history import History
 # The package's interface to typedspy's other packages (not public API): they import from the
 # package, never from its modules (ADR-034, checked by import-linter).
 from typedspy.modules._history import history_messages as history_messages
-from typedspy.modules._predict import Predict
+from typedspy.modules._predict import Predict, PredictEvent
 from typedspy.modules._state import demo_errors as demo_errors
 from typedspy.modules._state import typed_demo as typed_demo
 from typedspy.program import Module
@@ -20,4 +20,5 @@ __all__ = [
     "History",
     "Module",
     "Predict",
+    "PredictEvent",
 ]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from types import UnionType
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
-from typing_extensions import ParamSpec, Unpack
+from typing_extensions import ParamSpec, TypeAliasType, Unpack
 
 from typedspy._runtime import run_sync
 from typedspy.adapter import Mode
@@ -37,7 +37,7 @@ from typedspy.program import Module, PredictorState, no_positional
 from typedspy.schema import compile_schema
 from typedspy.settings import ModeSetting, resolve_lm
 from typedspy.signature import FieldTexts, Returns, Signature, with_texts
-from typedspy.streaming import closing
+from typedspy.streaming import OutputDelta, PartialPrediction, RetryStarted, closing
 
 __all__ = ["Predict"]
 
@@ -46,6 +46,13 @@ OutT = TypeVar("OutT")
 # ADR-015: the signature's inputs as a parameter list (its dataclass_transform __init__);
 # ``Predict[Decide]`` alone means any keywords.
 InputsT = ParamSpec("InputsT", default=...)
+
+PredictEvent = TypeAliasType(
+    "PredictEvent",
+    OutputDelta | PartialPrediction[SigT] | RetryStarted | Prediction[SigT],
+    type_params=(SigT,),
+)
+"""What `Predict.stream` / `astream` yield: the events of the call, then its `Prediction`."""
 
 
 class Predict(Module, Generic[SigT, InputsT]):
@@ -336,6 +343,39 @@ class Predict(Module, Generic[SigT, InputsT]):
     def __call__(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
         no_positional(self, args)
         return cast("Prediction[SigT]", self.forward(**inputs))
+
+    @overload
+    def astream(
+        self, *args: InputsT.args, **inputs: InputsT.kwargs
+    ) -> AsyncIterator[PredictEvent[SigT]]: ...
+
+    @overload
+    def astream(
+        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
+    ) -> AsyncIterator[PredictEvent[SigT]]: ...
+
+    def astream(self, *args: Any, **inputs: Any) -> AsyncIterator[PredictEvent[SigT]]:
+        """`Module.astream`, typed: the call's events, then its `Prediction` (`PredictEvent`).
+
+        The keywords are checked as `acall`'s.
+        """
+        no_positional(self, args)
+        return cast("AsyncIterator[PredictEvent[SigT]]", super().astream(**inputs))
+
+    @overload
+    def stream(
+        self, *args: InputsT.args, **inputs: InputsT.kwargs
+    ) -> Iterator[PredictEvent[SigT]]: ...
+
+    @overload
+    def stream(
+        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
+    ) -> Iterator[PredictEvent[SigT]]: ...
+
+    def stream(self, *args: Any, **inputs: Any) -> Iterator[PredictEvent[SigT]]:
+        """`Module.stream`, typed as `astream`."""
+        no_positional(self, args)
+        return cast("Iterator[PredictEvent[SigT]]", super().stream(**inputs))
 
     async def abatch(
         self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]

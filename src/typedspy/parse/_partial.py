@@ -80,6 +80,7 @@ class PartialParser:
     """
 
     def __init__(self, sig: type[Signature], *, max_json_depth: int | None = None) -> None:
+        self.signature = sig
         self._fields = sig.output_fields
         self._reader = FieldValues(
             sig, MAX_JSON_DEPTH if max_json_depth is None else max_json_depth
