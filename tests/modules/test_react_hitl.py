@@ -86,14 +86,16 @@ def test_the_pause_carries_the_run_state(
 
     assert exc.question == "Send an email to bob@example.com?"
     assert exc.tool_call == {"name": "send_email", "arguments": EMAIL_ARGS, "id": "call_e"}
-    state = exc.context["react"]
-    assert (state["step"], state["call"], state["mode"]) == (1, 0, "tools")
-    assert state["inputs"] == {"question": QUESTION}
-    assert state["pending_call"]["name"] == "send_email"
-    assert state["trajectory"][0]["calls"][0]["observation"] == "The launch is on Friday."
-    assert state["trajectory"][1]["calls"][0]["observation"] is None
-    assert state["tools"] == ["search", "send_email"]
-    assert json.loads(json.dumps(exc.context)) == exc.context
+    state = exc.context["react"]  # a typed model (issue 22): ReAct validates it on resumption
+    assert isinstance(state, ts.react.PausedRun)
+    assert (state.step, state.call, state.mode) == (1, 0, "tools")
+    assert state.inputs == {"question": QUESTION}
+    assert state.pending_call is not None and state.pending_call.name == "send_email"
+    assert state.trajectory[0].calls[0].observation == "The launch is on Friday."
+    assert state.trajectory[1].calls[0].observation is None
+    assert state.tools == ["search", "send_email"]
+    saved = ResumeState(exc, "yes").to_dict(secret=SECRET)["context"]["react"]
+    assert saved == state.model_dump(mode="json")  # signed as Pydantic dumps it, no `_type`
     assert counts == Counter(search=1)
 
 
@@ -204,7 +206,7 @@ def test_parallel_calls_resume_after_the_paused_one(
     )
     agent = ReAct(Notify, tools=tools, lm=make_lm())
     exc = paused(agent)
-    assert exc.context["react"]["call"] == 1
+    assert exc.context["react"].call == 1
     assert counts == Counter(search=1)
     agent(question=QUESTION, resume_state=ResumeState(exc, True))
 
@@ -229,7 +231,7 @@ def test_an_approval_covers_the_paused_call_only(
 
     assert counts == Counter(send_email=1)
     assert info.value.confirmation_id == first.confirmation_id
-    assert info.value.context["react"]["step"] == 1
+    assert info.value.context["react"].step == 1
     assert info.value.tool_call["id"] == "call_e2"
 
 
@@ -318,7 +320,7 @@ def test_an_unfinished_resumption_is_not_run_again(
     store = ts.react.MemoryResumeStore()
     agent = ReAct(Notify, tools=tools, lm=make_lm(), resume_store=store)
     exc = paused(agent)
-    asyncio.run(store.claim(exc.context["react"]["pause_id"], "approve"))  # a run elsewhere
+    asyncio.run(store.claim(exc.context["react"].pause_id, "approve"))  # a run elsewhere
 
     with pytest.raises(ts.errors.ResumeConflictError, match="being resumed elsewhere"):
         agent(resume_state=ResumeState(exc, "yes"))
@@ -328,7 +330,7 @@ def test_an_unfinished_resumption_is_not_run_again(
 def test_each_pause_has_its_own_id(router: respx.MockRouter, tools: list[Tool]) -> None:
     router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL), calls_reply(EMAIL)])
     agent = ReAct(Notify, tools=tools, lm=make_lm())
-    ids = {paused(agent).context["react"]["pause_id"] for _ in range(2)}
+    ids = {paused(agent).context["react"].pause_id for _ in range(2)}
     assert len(ids) == 2  # two identical runs pausing alike are still two pauses
 
 

@@ -415,7 +415,7 @@ def test_parallel_strict_calls_to_one_tool_stream_through_react(llm: respx.MockR
     ]
     kinds = [type(e).__name__ for e in events if not isinstance(e, OutputDelta)]
     assert kinds[:4] == ["ToolCallStarted", "ToolCallFinished"] * 2
-    assert kinds[-1] == "Prediction"
+    assert kinds[-1] == "AgentPrediction"
     assert events[-1].answer == "both secrets"
     assert events[-1].usage == ts.prediction.Usage(75 + 10, 53 + 5, 128 + 15)
     # The same run without streaming ends with an equal prediction.
@@ -436,7 +436,7 @@ def test_parallel_strict_calls_to_one_tool_stream_through_react(llm: respx.MockR
     plain = agent(question="secrets for mellon, radiance")
     assert plain == events[-1]
     assert plain.usage == events[-1].usage
-    assert plain.trajectory.to_json() == events[-1].trajectory.to_json()
+    assert list(plain.trajectory) == list(events[-1].trajectory)
 
 
 # -- endpoint errors --------------------------------------------------------------------------

@@ -309,7 +309,7 @@ def test_react_stream_yields_tool_events_in_order_then_the_answer(
         ("ToolCallFinished", "c1"),
         ("ToolCallStarted", "c2"),
         ("ToolCallFinished", "c2"),
-        ("Prediction", None),
+        ("AgentPrediction", None),
     ]
     started = [e for e in events if isinstance(e, ToolCallStarted)]
     done = [e for e in events if isinstance(e, ToolCallFinished)]
@@ -325,7 +325,7 @@ def test_react_stream_yields_tool_events_in_order_then_the_answer(
     assert final.usage == ts.prediction.Usage(100, 16, 116)  # both steps, from their usage chunks
     plain = agent(question="Population of Paris?")
     assert plain == final and plain.usage == final.usage
-    assert plain.trajectory.to_json() == final.trajectory.to_json()
+    assert list(plain.trajectory) == list(final.trajectory)
     assert [r.get("stream") for r in server.requests] == [True, True, None, None]
 
 
@@ -344,7 +344,7 @@ def test_react_union_steps_and_extraction_stream(server: StandIn, lm: ts.LM) -> 
 
     kinds = [type(e).__name__ for e in events if not isinstance(e, OutputDelta)]
     assert kinds[:2] == ["ToolCallStarted", "ToolCallFinished"]
-    assert kinds[-1] == "Prediction"
+    assert kinds[-1] == "AgentPrediction"
     # Only the extraction's partials are passed on: they are the task's own outputs.
     assert {name for p in partials(events) for name in p.values} == {"answer"}
     assert partials(events)[-1].values == {"answer": "about 2.1 million"}

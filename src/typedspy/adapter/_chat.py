@@ -100,7 +100,8 @@ class _Prompt:
     tool_choice: Mapping[str, Any] | None = None
 
 
-def _field_section(title: str, fields: Mapping[str, FieldInfo]) -> list[str]:
+def field_section(title: str, fields: Mapping[str, FieldInfo]) -> list[str]:
+    """``title`` and a ``- name: description`` line per field; nothing for no fields."""
     return [title, *(_describe(n, i, False) for n, i in fields.items())] if fields else []
 
 
@@ -113,7 +114,7 @@ def _system(sig: type[Signature], compiled: CompiledSchema, mode: Mode, profile:
     """
     lines = [sig.instructions]
     if any(i.description for i in sig.input_fields.values()):
-        lines += ["", *_field_section("Inputs:", sig.input_fields)]
+        lines += ["", *field_section("Inputs:", sig.input_fields)]
     if not profile.hint_schema(mode):
         return "\n".join(lines)
     if mode == "json_object" and not profile.json_object_schema:

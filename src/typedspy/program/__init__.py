@@ -8,7 +8,7 @@ from typedspy.program._module import Module
 from typedspy.program._module import no_positional as no_positional
 
 # The package's interface to typedspy's other packages (not public API): the saved-state models
-# and their reader (ADR-054).
+# and their reader (ADR-054), and the check every module's call makes.
 from typedspy.program._state import PredictorState as PredictorState
 from typedspy.program._state import ProgramState as ProgramState
 from typedspy.program._state import StateModel as StateModel

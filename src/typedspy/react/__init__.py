@@ -7,9 +7,10 @@ remembered in a `ResumeStore` so an approval applies once (ADR-036, ADR-043).
 """
 
 from typedspy.react._agent import ReAct
-from typedspy.react._run import ModuleContext, module_callback
+from typedspy.react._run import AgentPrediction, ModuleContext, module_callback
 from typedspy.react._state import (
     MemoryResumeStore,
+    PausedRun,
     ResumeRecord,
     ResumeStore,
     Trajectory,
@@ -18,8 +19,10 @@ from typedspy.react._state import (
 )
 
 __all__ = [
+    "AgentPrediction",
     "MemoryResumeStore",
     "ModuleContext",
+    "PausedRun",
     "ReAct",
     "ResumeRecord",
     "ResumeStore",

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, Literal, TypeVar, cast, overload
+from typing import Any, Generic, Literal, TypeVar, cast, get_args, overload
 
 from typing_extensions import ParamSpec, Unpack
 
 from typedspy.engine import Done, check_inputs, run_attempts, signature_of, stepping_down
 from typedspy.errors import (
     ConfigurationError,
-    InputError,
     LMUnsupportedFeatureError,
     OutputError,
     ResumeConflictError,
@@ -33,11 +32,17 @@ from typedspy.errors import (
     check_instance,
     check_int,
 )
-from typedspy.lm import BaseLM, ChatMessage, RequestBound, RequestParams, check_params
+from typedspy.lm import BaseLM, ChatMessage, RequestParams, check_params
 from typedspy.modules import History, Predict, history_messages
-from typedspy.prediction import Prediction
-from typedspy.program import Module
-from typedspy.react._run import MAX_TOOL_CALLS, Run, finished, started
+from typedspy.program import Module, no_positional
+from typedspy.react._run import (
+    FINISH,
+    TRAJECTORY_FIELD,
+    AgentPrediction,
+    Run,
+    finished,
+    started,
+)
 from typedspy.react._state import (
     PausedRun,
     ResumeStore,
@@ -45,23 +50,15 @@ from typedspy.react._state import (
     TrajectoryCall,
     TrajectoryStep,
     default_resume_store,
-    read_paused,
 )
-from typedspy.react._steps import (
-    FINISH,
-    TRAJECTORY_FIELD,
-    NativeStep,
-    extraction_signature,
-    step_signature,
-    union_step,
-)
+from typedspy.react._steps import NativeStep, extraction_signature, step_signature, union_step
 from typedspy.schema import compile_schema
-from typedspy.settings import get_settings, resolve_lm
+from typedspy.settings import resolve_lm
 from typedspy.signature import Signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
 from typedspy.tools import ResumeState, Tool, Toolset, approvals
 
-__all__ = ["ReAct", "ReActMode", "answer_once", "restore", "resumed_step", "show_edits"]
+__all__ = ["MAX_TOOL_CALLS", "ReAct", "ReActMode", "answer_once", "resumed_step", "show_edits"]
 
 
 logger = logging.getLogger("typedspy")
@@ -75,7 +72,8 @@ InputsT = ParamSpec("InputsT", default=...)
 ReActMode = Literal["auto", "tools", "union"]
 
 
-_MODES = ("auto", "tools", "union")
+MAX_TOOL_CALLS = 8
+"""The default bound on the tool calls one step runs (ReAct's ``max_tool_calls``)."""
 
 
 class ReAct(Module, Generic[SigT, InputsT]):
@@ -169,18 +167,16 @@ class ReAct(Module, Generic[SigT, InputsT]):
         token_budget: int | None = None,
         **lm_kwargs: Unpack[RequestParams],
     ) -> None:
-        if mode not in _MODES:
-            raise ConfigurationError(f"unknown ReAct mode {mode!r}; use one of {list(_MODES)}")
+        if mode not in get_args(ReActMode):
+            raise ConfigurationError(
+                f"unknown ReAct mode {mode!r}; use one of {list(get_args(ReActMode))}"
+            )
         check_instance("ReAct", "lm", lm, BaseLM, "an LM (ts.LM('gpt-4o-mini'), ...)")
         check_int("ReAct", "max_iters", max_iters, optional=False)
         check_int("ReAct", "max_tool_calls", max_tool_calls, optional=False)
         check_int("ReAct", "token_budget", token_budget)
-        if max_requests not in ("auto", None) and (
-            isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1
-        ):
-            raise ConfigurationError(
-                f"ReAct(max_requests={max_requests!r}): expected an int >= 1, 'auto' or None"
-            )
+        if max_requests != "auto":
+            check_int("ReAct", "max_requests", max_requests)
         sig = signature_of(signature)
         check_params(lm_kwargs, where=f"ReAct({sig.__name__})")
         shadowed = sorted({TRAJECTORY_FIELD, "finished", "steps"} & sig.output_fields.keys())
@@ -224,7 +220,9 @@ class ReAct(Module, Generic[SigT, InputsT]):
     # ``history=`` or ``resume_state=`` takes its inputs unchecked (a resumption may omit them).
 
     @overload
-    async def acall(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]: ...
+    async def acall(
+        self, *args: InputsT.args, **inputs: InputsT.kwargs
+    ) -> AgentPrediction[SigT]: ...
 
     @overload
     async def acall(
@@ -233,20 +231,20 @@ class ReAct(Module, Generic[SigT, InputsT]):
         history: History | Sequence[ChatMessage] | None = None,
         resume_state: ResumeState | None,
         **inputs: Any,
-    ) -> Prediction[SigT]: ...
+    ) -> AgentPrediction[SigT]: ...
 
     @overload
     async def acall(
         self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> Prediction[SigT]: ...
+    ) -> AgentPrediction[SigT]: ...
 
-    async def acall(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
+    async def acall(self, *args: Any, **inputs: Any) -> AgentPrediction[SigT]:
         """Run in the current event loop; see `aexecute`."""
-        _no_positional(self, args)
-        return cast("Prediction[SigT]", await super().acall(**inputs))
+        no_positional(self, args)
+        return cast("AgentPrediction[SigT]", await super().acall(**inputs))
 
     @overload
-    def __call__(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]: ...
+    def __call__(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> AgentPrediction[SigT]: ...
 
     @overload
     def __call__(
@@ -255,42 +253,42 @@ class ReAct(Module, Generic[SigT, InputsT]):
         history: History | Sequence[ChatMessage] | None = None,
         resume_state: ResumeState | None,
         **inputs: Any,
-    ) -> Prediction[SigT]: ...
+    ) -> AgentPrediction[SigT]: ...
 
     @overload
     def __call__(
         self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> Prediction[SigT]: ...
+    ) -> AgentPrediction[SigT]: ...
 
-    def __call__(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
-        _no_positional(self, args)
-        return cast("Prediction[SigT]", self.forward(**inputs))
+    def __call__(self, *args: Any, **inputs: Any) -> AgentPrediction[SigT]:
+        no_positional(self, args)
+        return cast("AgentPrediction[SigT]", self.forward(**inputs))
 
     @overload
     async def atry_call(
         self, *args: InputsT.args, **inputs: InputsT.kwargs
-    ) -> Prediction[SigT] | OutputError: ...
+    ) -> AgentPrediction[SigT] | OutputError: ...
 
     @overload
-    async def atry_call(self, **inputs: Any) -> Prediction[SigT] | OutputError: ...
+    async def atry_call(self, **inputs: Any) -> AgentPrediction[SigT] | OutputError: ...
 
-    async def atry_call(self, *args: Any, **inputs: Any) -> Prediction[SigT] | OutputError:
+    async def atry_call(self, *args: Any, **inputs: Any) -> AgentPrediction[SigT] | OutputError:
         """Like `acall`, but an output failure is returned (an `OutputError`), not raised."""
-        _no_positional(self, args)
-        return cast("Prediction[SigT] | OutputError", await super().atry_call(**inputs))
+        no_positional(self, args)
+        return cast("AgentPrediction[SigT] | OutputError", await super().atry_call(**inputs))
 
     @overload
     def try_call(
         self, *args: InputsT.args, **inputs: InputsT.kwargs
-    ) -> Prediction[SigT] | OutputError: ...
+    ) -> AgentPrediction[SigT] | OutputError: ...
 
     @overload
-    def try_call(self, **inputs: Any) -> Prediction[SigT] | OutputError: ...
+    def try_call(self, **inputs: Any) -> AgentPrediction[SigT] | OutputError: ...
 
-    def try_call(self, *args: Any, **inputs: Any) -> Prediction[SigT] | OutputError:
+    def try_call(self, *args: Any, **inputs: Any) -> AgentPrediction[SigT] | OutputError:
         """Synchronous `atry_call`."""
-        _no_positional(self, args)
-        return cast("Prediction[SigT] | OutputError", super().try_call(**inputs))
+        no_positional(self, args)
+        return cast("AgentPrediction[SigT] | OutputError", super().try_call(**inputs))
 
     async def aforward(
         self,
@@ -298,7 +296,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
         history: History | Sequence[ChatMessage] | None = None,
         resume_state: ResumeState | None = None,
         **inputs: Any,
-    ) -> Prediction[SigT]:
+    ) -> AgentPrediction[SigT]:
         """Run the agent on ``inputs`` (or resume a paused run) and return its answer.
 
         See `aexecute` for the arguments, the prediction and the errors.
@@ -309,7 +307,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
         ) as events:
             async for event in events:
                 result = event
-        return cast("Prediction[SigT]", result)
+        return cast("AgentPrediction[SigT]", result)
 
     async def aexecute(
         self,
@@ -318,7 +316,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
         history: History | Sequence[ChatMessage] | None = None,
         resume_state: ResumeState | None = None,
         **inputs: Any,
-    ) -> AsyncIterator[StreamEvent | Prediction[SigT]]:
+    ) -> AsyncIterator[StreamEvent | AgentPrediction[SigT]]:
         """The run, as events: each tool call between `ToolCallStarted` and `ToolCallFinished`.
 
         With ``stream``, every request streams, and the outputs are streamed as they are
@@ -346,18 +344,17 @@ class ReAct(Module, Generic[SigT, InputsT]):
                 model refused, or was cut off).
             LMError: The endpoint could not be used.
         """
-        lm = self._lm()
+        lm = resolve_lm(self.lm)
         if resume_state is None:
-            run = self._new_run(lm, inputs, history, Trajectory(), self._start_mode(lm))
-            start = 0
+            checked = check_inputs(self.signature, inputs)
+            run = Run(self, lm, checked, history_messages(history), Trajectory(), self._mode(lm))
         else:
             run, point = self._resume(lm, resume_state, inputs, history)
             store = self.resume_store if self.resume_store is not None else default_resume_store()
             async with closing(resumed_step(run, point, resume_state, store)) as calls:
                 async for event in calls:
                     yield event
-            start = run.step + 1
-        for index in range(start, self.max_iters):
+        for index in range(run.step + (resume_state is not None), self.max_iters):
             if run.answer is not None:
                 break
             run.step = index
@@ -366,7 +363,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
                     yield event
             run.check_budget()
         if run.answer is None:
-            async with closing(run.extracted(self.extract, stream)) as events:
+            async with closing(run.extracted(stream)) as events:
                 async for extracted in events:
                     yield extracted
             return
@@ -374,10 +371,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
 
     # -- setting up a run --
 
-    def _lm(self) -> BaseLM:
-        return resolve_lm(self.lm)
-
-    def _start_mode(self, lm: BaseLM) -> Literal["tools", "union"]:
+    def _mode(self, lm: BaseLM) -> Literal["tools", "union"]:
         # A profile without dependable tool calling gets the strict union step, whose schema
         # constrained decoding enforces (ADR-037); an endpoint that rejected tools once gets
         # it from then on too: its profile remembers (ADR-016).
@@ -390,53 +384,6 @@ class ReAct(Module, Generic[SigT, InputsT]):
             return "union"
         return "tools"
 
-    def _new_run(
-        self,
-        lm: BaseLM,
-        inputs: Mapping[str, Any],
-        history: History | Sequence[ChatMessage] | None,
-        trajectory: Trajectory,
-        mode: Literal["tools", "union"],
-    ) -> Run[SigT]:
-        # Checked against the task's own signature, so errors name its fields only.
-        checked = check_inputs(self.signature, inputs)
-        return Run(
-            agent=self,
-            signature=self.signature,
-            lm=lm,
-            inputs=checked,
-            history=history_messages(history),
-            trajectory=trajectory,
-            mode=mode,
-            params=self.lm_kwargs,
-            parallel_tool_calls=(
-                None
-                if lm.profile.rejects("parallel_tool_calls")
-                else lm.profile.parallel_tool_calls
-            ),
-            # Module callbacks change this copy: the agent's own tools stay as they were.
-            tools=Toolset(list(self.tools)),
-            max_tool_calls=self.max_tool_calls,
-            token_budget=(
-                self.token_budget if self.token_budget is not None else get_settings().token_budget
-            ),
-            requests=self._request_bound(),
-        )
-
-    def _request_bound(self) -> RequestBound | None:
-        """A new run's bound on its HTTP requests (ADR-043); None: no bound."""
-        limit = self.max_requests
-        if limit == "auto":
-            # ADR-029's "twice the attempts": one attempt per step, one for the extraction.
-            limit = None if get_settings().max_requests is None else 2 * (self.max_iters + 1)
-        if limit is None:
-            return None
-        return RequestBound(
-            limit,
-            f"ReAct({self.signature.__name__})",
-            setting="ReAct(max_requests=...)",
-        )
-
     def _resume(
         self,
         lm: BaseLM,
@@ -444,11 +391,26 @@ class ReAct(Module, Generic[SigT, InputsT]):
         inputs: Mapping[str, Any],
         history: History | Sequence[ChatMessage] | None,
     ) -> tuple[Run[SigT], PausedRun]:
-        """The paused run, set up again at its step, and where it paused."""
-        point = read_paused(state, self.signature)
-        given = inputs or point.inputs
-        run = self._new_run(lm, given, history, point.to_trajectory(), point.mode)
-        restore(run, point)
+        """The paused run, set up again at its step, and where it paused.
+
+        Its tokens carry on; tools the paused run did not have are removed, and tools it had
+        (added by module callbacks) that the agent lacks now are named in a warning.
+        """
+        point = PausedRun.read(state, self.signature)
+        checked = check_inputs(self.signature, inputs or point.inputs)
+        trajectory = Trajectory(point.trajectory)
+        turns = history_messages(history)
+        run = Run(self, lm, checked, turns, trajectory, point.mode, point.step, point.usage)
+        for tool in list(run.tools):
+            if tool.name not in point.tools:
+                run.tools.remove(tool.name)
+        missing = sorted(set(point.tools) - {t.name for t in run.tools})
+        if missing:
+            logger.warning(
+                "resuming %s without tools added during the paused run: %s",
+                self.signature.__name__,
+                ", ".join(missing),
+            )
         return run, point
 
     # -- one step --
@@ -502,26 +464,6 @@ class ReAct(Module, Generic[SigT, InputsT]):
         run.lm.profile.reject("tools")
         run.mode = "union"
         return True
-
-
-def restore(run: Run[Any], point: PausedRun) -> None:
-    """Set a new run back to where ``point`` paused: its tokens, its step and its tools.
-
-    Tools the paused run did not have are removed; tools it had (added by module callbacks)
-    that the agent lacks now are named in a warning.
-    """
-    run.usage = point.usage
-    run.step = point.step
-    for tool in list(run.calls.tools):
-        if tool.name not in point.tools:
-            run.calls.tools.remove(tool.name)
-    missing = sorted(set(point.tools) - {t.name for t in run.calls.tools})
-    if missing:
-        logger.warning(
-            "resuming %s without tools added during the paused run: %s",
-            run.signature.__name__,
-            ", ".join(missing),
-        )
 
 
 async def resumed_step(
@@ -584,7 +526,7 @@ async def _answer(run: Run[Any], call: TrajectoryCall, state: ResumeState) -> tu
             True,
         )
     with approvals(state):  # the decision is consumed by this call, or dropped on exit
-        observation, failed = await run.calls.run_checked(call)
+        observation, failed = await run.run_checked(call)
     if not show_edits(call, state):
         return observation, failed
     return f"(The user edited the arguments before approving the call.) {observation}", failed
@@ -601,10 +543,3 @@ def show_edits(call: TrajectoryCall, state: ResumeState) -> bool:
     merged = {**(original if isinstance(original, Mapping) else {}), **edited}
     call.arguments = json.dumps(to_jsonable(merged), ensure_ascii=False, separators=(",", ":"))
     return True
-
-
-def _no_positional(module: Module, args: tuple[Any, ...]) -> None:
-    if args:
-        raise InputError(
-            f"{module!r} takes its inputs as keywords, not {len(args)} positional argument(s)"
-        )

@@ -3,12 +3,12 @@
 A `Run` lives for one ``aforward`` call (or one resumption) and nothing of it is kept on the
 agent, so concurrent runs of one agent never see each other's tools or steps.
 
-Its `CallRunner` runs a step's tool calls and turns what happened into observations.
-Everything a tool can do wrong at run time becomes text the model reads on its next step: an
-unknown name, arguments that fail validation (the tool is not called), an exception, a callback
-that fails. Two things leave this module instead: `ConfirmationRequired`, carrying the run's
-state so the run can resume at the same call, and a `ConfigurationError` or `SchemaError` from
-inside a tool (a program that is set up wrong, which no step of the model can fix; ADR-036).
+The run turns what its tool calls did into observations. Everything a tool can do wrong at
+run time becomes text the model reads on its next step: an unknown name, arguments that fail
+validation (the tool is not called), an exception, a callback that fails. Two things leave
+this module instead: `ConfirmationRequired`, carrying the run's `PausedRun` so the run can
+resume at the same call, and a `ConfigurationError` or `SchemaError` from inside a tool (a
+program that is set up wrong, which no step of the model can fix; ADR-036).
 
 Tools run inside ``ts.context(lm=<the agent's LM>)``: a tool that calls a module (or is one)
 uses the agent's model unless it was given its own.
@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import InitVar, dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -47,32 +48,31 @@ from typedspy.errors import (
 )
 from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, counted_stream
 from typedspy.modules import Predict
-from typedspy.parse import parse_outputs, split_reasoning
+from typedspy.parse import parse_outputs
 from typedspy.prediction import Prediction
 from typedspy.program import Module
 from typedspy.react._state import (
     ACCEPTED,
     CONTEXT_KEY,
+    PausedRun,
     Trajectory,
     TrajectoryCall,
     TrajectoryStep,
     bounded,
-    paused_run,
 )
-from typedspy.react._steps import FINISH, TRAJECTORY_FIELD, answers_in_content
 from typedspy.retry import RetryPolicy
-from typedspy.settings import context
-from typedspy.signature import Signature
+from typedspy.settings import context, get_settings
+from typedspy.signature import Signature, to_jsonable
 from typedspy.streaming import StreamEvent, ToolCallFinished, ToolCallStarted, closing
 from typedspy.tools import ConfirmationRejected, ConfirmationRequired, Tool, Toolset
 
 if TYPE_CHECKING:
-    from typedspy.lm import BaseLM
-    from typedspy.program import Module
+    from typedspy.react._agent import ReAct
 
 __all__ = [
-    "MAX_TOOL_CALLS",
-    "CallRunner",
+    "FINISH",
+    "TRAJECTORY_FIELD",
+    "AgentPrediction",
     "ModuleContext",
     "Run",
     "finished",
@@ -85,20 +85,41 @@ __all__ = [
 SigT = TypeVar("SigT", bound=Signature)
 
 
+FINISH = "finish"
+
+
+TRAJECTORY_FIELD = "trajectory"
+
+
 _SKIPPED = "Not run: `finish` was called before it."
-
-
-MAX_TOOL_CALLS = 8
-"""The default bound on the tool calls one step runs (ReAct's ``max_tool_calls``)."""
 
 
 _MAX_FINISH_ERRORS = 10
 
 
-_NO_CALL = (
-    "You replied without calling a tool. Call one of the tools, or call `finish` with the "
-    "final outputs."
-)
+class AgentPrediction(Prediction[SigT]):
+    """A `ReAct` prediction: the signature's outputs, and the run that found them.
+
+    ``pred.trajectory``, ``pred.finished`` and ``pred.steps`` are typed (``pred.outputs`` is
+    the caller's signature, which has none of them).
+    """
+
+    __slots__ = ()
+
+    @property
+    def trajectory(self) -> Trajectory:
+        """The run's steps: each model turn's tool calls and what they returned."""
+        return cast("Trajectory", self.extras["trajectory"])
+
+    @property
+    def finished(self) -> bool:
+        """False when the answer was extracted after ``max_iters`` steps without ``finish``."""
+        return cast("bool", self.extras["finished"])
+
+    @property
+    def steps(self) -> int:
+        """How many model steps the run took."""
+        return cast("int", self.extras["steps"])
 
 
 @dataclass
@@ -106,60 +127,74 @@ class Run(Generic[SigT]):
     """One run of a ReAct agent.
 
     Attributes:
-        agent: The agent (given to module callbacks).
-        signature: The task's signature.
+        agent: The agent (its signature, request parameters and bounds; given to module
+            callbacks).
         lm: The model this run calls.
         inputs: The validated inputs.
         history: Turns sent before the inputs.
         trajectory: The steps so far.
         mode: ``"tools"`` (native tool calling) or ``"union"`` (the fallback).
-        params: Request parameters.
-        tools: This run's own tools (module callbacks change them); kept by ``calls``.
-        parallel_tool_calls: What to send as ``parallel_tool_calls`` (None: leave it out).
         step: The index of the current step.
         usage: Tokens spent by the run.
         completion: The last response.
         answer: The outputs, once a valid ``finish`` was called.
-        calls: Runs tool calls against this run's tools.
-        max_tool_calls: The most tool calls one step runs; the others are answered with an
-            error observation and not run.
+        tools: This run's own tools, a copy of the agent's (module callbacks change them).
+        parallel_tool_calls: What to send as ``parallel_tool_calls`` (None: leave it out).
         token_budget: Tokens the run may spend on its own requests (None: no bound).
-        requests: The bound on the HTTP requests of the run's own requests (None: no bound);
-            active around every step that sends, never across a ``yield``.
+        requests: The bound on the HTTP requests of the run's own requests (None: no bound,
+            ADR-043); active around every step that sends, never across a ``yield``.
         attempts: The native steps' attempts (`typedspy.engine.run_attempts`): the steps cut
             off, the runaway kinds re-asked once and a remedy's parameters, kept over the run.
         union_steps: The union fallback's step signatures built so far, by the tools they
             offer (`union_step`).
     """
 
-    agent: Module
-    signature: type[SigT]
+    agent: ReAct[SigT, ...]
     lm: BaseLM
     inputs: dict[str, Any]
     history: list[ChatMessage]
     trajectory: Trajectory
     mode: Literal["tools", "union"]
-    params: Mapping[str, Any]
-    tools: InitVar[Toolset]
-    parallel_tool_calls: bool | None = False  # strict tools and parallel calls do not mix
     step: int = 0
     usage: Usage = field(default_factory=Usage)
     completion: LMResponse | None = None
     answer: dict[str, Any] | None = None
-    calls: CallRunner = field(init=False)
-    max_tool_calls: int = MAX_TOOL_CALLS
-    token_budget: int | None = None
-    requests: RequestBound | None = None
+    tools: Toolset = field(init=False)
+    parallel_tool_calls: bool | None = field(init=False)
+    token_budget: int | None = field(init=False)
+    requests: RequestBound | None = field(init=False)
     attempts: Attempts = field(init=False)
     union_steps: list[tuple[tuple[Tool, ...], type[Signature], dict[type[BaseModel], str]]] = field(
         default_factory=list
     )
 
-    def __post_init__(self, tools: Toolset) -> None:
-        self.calls = CallRunner(self.agent, tools, self.trajectory, self._pause, self.lm)
+    def __post_init__(self) -> None:
+        agent, profile, settings = self.agent, self.lm.profile, get_settings()
+        # Module callbacks change this copy: the agent's own tools stay as they were.
+        self.tools = Toolset(list(agent.tools))
+        rejected = profile.rejects("parallel_tool_calls")
+        self.parallel_tool_calls = None if rejected else profile.parallel_tool_calls
+        budget = agent.token_budget
+        self.token_budget = budget if budget is not None else settings.token_budget
+        limit = agent.max_requests
+        if limit == "auto":
+            # ADR-029's "twice the attempts": one attempt per step, one for the extraction.
+            limit = None if settings.max_requests is None else 2 * (agent.max_iters + 1)
+        self.requests = (
+            None
+            if limit is None
+            else RequestBound(
+                limit, f"ReAct({self.signature.__name__})", setting="ReAct(max_requests=...)"
+            )
+        )
         # A step is re-asked once per runaway kind and run (whitespace, repetition: ADR-027),
         # never for its output: an invalid `finish` is an observation and the run goes on.
         self.attempts = Attempts(self.lm, RetryPolicy(max_retries=2), self.requests)
+
+    @property
+    def signature(self) -> type[SigT]:
+        """The task's signature."""
+        return self.agent.signature
 
     def record(self, usage: Usage, completion: LMResponse | None) -> None:
         """Count a response's tokens (and keep it as the last one)."""
@@ -169,7 +204,7 @@ class Run(Generic[SigT]):
 
     def active_tools(self) -> list[Tool]:
         """The tools offered at this step (a tool named ``finish`` would be unreachable)."""
-        return [t for t in self.calls.tools if t.name != FINISH]
+        return [t for t in self.tools if t.name != FINISH]
 
     def prediction(
         self,
@@ -178,14 +213,14 @@ class Run(Generic[SigT]):
         finished: bool,
         attempts: tuple[Attempt, ...] = (),
         raw: str = "",
-    ) -> Prediction[SigT]:
+    ) -> AgentPrediction[SigT]:
         """The run's result, with the trajectory in its extras."""
         extras = {
             "trajectory": self.trajectory,
             "finished": finished,
             "steps": len(self.trajectory),
         }
-        return Prediction(
+        return AgentPrediction(
             self.signature,
             outputs,
             usage=self.usage,
@@ -194,35 +229,6 @@ class Run(Generic[SigT]):
             completion=self.completion,
             extras=extras,
         )
-
-    # -- running the calls of a step --
-
-    async def run_calls(self, step: TrajectoryStep, start: int) -> AsyncIterator[StreamEvent]:
-        """Run ``step.calls[start:]`` in order, with an event before and after each tool call.
-
-        A valid ``finish`` among them sets `answer`; the calls after it are skipped.
-
-        Raises:
-            ConfirmationRequired: A tool paused the run (its state is in ``context``); its
-                `ToolCallStarted` was yielded, its `ToolCallFinished` comes on resumption.
-        """
-        made = sum(1 for c in step.calls if c.name != FINISH)
-        ran = sum(1 for c in step.calls[:start] if c.name != FINISH)
-        for call in step.calls[start:]:
-            if self.answer is not None:
-                call.observation = _SKIPPED
-            elif call.name == FINISH:
-                self.answer = self._finish(call)
-            elif ran >= self.max_tool_calls:
-                call.observation = (
-                    f"Error: not run: this step made {made} tool calls and at most "
-                    f"{self.max_tool_calls} run per step. Make the others in later steps."
-                )
-            else:
-                ran += 1
-                yield started(call)
-                call.observation, failed = await self.calls.run_checked(call)
-                yield finished(call, failed)
 
     def check_budget(self) -> None:
         """End the run once its requests spent `token_budget` without an answer.
@@ -241,93 +247,35 @@ class Run(Generic[SigT]):
                 raw=(self.completion.text or "") if self.completion is not None else "",
             )
 
-    def remaining_budget(self) -> int | None:
-        """Tokens left of `token_budget` (None: no bound)."""
-        if self.token_budget is None:
-            return None
-        return max(self.token_budget - self.usage.total_tokens, 0)
+    def predicted(
+        self, predict: Predict[Signature], stream: bool
+    ) -> AsyncIterator[StreamEvent | Prediction[Any]]:
+        """``predict`` over the inputs and the trajectory, within the run's bounds.
 
-    def _finish(self, call: TrajectoryCall) -> dict[str, Any] | None:
-        result = parse_outputs(
-            self.signature, call.arguments, max_json_depth=self.lm.max_json_depth
-        )
-        if result.ok and result.value is not None:
-            call.observation = ACCEPTED
-            return dict(result.value)
-        errors = [f"- {e}" for e in result.errors[:_MAX_FINISH_ERRORS]]
-        call.observation = bounded(
-            "Error: the outputs given to finish are invalid, so the run goes on:\n"
-            + "\n".join(errors)
-            + "\nCall finish again with valid outputs."
-        )
-        return None
-
-    def _pause(self, exc: ConfirmationRequired, call: TrajectoryCall) -> None:
-        step = self.trajectory[self.step]
-        exc.context[CONTEXT_KEY] = paused_run(
-            signature=self.signature,
-            inputs=self.inputs,
-            trajectory=self.trajectory,
-            step=self.step,
-            call=next(i for i, c in enumerate(step.calls) if c is call),
-            mode=self.mode,
-            tools=[t.name for t in self.calls.tools],
-            usage=self.usage,
-        ).model_dump(mode="json")
-        exc.tool_call["id"] = call.id
-
-    # -- a native step, and a run out of steps --
-
-    def native_step(self, response: LMResponse) -> TrajectoryStep | None:
-        """Record a native step's response; the step whose calls are to run, if any.
-
-        The attempt loop has ended the run already on a refused, filtered or cut-off reply.
+        ``predict`` (a union step's, or a copy of the agent's ``extract``) gets this run's
+        LM when it has none, and what is left of the token budget; its requests count on the
+        run's request bound.
         """
-        if not response.tool_calls:
-            if response.text and answers_in_content(self.lm.profile):
-                # An answer in content, shaped by the step's response_format: like `finish`.
-                answer, thought = split_reasoning(response.text, self.lm.profile.reasoning_tags)
-                call = TrajectoryCall(
-                    id=f"call_{self.step + 1}_answer", name=FINISH, arguments=answer
-                )
-                self.trajectory.append(TrajectoryStep(reasoning=thought, calls=[call]))
-                self.answer = self._finish(call)
-                return None
-            self.trajectory.append(TrajectoryStep(reasoning=response.text, note=_NO_CALL))
-            return None
-        calls = [
-            TrajectoryCall(
-                id=c.id or f"call_{self.step + 1}_{n}", name=c.name, arguments=c.arguments
-            )
-            for n, c in enumerate(response.tool_calls, 1)
-        ]
-        step = TrajectoryStep(reasoning=response.text or None, calls=calls)
-        self.trajectory.append(step)
-        return step
-
-    async def extracted(
-        self, template: Predict[Signature], stream: bool
-    ) -> AsyncIterator[StreamEvent | Prediction[SigT]]:
-        """The answer extracted from the trajectory (its partial outputs when streaming).
-
-        A copy of ``template``, the agent's ``extract`` predictor, makes the request.
-        """
-        predict = copy.copy(template)  # this run's LM, without touching the template
         if predict.lm is None:
             predict.lm = self.lm
-        remaining = self.remaining_budget()
-        if remaining is not None:
-            predict.token_budget = remaining
+        if self.token_budget is not None:
+            predict.token_budget = max(self.token_budget - self.usage.total_tokens, 0)
         inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text()}
-        # Callbacks see the call as the agent's `extract` predictor's (optimizers trace it).
+        sent = predict.aexecute(stream=stream, history=self.history, **inputs)
+        return counted_stream(self.requests, sent)
+
+    async def extracted(self, stream: bool) -> AsyncIterator[StreamEvent | AgentPrediction[SigT]]:
+        """The answer extracted from the trajectory (its partial outputs when streaming).
+
+        A copy of the agent's ``extract`` predictor makes the request; callbacks see the call
+        as that predictor's (optimizers trace it).
+        """
+        template = self.agent.extract
+        inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text()}
         call_id = callbacks.module_start(template, inputs)
         pred: Any = None
         try:
-            async with closing(
-                counted_stream(
-                    self.requests, predict.aexecute(stream=stream, history=self.history, **inputs)
-                )
-            ) as events:
+            async with closing(self.predicted(copy.copy(template), stream)) as events:
                 async for event in events:
                     if isinstance(event, Prediction):
                         pred = event
@@ -342,6 +290,136 @@ class Run(Generic[SigT]):
         callbacks.module_end(call_id, pred, None)
         self.record(pred.usage, pred.completion)
         yield self.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
+
+    # -- running the calls of a step --
+
+    async def run_calls(self, step: TrajectoryStep, start: int) -> AsyncIterator[StreamEvent]:
+        """Run ``step.calls[start:]`` in order, with an event before and after each tool call.
+
+        A valid ``finish`` among them sets `answer`; the calls after it are skipped; calls past
+        the agent's ``max_tool_calls`` are answered with an error observation and not run.
+
+        Raises:
+            ConfirmationRequired: A tool paused the run (its state is in ``context``); its
+                `ToolCallStarted` was yielded, its `ToolCallFinished` comes on resumption.
+        """
+        limit = self.agent.max_tool_calls
+        made = sum(1 for c in step.calls if c.name != FINISH)
+        ran = sum(1 for c in step.calls[:start] if c.name != FINISH)
+        for call in step.calls[start:]:
+            if self.answer is not None:
+                call.observation = _SKIPPED
+            elif call.name == FINISH:
+                self.answer = self.finish(call)
+            elif ran >= limit:
+                call.observation = (
+                    f"Error: not run: this step made {made} tool calls and at most "
+                    f"{limit} run per step. Make the others in later steps."
+                )
+            else:
+                ran += 1
+                yield started(call)
+                call.observation, failed = await self.run_checked(call)
+                yield finished(call, failed)
+
+    def finish(self, call: TrajectoryCall) -> dict[str, Any] | None:
+        """The outputs ``finish`` was called with, or None (its observation says why)."""
+        result = parse_outputs(
+            self.signature, call.arguments, max_json_depth=self.lm.max_json_depth
+        )
+        if result.ok and result.value is not None:
+            call.observation = ACCEPTED
+            return dict(result.value)
+        errors = [f"- {e}" for e in result.errors[:_MAX_FINISH_ERRORS]]
+        call.observation = bounded(
+            "Error: the outputs given to finish are invalid, so the run goes on:\n"
+            + "\n".join(errors)
+            + "\nCall finish again with valid outputs."
+        )
+        return None
+
+    async def run_checked(self, call: TrajectoryCall) -> tuple[str, bool]:
+        """Run one (non-``finish``) call: its observation, and whether it reports an error.
+
+        Raises:
+            ConfirmationRequired: The tool asks for a confirmation; its ``context`` holds the
+                run's `PausedRun`.
+        """
+        try:
+            tool = self.tools.get(call.name)
+        except ToolNotFoundError:
+            available = ", ".join([t.name for t in self.tools] + ["finish"])
+            return (
+                f"Error: there is no tool named {call.name!r}. Available tools: {available}.",
+                True,
+            )
+        traced = callbacks.tool_start(tool, call.arguments)
+        try:
+            # No yield inside: the overrides end with the call. The model's arguments are
+            # decoded within its LM's max_json_depth (ADR-048).
+            with context(lm=self.lm), depth_limit(self.lm.max_json_depth):
+                result = await tool.acall(call.arguments)
+        except BaseException as exc:
+            callbacks.tool_end(traced, None, exc)
+            return self._failed(call, exc)
+        callbacks.tool_end(traced, result, None)
+        return await self._observe(call, tool, result)
+
+    def _failed(self, call: TrajectoryCall, exc: BaseException) -> tuple[str, bool]:
+        """The observation for a tool that raised; pauses and cancellations propagate."""
+        if isinstance(exc, ToolArgumentsError):
+            message = f"Error: the arguments for {call.name} are invalid, so it was not run: {exc}"
+            return bounded(message), True
+        if isinstance(exc, ConfirmationRequired):
+            self._pause(exc, call)
+            raise exc
+        if isinstance(exc, SchemaError) or (
+            isinstance(exc, ConfigurationError) and not isinstance(exc, InputError)
+        ):
+            raise exc  # the program is set up wrong: no step of the model can fix it
+        if isinstance(exc, ConfirmationRejected):
+            message = f"The user rejected this call to {call.name}; it was not run. {exc}"
+            return bounded(message), True
+        if isinstance(exc, Exception):  # any failure of the user's tool is news for the model
+            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
+        raise exc
+
+    async def _observe(self, call: TrajectoryCall, tool: Tool, result: Any) -> tuple[str, bool]:
+        value = _single_value(result)
+        if not is_module_callback(value):
+            # Rendered against the tool's output types: only union members carry `_type`.
+            return render_value(_single_value(tool.dump_outputs(result))), False
+        context = ModuleContext(module=self.agent, tools=self.tools, trajectory=self.trajectory)
+        try:
+            said = value(context)
+            if inspect.isawaitable(said):
+                said = await said
+        except ConfirmationRequired as exc:
+            self._pause(exc, call)
+            raise
+        except Exception as exc:  # a failing callback is reported like a failing tool
+            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
+        if said is None:
+            return f"{call.name} done.", False
+        return render_value(said), False
+
+    def _pause(self, exc: ConfirmationRequired, call: TrajectoryCall) -> None:
+        """Put the run's state in the pause: a `PausedRun` at this call, with a new pause id."""
+        calls = self.trajectory[self.step].calls
+        fields = self.signature.input_fields
+        exc.context[CONTEXT_KEY] = PausedRun(
+            pause_id=uuid.uuid4().hex,
+            signature=self.signature.__name__,
+            inputs={n: to_jsonable(v, fields[n].annotation) for n, v in self.inputs.items()},
+            trajectory=list(self.trajectory),
+            step=self.step,
+            call=next(i for i, c in enumerate(calls) if c is call),
+            pending_call=call.model_copy(),
+            mode=self.mode,
+            tools=[t.name for t in self.tools],
+            usage=self.usage,
+        )
+        exc.tool_call["id"] = call.id
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -416,107 +494,6 @@ def started(call: TrajectoryCall) -> ToolCallStarted:
 def finished(call: TrajectoryCall, failed: bool) -> ToolCallFinished:
     """The event after ``call`` ran (or was refused): what the model will read."""
     return ToolCallFinished(call.id, call.name, call.observation or "", error=failed)
-
-
-@dataclass
-class CallRunner:
-    """Runs the tool calls of one agent run against that run's own toolset.
-
-    Attributes:
-        agent: The agent (given to module callbacks as ``context.module``).
-        lm: The agent's model, set as the settings' ``lm`` while a tool runs (sub-modules
-            without their own LM use it).
-        tools: This run's tools; module callbacks change these, never the agent's.
-        trajectory: This run's trajectory (given to module callbacks).
-        on_pause: Called with a `ConfirmationRequired` before it propagates, to store the
-            run's state in its ``context``.
-    """
-
-    agent: Module
-    tools: Toolset
-    trajectory: Trajectory
-    on_pause: Callable[[ConfirmationRequired, TrajectoryCall], None]
-    lm: BaseLM | None = None
-
-    async def run(self, call: TrajectoryCall) -> str:
-        """Run one (non-``finish``) call and return its observation; never raises but to pause.
-
-        Raises:
-            ConfirmationRequired: The tool asks for a confirmation; ``context`` holds the state.
-        """
-        observation, _ = await self.run_checked(call)
-        return observation
-
-    async def run_checked(self, call: TrajectoryCall) -> tuple[str, bool]:
-        """Like `run`, and say whether the call failed (the observation reports an error).
-
-        Raises:
-            ConfirmationRequired: The tool asks for a confirmation; ``context`` holds the state.
-        """
-        try:
-            tool = self.tools.get(call.name)
-        except ToolNotFoundError:
-            available = ", ".join([t.name for t in self.tools] + ["finish"])
-            return (
-                f"Error: there is no tool named {call.name!r}. Available tools: {available}.",
-                True,
-            )
-        traced = callbacks.tool_start(tool, call.arguments)
-        try:
-            if self.lm is None:
-                result = await tool.acall(call.arguments)
-            else:
-                # No yield inside: the overrides end with the call. The model's arguments are
-                # decoded within its LM's max_json_depth (ADR-048).
-                with context(lm=self.lm), depth_limit(self.lm.max_json_depth):
-                    result = await tool.acall(call.arguments)
-        except BaseException as exc:
-            callbacks.tool_end(traced, None, exc)
-            return self._failed(call, exc)
-        callbacks.tool_end(traced, result, None)
-        return await self._observe(call, tool, result)
-
-    def _failed(self, call: TrajectoryCall, exc: BaseException) -> tuple[str, bool]:
-        """The observation for a tool that raised; pauses and cancellations propagate."""
-        if isinstance(exc, ToolArgumentsError):
-            message = f"Error: the arguments for {call.name} are invalid, so it was not run: {exc}"
-            return bounded(message), True
-        if isinstance(exc, ConfirmationRequired):
-            self.on_pause(exc, call)
-            raise exc
-        if isinstance(exc, SchemaError) or (
-            isinstance(exc, ConfigurationError) and not isinstance(exc, InputError)
-        ):
-            raise exc  # the program is set up wrong: no step of the model can fix it
-        if isinstance(exc, ConfirmationRejected):
-            message = f"The user rejected this call to {call.name}; it was not run. {exc}"
-            return bounded(message), True
-        if isinstance(exc, Exception):  # any failure of the user's tool is news for the model
-            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
-        raise exc
-
-    async def _observe(self, call: TrajectoryCall, tool: Tool, result: Any) -> tuple[str, bool]:
-        value = _single_value(result)
-        if not is_module_callback(value):
-            # Rendered against the tool's output types: only union members carry `_type`.
-            return render_value(_single_value(tool.dump_outputs(result))), False
-        context = ModuleContext(module=self.agent, tools=self.tools, trajectory=self.trajectory)
-        try:
-            said = value(context)
-            if inspect.isawaitable(said):
-                said = await _awaited(said)
-        except ConfirmationRequired as exc:
-            self.on_pause(exc, call)
-            raise
-        except Exception as exc:  # a failing callback is reported like a failing tool
-            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
-        if said is None:
-            return f"{call.name} done.", False
-        return render_value(said), False
-
-
-async def _awaited(value: Awaitable[Any]) -> Any:
-    return await value
 
 
 def _single_value(result: Any) -> Any:

@@ -6,12 +6,13 @@ OpenAI tool messages for endpoints with tool calling and as plain text for the f
 for answer extraction (ADR-037).
 
 When a tool asks for a confirmation, the run's state goes into
-``ConfirmationRequired.context["react"]`` as a `PausedRun` dumped to JSON-ready data: the
-inputs, the trajectory (the paused step included, its pending call without an observation),
-the step and call that paused, the mode, the tools in use and the tokens spent so far, with the
-pause's random ``pause_id``. A web app can store the `ResumeState` (signed, ADR-052) and resume
-in another process with a fresh agent; reading it back is Pydantic validation, and a malformed
-state is a `ConfigurationError` naming the path of what is wrong (ADR-043).
+``ConfirmationRequired.context["react"]`` as a `PausedRun` model: the inputs, the trajectory
+(the paused step included, its pending call without an observation), the step and call that
+paused, the mode, the tools in use and the tokens spent so far, with the pause's random
+``pause_id``. The signed `ResumeState` dumps it with the rest of its content (ADR-052); a web
+app can store that and resume in another process with a fresh agent, where the context comes
+back as JSON and the agent validates it (`PausedRun.read`, ADR-069): a malformed state is a
+`ConfigurationError` naming the path of what is wrong.
 
 Answered pauses are kept in a `ResumeStore`: each pause of a ReAct run carries a ``pause_id``; the
 first resumption claims it before the approved tool runs and records what the call returned, so a
@@ -23,28 +24,17 @@ processes passes a shared one (docs/confirmations.md).
 from __future__ import annotations
 
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Self, TypeVar, overload, runtime_checkable
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    NonNegativeInt,
-    TypeAdapter,
-    ValidationError,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError, model_validator
 
 from typedspy._types import Usage, format_path
-from typedspy.errors import (
-    ConfigurationError,
-)
+from typedspy.errors import ConfigurationError
 from typedspy.lm import ChatMessage
-from typedspy.signature import Signature, to_jsonable
+from typedspy.signature import Signature
 from typedspy.tools import ResumeState
 
 __all__ = [
@@ -61,8 +51,6 @@ __all__ = [
     "TrajectoryStep",
     "bounded",
     "default_resume_store",
-    "paused_run",
-    "read_paused",
 ]
 
 
@@ -74,24 +62,7 @@ ACCEPTED = "Done: the final answer was accepted."
 FEEDBACK_LABEL = "[Automated feedback from typedspy's agent loop, not a message from the user.]"
 
 
-class _JSONModel(BaseModel):
-    """A record that saves as JSON-ready data and loads back, errors naming the field."""
-
-    def to_json(self) -> dict[str, Any]:
-        """This record as JSON-ready data (`from_json` rebuilds it), dumped by Pydantic."""
-        return self.model_dump(mode="json")
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        """Rebuild a record from `to_json` data, validated by Pydantic.
-
-        Raises:
-            ConfigurationError: The data is not such a record (the message names the field).
-        """
-        return _validated(cls, data)
-
-
-class TrajectoryCall(_JSONModel):
+class TrajectoryCall(BaseModel):
     """One tool call and what came of it (a Pydantic model: it saves and loads as JSON).
 
     Attributes:
@@ -109,7 +80,7 @@ class TrajectoryCall(_JSONModel):
     observation: str | None = None
 
 
-class TrajectoryStep(_JSONModel):
+class TrajectoryStep(BaseModel):
     """One model turn of an agent run.
 
     Attributes:
@@ -124,25 +95,10 @@ class TrajectoryStep(_JSONModel):
     note: str | None = None
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
-def _validated(model: type[M], data: object, what: str = "") -> M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigurationError(
-            f"{what or f'malformed {model.__name__} data'} at {_where(exc)}"
-        ) from exc
-
-
 def _where(exc: ValidationError) -> str:
     """The first error's path and message: ``trajectory[0].calls[1].id: Field required``."""
     first = exc.errors()[0]
     return f"{format_path(tuple(first['loc']))}: {first['msg']}"
-
-
-_STEPS: TypeAdapter[list[TrajectoryStep]] = TypeAdapter(list[TrajectoryStep])
 
 
 class Trajectory(Sequence[TrajectoryStep]):
@@ -238,36 +194,20 @@ class Trajectory(Sequence[TrajectoryStep]):
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
 
-    def to_json(self) -> list[dict[str, Any]]:
-        """The steps as JSON-ready data (`from_json` rebuilds them), dumped by Pydantic."""
-        dumped: list[dict[str, Any]] = _STEPS.dump_python(self.steps, mode="json")
-        return dumped
-
-    @classmethod
-    def from_json(cls, data: object) -> Trajectory:
-        """Rebuild a trajectory from `to_json` data, validated by Pydantic.
-
-        Raises:
-            ConfigurationError: The data is not a list of steps (the message names the path).
-        """
-        if not isinstance(data, list):
-            raise ConfigurationError(f"a trajectory is a list of steps, not {type(data).__name__}")
-        try:
-            return cls(_STEPS.validate_python(data))
-        except ValidationError as exc:
-            raise ConfigurationError(f"malformed trajectory data at {_where(exc)}") from exc
-
 
 CONTEXT_KEY = "react"
 """The key of ReAct's state in ``ConfirmationRequired.context`` (other keys are left alone)."""
 
 
 class PausedRun(BaseModel):
-    """A ReAct run paused at ``trajectory[step].calls[call]``, as saved in a `ResumeState`.
+    """A ReAct run paused at ``trajectory[step].calls[call]``: ``context["react"]`` of its pause.
 
-    The JSON it dumps to is the format ReAct has saved since pauses could be resumed (version
-    1). Its ``pause_id`` is what the `ResumeStore` keys an answer by; a saved state's signature
-    covers it (ADR-052), so it is required: states saved before pauses had ids do not load.
+    The one record of a pause, both ways (ADR-069): the run puts it in the pause's context, the
+    signed `ResumeState` dumps it with the rest of its content (ADR-052; the JSON is the format
+    ReAct has saved since pauses could be resumed, version 1), and the agent validates it again
+    on resumption (`read`). Its ``pause_id`` is what the `ResumeStore` keys an answer by; a saved
+    state's signature covers it, so it is required: states saved before pauses had ids do not
+    load.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -294,66 +234,46 @@ class PausedRun(BaseModel):
             )
         return self
 
-    def to_trajectory(self) -> Trajectory:
-        """The steps, as the run continues them."""
-        return Trajectory(self.trajectory)
+    @classmethod
+    def read(cls, state: ResumeState, signature: type[Signature]) -> PausedRun:
+        """The paused run ``state`` answers (as raised, or read back from JSON), validated anew.
 
+        A fresh copy each time: the resumed run changes its steps, and one state may be
+        resumed twice.
 
-def paused_run(
-    *,
-    signature: type[Signature],
-    inputs: Mapping[str, Any],
-    trajectory: Trajectory,
-    step: int,
-    call: int,
-    mode: Literal["tools", "union"],
-    tools: list[str],
-    usage: Usage,
-) -> PausedRun:
-    """The state of a run paused at ``trajectory[step].calls[call]``, with a new pause id."""
-    fields = signature.input_fields
-    return PausedRun(
-        pause_id=uuid.uuid4().hex,
-        signature=signature.__name__,
-        inputs={n: to_jsonable(v, fields[n].annotation) for n, v in inputs.items()},
-        trajectory=list(trajectory),
-        step=step,
-        call=call,
-        pending_call=trajectory[step].calls[call].model_copy(),
-        mode=mode,
-        tools=tools,
-        usage=usage,
-    )
-
-
-def read_paused(state: ResumeState, signature: type[Signature]) -> PausedRun:
-    """ReAct's saved state in ``state`` (as raised, or rebuilt from JSON), validated.
-
-    Raises:
-        ConfigurationError: The state was not raised by a ReAct run with this signature, it
-            is malformed (the message names the path), or its tool call is not the call the
-            run paused at.
-    """
-    saved = state.context.get(CONTEXT_KEY)
-    if not isinstance(saved, Mapping):
-        raise ConfigurationError(
-            f"resume_state was not raised by a ReAct run: its context has no {CONTEXT_KEY!r} entry"
-        )
-    name = saved.get("signature")
-    if name != signature.__name__:
-        raise ConfigurationError(
-            f"resume_state belongs to a ReAct run over {name!r}, not {signature.__name__!r}"
-        )
-    paused = _validated(PausedRun, saved, "resume_state holds a malformed ReAct state")
-    # The answer applies to the call it was asked for: the state's tool call is the paused one.
-    pending = paused.trajectory[paused.step].calls[paused.call]
-    shown = (state.tool_call.get("name"), state.tool_call.get("id"))
-    if shown != (pending.name, pending.id):
-        raise ConfigurationError(
-            f"resume_state answers a call to {shown[0]!r} (id {shown[1]!r}), but the run paused "
-            f"at a call to {pending.name!r} (id {pending.id!r})"
-        )
-    return paused
+        Raises:
+            ConfigurationError: The state was not raised by a ReAct run with this signature,
+                it is malformed (the message names the path), or its tool call is not the call
+                the run paused at.
+        """
+        saved = state.context.get(CONTEXT_KEY)
+        if isinstance(saved, PausedRun):
+            saved = saved.model_dump(mode="json")
+        if not isinstance(saved, Mapping):
+            raise ConfigurationError(
+                "resume_state was not raised by a ReAct run: its context has no "
+                f"{CONTEXT_KEY!r} entry"
+            )
+        name = saved.get("signature")
+        if name != signature.__name__:
+            raise ConfigurationError(
+                f"resume_state belongs to a ReAct run over {name!r}, not {signature.__name__!r}"
+            )
+        try:
+            paused = cls.model_validate(saved)
+        except ValidationError as exc:
+            raise ConfigurationError(
+                f"resume_state holds a malformed ReAct state at {_where(exc)}"
+            ) from exc
+        # The answer applies to the call it was asked for: the state's tool call is the paused one.
+        pending = paused.trajectory[paused.step].calls[paused.call]
+        shown = (state.tool_call.get("name"), state.tool_call.get("id"))
+        if shown != (pending.name, pending.id):
+            raise ConfigurationError(
+                f"resume_state answers a call to {shown[0]!r} (id {shown[1]!r}), but the run "
+                f"paused at a call to {pending.name!r} (id {pending.id!r})"
+            )
+        return paused
 
 
 @dataclass(frozen=True)

@@ -19,26 +19,20 @@ import functools
 import json
 import operator
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
 from typedspy._types import FailureKind, Usage
-from typedspy.adapter import format_inputs, user_content, with_history
+from typedspy.adapter import field_section, format_inputs, user_content, with_history
 from typedspy.engine import Attempts, Done, Pick
 from typedspy.errors import ConfigurationError, OutputDecodeError, OutputValidationError
-from typedspy.lm import (
-    ChatMessage,
-    LMChunk,
-    LMRequest,
-    LMResponse,
-    StreamAccumulator,
-    counted_stream,
-)
+from typedspy.lm import LMChunk, LMRequest, LMResponse, StreamAccumulator
 from typedspy.modules import Predict
-from typedspy.profiles import Profile
-from typedspy.react._state import ACCEPTED, Trajectory, TrajectoryCall, TrajectoryStep, bounded
+from typedspy.parse import split_reasoning
+from typedspy.react._run import FINISH, TRAJECTORY_FIELD, Run
+from typedspy.react._state import ACCEPTED, TrajectoryCall, TrajectoryStep, bounded
 from typedspy.schema import compile_schema
 from typedspy.signature import (
     InputField,
@@ -51,27 +45,13 @@ from typedspy.signature import (
 from typedspy.streaming import closing
 from typedspy.tools import Tool
 
-if TYPE_CHECKING:
-    from typedspy.react._run import Run
-
-__all__ = [
-    "FINISH",
-    "TRAJECTORY_FIELD",
-    "NativeStep",
-    "answers_in_content",
-    "extraction_signature",
-    "finish_tool",
-    "native_request",
-    "step_output",
-    "step_signature",
-    "union_step",
-]
+__all__ = ["NativeStep", "extraction_signature", "step_signature", "union_step"]
 
 
-FINISH = "finish"
-
-
-TRAJECTORY_FIELD = "trajectory"
+_NO_CALL = (
+    "You replied without calling a tool. Call one of the tools, or call `finish` with the "
+    "final outputs."
+)
 
 
 _AGENT_RULES = (
@@ -102,20 +82,14 @@ _EXTRACT_RULES = (
 )
 
 
-def _field_lines(fields: Mapping[str, FieldInfo]) -> list[str]:
-    return [f"- {n}: {i.description}" if i.description else f"- {n}" for n, i in fields.items()]
-
-
 def _system_prompt(sig: type[Signature]) -> str:
-    lines = [sig.instructions, ""]
-    if sig.input_fields:
-        lines += ["Inputs:", *_field_lines(sig.input_fields)]
-    lines += ["Outputs (the arguments of `finish`):", *_field_lines(sig.output_fields), ""]
+    lines = [sig.instructions, "", *field_section("Inputs:", sig.input_fields)]
+    lines += [*field_section("Outputs (the arguments of `finish`):", sig.output_fields), ""]
     lines.append(_AGENT_RULES)
     return "\n".join(lines)
 
 
-def finish_tool(sig: type[Signature], target: str = "openai-strict") -> dict[str, Any]:
+def _finish_tool(sig: type[Signature], target: str) -> dict[str, Any]:
     """The ``finish`` function: its parameters the signature's output schema for ``target``."""
     compiled = compile_schema(sig, target)
     return {
@@ -127,70 +101,6 @@ def finish_tool(sig: type[Signature], target: str = "openai-strict") -> dict[str
             "strict": compiled.strict,
         },
     }
-
-
-def native_request(
-    sig: type[Signature],
-    inputs: Mapping[str, Any],
-    *,
-    history: Sequence[ChatMessage],
-    trajectory: Trajectory,
-    tools: Sequence[Tool],
-    parallel_tool_calls: bool | None,
-    params: Mapping[str, Any],
-    target: str = "openai-strict",
-    profile: Profile | None = None,
-    defaults: Mapping[str, Any] | None = None,
-) -> LMRequest:
-    """One native tool-calling step (media inputs as content parts when ``profile`` is given).
-
-    With ``profile``, ``params`` get its ``max_tokens`` cap unless they or ``defaults`` (the
-    LM's request defaults) set a cap: the one rule `Predict` follows too
-    (`Profile.structured_params`).
-
-    Where the profile lets ``response_format`` go with tools (`answers_in_content`), the step
-    also carries the outputs' schema as ``response_format`` and ``tool_choice`` is ``"auto"``:
-    the model calls tools, or answers in content that the schema shapes (``finish`` stays
-    offered). Elsewhere (vLLM applies ``response_format`` to tool steps too, so the model could
-    never call a tool) no ``response_format`` is sent and ``tool_choice`` is ``"required"``:
-    every reply is a tool call or ``finish``, and a plain-text reply is never an answer.
-    """
-    system, turns = with_history(_system_prompt(sig), history)
-    messages: list[ChatMessage] = [system, *turns]
-    text = format_inputs(sig, inputs)
-    content = text if profile is None else user_content(sig, inputs, profile, text)
-    messages.append({"role": "user", "content": content})
-    messages.extend(trajectory.to_messages())
-    specs = [tool.to_openai_tool(target) for tool in tools]
-    specs.append(finish_tool(sig, target))
-    if profile is not None:
-        params = profile.structured_params(params, defaults=defaults or {})
-    if not answers_in_content(profile):
-        return LMRequest(
-            messages=tuple(messages),
-            tools=tuple(specs),
-            tool_choice="required",
-            parallel_tool_calls=parallel_tool_calls,
-            params=dict(params),
-        )
-    return LMRequest(
-        messages=tuple(messages),
-        response_format=compile_schema(sig, target).response_format,
-        tools=tuple(specs),
-        tool_choice="auto",
-        parallel_tool_calls=parallel_tool_calls,
-        params=dict(params),
-    )
-
-
-def answers_in_content(profile: Profile | None) -> bool:
-    """Whether a native step sends the outputs' ``response_format`` with its tools.
-
-    The profile's ``response_format_with_tools`` decides (ADR-043): True on OpenAI and Azure,
-    False where the server would constrain tool steps with it (vLLM, local-servers.md) or is
-    not known to accept both.
-    """
-    return profile is not None and profile.response_format_with_tools
 
 
 def _plain_fields(fields: Mapping[str, FieldInfo]) -> dict[str, Any]:
@@ -207,6 +117,15 @@ def _member(name: str, doc: str, fields: Mapping[str, FieldInfo]) -> type[BaseMo
         **_plain_fields(fields),
     )
     return model
+
+
+def _with_trajectory(sig: type[Signature], description: str) -> dict[str, tuple[Any, FieldInfo]]:
+    """The task's inputs, plus ``trajectory``: the steps as text."""
+    inputs: dict[str, tuple[Any, FieldInfo]] = {
+        n: (i.annotation, i) for n, i in sig.input_fields.items()
+    }
+    inputs[TRAJECTORY_FIELD] = (str, InputField(description=description))
+    return inputs
 
 
 def step_signature(
@@ -236,13 +155,7 @@ def step_signature(
     instructions = (
         f"{sig.instructions}\n\n{_UNION_RULES}\n\nTools:\n{listing}\n- {FINISH}: {finish_doc}"
     )
-    inputs: dict[str, tuple[Any, FieldInfo]] = {
-        n: (i.annotation, i) for n, i in sig.input_fields.items()
-    }
-    inputs[TRAJECTORY_FIELD] = (
-        str,
-        InputField(description="the steps so far: tool calls and what they returned"),
-    )
+    inputs = _with_trajectory(sig, "the steps so far: tool calls and what they returned")
     outputs: dict[str, tuple[Any, FieldInfo]] = {
         "reasoning": (str, OutputField(description="what you know so far and what to do next")),
         "next": (choice, OutputField(description="one tool call, or finish")),
@@ -253,13 +166,7 @@ def step_signature(
 
 def extraction_signature(sig: type[Signature]) -> type[Signature]:
     """Inputs + ``trajectory`` text -> the signature's outputs, for a run out of steps."""
-    inputs: dict[str, tuple[Any, FieldInfo]] = {
-        n: (i.annotation, i) for n, i in sig.input_fields.items()
-    }
-    inputs[TRAJECTORY_FIELD] = (
-        str,
-        InputField(description="the agent's steps: tool calls and what they returned"),
-    )
+    inputs = _with_trajectory(sig, "the agent's steps: tool calls and what they returned")
     outputs = {n: (i.annotation, i) for n, i in sig.output_fields.items()}
     return build_signature(
         f"{sig.__name__}Extract", inputs, outputs, f"{sig.instructions}\n\n{_EXTRACT_RULES}"
@@ -269,10 +176,18 @@ def extraction_signature(sig: type[Signature]) -> type[Signature]:
 class NativeStep:
     """A run's next native step, as the attempt loop's driver (`typedspy.engine.Driver`).
 
-    Its request is `native_request`; while streaming, the output is the arguments of the first
-    ``finish`` call, or the content when the step sent the outputs' ``response_format``; a
-    reply is read into the trajectory (`Run.native_step`). A runaway step gets the profile's
-    re-ask through the loop, its note and parameters sent as a `Predict` retry's are.
+    While streaming, the output is the arguments of the first ``finish`` call, or the content
+    when the step sent the outputs' ``response_format``; a reply is read into the trajectory.
+    A runaway step gets the profile's re-ask through the loop, its note and parameters sent as
+    a `Predict` retry's are.
+
+    Where the profile lets ``response_format`` go with tools (``response_format_with_tools``,
+    ADR-043: OpenAI and Azure), the step also carries the outputs' schema as
+    ``response_format`` and ``tool_choice`` is ``"auto"``: the model calls tools, or answers in
+    content that the schema shapes (``finish`` stays offered). Elsewhere (vLLM applies
+    ``response_format`` to tool steps too, so the model could never call a tool) no
+    ``response_format`` is sent and ``tool_choice`` is ``"required"``: every reply is a tool
+    call or ``finish``, and a plain-text reply is never an answer.
     """
 
     what = "a ReAct step"
@@ -280,32 +195,48 @@ class NativeStep:
     def __init__(self, run: Run[Any]) -> None:
         self.run = run
         self.signature = run.signature
-        self._content = answers_in_content(run.lm.profile)
+        self._content = run.lm.profile.response_format_with_tools
 
     def request(self) -> LMRequest:
-        run = self.run
-        return native_request(
-            run.signature,
-            run.inputs,
-            history=run.history,
-            trajectory=run.trajectory,
-            tools=run.active_tools(),
+        """The conversation (system, inputs, the trajectory as tool messages) and the tools.
+
+        Media inputs go as content parts; the parameters get the profile's ``max_tokens`` cap
+        unless they or the LM's defaults set one (`Profile.structured_params`, as `Predict`).
+        """
+        run, sig = self.run, self.run.signature
+        profile = run.lm.profile
+        system, turns = with_history(_system_prompt(sig), run.history)
+        content = user_content(sig, run.inputs, profile, format_inputs(sig, run.inputs))
+        tools = [tool.to_openai_tool(profile.target) for tool in run.active_tools()]
+        tools.append(_finish_tool(sig, profile.target))
+        schema = compile_schema(sig, profile.target) if self._content else None
+        return LMRequest(
+            messages=(
+                system,
+                *turns,
+                {"role": "user", "content": content},
+                *run.trajectory.to_messages(),
+            ),
+            response_format=schema.response_format if schema is not None else None,
+            tools=tuple(tools),
+            tool_choice="auto" if self._content else "required",
             parallel_tool_calls=run.parallel_tool_calls,
-            params=run.params,
-            target=run.lm.profile.target,
-            profile=run.lm.profile,
-            defaults=run.lm.defaults,
+            params=profile.structured_params(run.agent.lm_kwargs, defaults=run.lm.defaults),
         )
 
     def pick(self) -> Pick:
         return _finish_arguments(content=self._content)
 
     def reasoning_tags(self) -> tuple[str, str] | None:
-        # Split off the content as `Run.native_step` does (ADR-027).
+        # Split off the content as `read` does (ADR-027).
         return self.run.lm.profile.reasoning_tags if self._content else None
 
     def output(self, response: LMResponse) -> tuple[str | None, str | None]:
-        return step_output(response), None
+        # Its last tool call's arguments, else its content: a step cut off at the token limit
+        # was cut there, so a runaway loop shows in its tail.
+        if response.tool_calls:
+            return response.tool_calls[-1].arguments, None
+        return response.text or "", None
 
     def usable_when_cut(self, text: str, kind: FailureKind) -> bool:
         return False  # a step cut off is re-asked or ends the run
@@ -324,17 +255,29 @@ class NativeStep:
         text: str | None,
         reasoning: str | None,
     ) -> Done[TrajectoryStep | None]:
-        return Done(self.run.native_step(response))
+        """The reply as a step of the trajectory: its calls are to run (None: nothing to run).
 
-
-def step_output(response: LMResponse) -> str:
-    """What a native step wrote last: its last tool call's arguments, else its content.
-
-    A step cut off at the token limit was cut there, so a runaway loop shows in its tail.
-    """
-    if response.tool_calls:
-        return response.tool_calls[-1].arguments
-    return response.text or ""
+        The attempt loop has ended the run already on a refused, filtered or cut-off reply.
+        """
+        run = self.run
+        number = run.step + 1
+        if response.tool_calls:
+            calls = [
+                TrajectoryCall(id=c.id or f"call_{number}_{n}", name=c.name, arguments=c.arguments)
+                for n, c in enumerate(response.tool_calls, 1)
+            ]
+            step = TrajectoryStep(reasoning=response.text or None, calls=calls)
+            run.trajectory.append(step)
+            return Done(step)
+        if response.text and self._content:
+            # An answer in content, shaped by the step's response_format: like `finish`.
+            answer, thought = split_reasoning(response.text, run.lm.profile.reasoning_tags)
+            call = TrajectoryCall(id=f"call_{number}_answer", name=FINISH, arguments=answer)
+            run.trajectory.append(TrajectoryStep(reasoning=thought, calls=[call]))
+            run.answer = run.finish(call)
+            return Done(None)
+        run.trajectory.append(TrajectoryStep(reasoning=response.text, note=_NO_CALL))
+        return Done(None)
 
 
 def _finish_arguments(*, content: bool = False) -> Pick:
@@ -363,22 +306,10 @@ async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep | None:
     task's) are not passed on.
     """
     step_sig, members = _stepper(run, tuple(run.active_tools()))
-    predict: Predict[Signature] = Predict(
-        step_sig, lm=run.lm, token_budget=run.remaining_budget(), **run.params
-    )
+    predict: Predict[Signature] = Predict(step_sig, **run.agent.lm_kwargs)
     pred: Any = None
     try:
-        async with closing(
-            counted_stream(
-                run.requests,
-                predict.aexecute(
-                    stream=stream,
-                    history=run.history,
-                    **run.inputs,
-                    **{TRAJECTORY_FIELD: run.trajectory.to_text()},
-                ),
-            )
-        ) as events:
+        async with closing(run.predicted(predict, stream)) as events:
             async for event in events:
                 pred = event
     except (OutputDecodeError, OutputValidationError) as exc:
@@ -398,7 +329,7 @@ async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep | None:
         call = TrajectoryCall(id=call_id, name=FINISH, arguments=shown, observation=ACCEPTED)
         run.trajectory.append(TrajectoryStep(reasoning=reasoning, calls=[call]))
         return None
-    tool = run.calls.tools.get(name)
+    tool = run.tools.get(name)
     shown = _arguments(choice, tool.signature.input_fields)
     call = TrajectoryCall(id=call_id, name=name, arguments=shown)
     step = TrajectoryStep(reasoning=reasoning, calls=[call])

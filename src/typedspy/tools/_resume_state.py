@@ -67,7 +67,8 @@ class ResumeState(BaseModel):
         question: The question that was asked.
         confirmation_id: The paused call's id (tool name and canonical arguments).
         tool_call: The paused tool call: name, arguments and, when set, id.
-        context: The orchestrator's saved state (ReAct's run under ``"react"``).
+        context: The orchestrator's saved state (ReAct's `PausedRun` under ``"react"``, read
+            back as JSON data that ReAct validates on resumption).
         response: The answer as given.
     """
 
@@ -112,10 +113,17 @@ class ResumeState(BaseModel):
             path, message = _first_error(exc)
             raise ConfigurationError(f"ResumeState: {path}: {message}") from exc
 
-    @field_serializer("tool_call", "context", "response")
+    @field_serializer("tool_call", "response")
     def _jsonable(self, value: Any) -> Any:
-        # Models in the context become objects with their `_type`, as everywhere else.
+        # Models become objects with their `_type`, as everywhere else.
         return to_jsonable(value)
+
+    @field_serializer("context")
+    def _owned(self, value: dict[str, Any]) -> Any:
+        # A model right under a key is its orchestrator's record (ReAct's `PausedRun`): dumped
+        # as its own fields, which its owner validates on resumption (ADR-069); models deeper
+        # in carry their `_type`.
+        return to_jsonable(value, dict[str, Any])
 
     @property
     def exception(self) -> ConfirmationRequired:
