@@ -148,17 +148,41 @@ def resume_states_are_typed(pause: ts.ConfirmationRequired) -> None:
 def react_call_keywords_are_the_inputs(state: ts.ResumeState) -> None:
     # Issue 23: ReAct's calls were typed `**inputs: Any`; now they take the signature's inputs.
     agent = ts.ReAct(Decide, tools=[])
-    assert_type(agent(task="Ship it"), ts.Prediction[Decide])
+    assert_type(agent(task="Ship it"), ts.react.AgentPrediction[Decide])
     agent(tsak="Ship it")  # type: ignore[call-overload]
     agent(task=3)  # type: ignore[call-overload]
-    assert_type(agent(resume_state=state), ts.Prediction[Decide])  # a resumption may omit inputs
-    assert_type(agent.try_call(task="Ship it"), ts.Prediction[Decide] | ts.OutputError)
+    resumed = agent(resume_state=state)  # a resumption may omit inputs
+    assert_type(resumed, ts.react.AgentPrediction[Decide])
+    outcome = agent.try_call(task="Ship it")
+    assert_type(outcome, ts.react.AgentPrediction[Decide] | ts.OutputError)
 
 
 async def react_acall_keywords_are_the_inputs() -> None:
     agent = ts.ReAct(Decide, tools=[])
-    assert_type(await agent.acall(task="Ship it"), ts.Prediction[Decide])
+    assert_type(await agent.acall(task="Ship it"), ts.react.AgentPrediction[Decide])
     await agent.acall(tsak="Ship it")  # type: ignore[call-overload]
+
+
+def react_trajectory_is_typed() -> None:
+    # Issue 23: `r.trajectory` was `Any`; the prediction types it, down to each call.
+    pred = ts.ReAct(Decide, tools=[])(task="Ship it")
+    assert_type(pred.trajectory, ts.react.Trajectory)
+    assert_type(pred.finished, bool)
+    assert_type(pred.steps, int)
+    assert_type(pred.outputs.action, SpawnTask | CompleteTask | Continue)
+    step = pred.trajectory[0]
+    assert_type(step, ts.react.TrajectoryStep)
+    assert_type(step.reasoning, str | None)
+    for call in step.calls:
+        assert_type(call, ts.react.TrajectoryCall)
+        assert_type(call.observation, str | None)
+    assert_type(pred.trajectory.calls, list[ts.react.TrajectoryCall])
+    wrong: int = step.calls[0].arguments  # type: ignore[assignment]  # JSON text, a str
+    del wrong
+    typo = pred.trajectory[0].call  # type: ignore[attr-defined]
+    del typo
+    none = pred.outputs.trajectory  # type: ignore[attr-defined]  # the caller's signature has none
+    del none
 
 
 def chain_of_thought_reasoning_is_typed() -> None:
