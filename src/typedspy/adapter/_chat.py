@@ -247,7 +247,7 @@ def draft_request(
     """
     lines = [sig.instructions]
     if any(i.description for i in sig.input_fields.values()):
-        lines += ["", *_field_section("Inputs:", sig.input_fields)]
+        lines += ["", *field_section("Inputs:", sig.input_fields)]
     lines += [
         "",
         "Answer in your own words; your answer must give:",
