@@ -290,6 +290,11 @@ class ReAct(Module, Generic[SigT, InputsT]):
         no_positional(self, args)
         return cast("AgentPrediction[SigT] | OutputError", super().try_call(**inputs))
 
+    def _lm(self) -> BaseLM:
+        # Also what marks a module that calls a model itself: its own overloads type its calls
+        # (`Module`'s `_CallsModel`, ADR-080).
+        return resolve_lm(self.lm)
+
     async def aforward(
         self,
         *,
@@ -344,7 +349,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
                 model refused, or was cut off).
             LMError: The endpoint could not be used.
         """
-        lm = resolve_lm(self.lm)
+        lm = self._lm()
         if resume_state is None:
             checked = check_inputs(self.signature, inputs)
             run = Run(self, lm, checked, history_messages(history), Trajectory(), self._mode(lm))
