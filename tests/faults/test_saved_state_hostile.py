@@ -127,7 +127,7 @@ def test_a_directory_or_a_missing_file_is_a_typed_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("version", "found"),
     [
-        (2, "format version 2"),
+        (1, "format version 1"),
         (0, "format version 0"),
         ("1", "format version '1'"),
         (True, "format version True"),
@@ -144,7 +144,7 @@ def test_another_format_version_is_refused_naming_both(
         state["version"] = version
     error = load_fails(Program(), written(tmp_path, state))
     assert f"version: {found}" in str(error)
-    assert "this typedspy reads format version 1 only" in str(error)
+    assert "this typedspy reads format version 2 only" in str(error)
 
 
 # -- a value of the wrong type, an unknown key ------------------------------------------------

@@ -94,8 +94,8 @@ def test_predict_state_is_json_with_demo_values_as_the_prompt_shows_them(tmp_pat
     predict.save(path)
 
     saved = json.loads(path.read_text(encoding="utf-8"))
-    assert sorted(saved) == ["predictors", "version"]
-    assert saved["version"] == 1
+    assert sorted(saved) == ["predictors", "scored", "version"]
+    assert saved["version"] == 2 and saved["scored"] is None
     state = saved["predictors"].pop("self")  # a predictor saved on its own is at "self"
     assert saved["predictors"] == {}
     fresh = ts.Predict(Measure).dump_state()["predictors"]["self"]

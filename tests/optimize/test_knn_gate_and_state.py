@@ -115,7 +115,7 @@ def test_saved_knn_state_is_json_and_refused_by_a_plain_program(tmp_path: Path) 
     path = tmp_path / "knn.json"
     program.save(path)
     saved = json.loads(path.read_text())
-    assert sorted(saved) == ["knn", "predictors", "version"]
+    assert sorted(saved) == ["knn", "predictors", "scored", "version"]
     assert sorted(saved["predictors"]) == ["program.explain", "program.route"]
     rows = saved["knn"]["examples"]
     assert rows[0]["inputs"] == ["ticket"]

@@ -16,7 +16,7 @@ def test_labeled_few_shot_sends_a_seeded_sample_and_leaves_the_original_alone(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     program = ts.Predict(RouteTicket)
-    compiled = ts.optimize.LabeledFewShot(k=3, seed=7).compile(program, TRAIN)
+    compiled = ts.optimize.LabeledFewShot(k=3, seed=7, stratify=False).compile(program, TRAIN)
     assert "LabeledFewShot(k=3): plan" in capsys.readouterr().out
     expected = random.Random(7).sample(TRAIN, 3)
     assert program.demos == []

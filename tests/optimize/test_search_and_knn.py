@@ -58,7 +58,7 @@ def cosine(a: list[float], b: list[float]) -> float:
 def test_knn_sends_the_nearest_training_examples_by_embedding() -> None:
     with served(nearest()) as (server, lm):
         program = ts.optimize.KNNFewShot(
-            k=2, lm=lm, embedding_model="embed-1", verbose=False
+            k=2, lm=lm, embedding_model="embed-1", stratify=False, verbose=False
         ).compile(ts.Predict(RouteTicket), TRAIN)
         for ex in DEV[:4]:
             program(**ex.inputs())

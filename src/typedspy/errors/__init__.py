@@ -42,6 +42,8 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │                                     whose resumption is still running (or was cut off)
     ├── ResumeStateError (ValueError)     a saved ResumeState refused: not signed, a signature
     │                                     that does not match, not JSON, or malformed
+    ├── VerificationError                 a saved program scores below its record, or the dev
+    │                                     set is not the one it was scored on (verify)
     └── ExampleError (ValueError)         an example's values do not fit its signature
         └── DatasetError                  dataset rows that do not fit; names row and field
 
@@ -108,6 +110,7 @@ from typedspy.errors._runs import (
     ItemTimeoutError,
     RequestLimitError,
     ResumeConflictError,
+    VerificationError,
 )
 
 __all__ = [
@@ -150,6 +153,7 @@ __all__ = [
     "ToolNotFoundError",
     "TruncatedOutputError",
     "TypedspyError",
+    "VerificationError",
 ]
 
 # Pickles and reprs name the module users import from, not the private one defining the class

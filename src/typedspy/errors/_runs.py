@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import Literal
 
 from typedspy._types import Usage
 from typedspy.errors._base import TypedspyError
@@ -18,6 +19,7 @@ __all__ = [
     "ItemTimeoutError",
     "RequestLimitError",
     "ResumeConflictError",
+    "VerificationError",
 ]
 
 
@@ -186,3 +188,31 @@ class ResumeConflictError(TypedspyError):
         super().__init__(message)
         self.pause_id = pause_id
         self.action = action
+
+
+class VerificationError(TypedspyError):
+    """A saved program no longer reaches the score it was saved with (`ts.optimize.verify`).
+
+    Attributes:
+        reason: ``"score_dropped"`` (it scored lower than the record by more than the
+            tolerance) or ``"devset_changed"`` (the dev set is not the one it was scored on:
+            nothing was run).
+        expected: The recorded score, or the recorded dev set digest.
+        got: The score now, or the given dev set's digest.
+        report: The `typedspy.optimize.VerifyReport` (None for ``"devset_changed"``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: Literal["score_dropped", "devset_changed"],
+        expected: float | str,
+        got: float | str,
+        report: object = None,
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.expected = expected
+        self.got = got
+        self.report = report

@@ -13,6 +13,8 @@ from typedspy.optimize._gepa_run import GEPACandidate, GEPAResult
 from typedspy.optimize._knn import KNNFewShot, KNNProgram
 from typedspy.optimize._labeled import LabeledFewShot
 from typedspy.optimize._random_search import BootstrapFewShotWithRandomSearch, Candidate
+from typedspy.optimize._stratify import Coverage, demo_class
+from typedspy.optimize._verify import VerifyReport, averify, devset_hash, verify
 
 __all__ = [
     "GEPA",
@@ -20,6 +22,7 @@ __all__ = [
     "BootstrapFewShotWithRandomSearch",
     "BootstrapResult",
     "Candidate",
+    "Coverage",
     "GEPACandidate",
     "GEPAPlan",
     "GEPAResult",
@@ -28,4 +31,9 @@ __all__ = [
     "LabeledFewShot",
     "Optimizer",
     "Plan",
+    "VerifyReport",
+    "averify",
+    "demo_class",
+    "devset_hash",
+    "verify",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -10,13 +11,18 @@ from typing import Any, TextIO
 
 from typedspy._runtime import run_sync
 from typedspy.errors import ConfigurationError
-from typedspy.evaluation import Example
+from typedspy.evaluation import EvaluationReport, Example, FieldMetric, Metric, aevaluate
 from typedspy.limits import Budget
 from typedspy.modules import Module
+from typedspy.optimize._stratify import Coverage, coverage
+from typedspy.optimize._verify import score_record
+from typedspy.program import ScoreRecord
 from typedspy.settings import context, get_settings
 from typedspy.signature import Signature
 
 __all__ = ["Optimizer", "Plan", "calls_per_run", "demo_for", "fresh_copy"]
+
+logger = logging.getLogger("typedspy")
 
 _CHARS_PER_TOKEN = 4  # a rough estimate, stated as such in the plan
 
@@ -57,19 +63,32 @@ class Optimizer:
 
     `acompile` checks the data, prints the plan (`make_plan`) with the budget that caps the
     run, then optimizes (`_optimize`) under that budget: ``budget`` when the optimizer has
-    one, else the ``budget`` setting. Subclasses implement `make_plan` and `_optimize`.
+    one, else the ``budget`` setting. With a ``valset`` the compiled program is scored on it
+    and keeps the score as its `score_record` (ADR-083); an optimizer that scores its result
+    on the valset anyway sets ``scores_valset`` and leaves the evaluation in ``_val_report``.
+    After compiling it prints how each predictor's demos cover the training set's classes.
+    Subclasses implement `make_plan` and `_optimize`.
 
     Attributes:
         plan: The plan of the last compile (None before the first).
         verbose: Print the plan before compiling.
         out: Where the plan is printed (default: standard output).
         budget: A `ts.limits.Budget` for every request the optimizer makes (None: the setting).
+        coverage: Predictor path to how its demos cover the classes of the training set,
+            after a compile (ADR-082).
+        metric: Scores the result on a ``valset``.
+        concurrency: Runs at once when scoring it.
     """
 
     verbose: bool = True
     out: TextIO | None = None
     plan: Plan | None = None
     budget: Budget | None = None
+    coverage: dict[str, Coverage] | None = None
+    metric: Metric = FieldMetric()
+    concurrency: int = 8
+    scores_valset: bool = False
+    _val_report: EvaluationReport | None = None
 
     async def acompile(
         self,
@@ -87,14 +106,37 @@ class Optimizer:
         items = check_trainset(trainset, name)
         val = check_trainset(valset, f"{name} valset") if valset is not None else None
         plan = self.make_plan(program, items, val)
+        if val is not None and not self.scores_valset:
+            plan.steps.append(f"score the result on the {len(val)} valset examples (its record)")
+            plan.max_calls += len(val) * calls_per_run(program)
         plan.budget = self.budget or get_settings().budget
         self.plan = plan
+        self._print(plan)
+        self._val_report = None
+        with context(budget=self.budget) if self.budget is not None else context():
+            compiled = await self._optimize(program, items, val)
+            compiled.score_record = None if val is None else await self._scored(compiled, val)
+        self.coverage = self.demo_coverage(compiled, items)
+        for path, covered in self.coverage.items():
+            self._print(f"{name}: {path}: {covered}")
+        return compiled
+
+    def _print(self, text: object) -> None:
         if self.verbose:
-            print(plan, file=self.out or sys.stdout, flush=True)
-        if self.budget is None:
-            return await self._optimize(program, items, val)
-        with context(budget=self.budget):
-            return await self._optimize(program, items, val)
+            print(text, file=self.out or sys.stdout, flush=True)
+
+    async def _scored(self, compiled: Module, val: list[Example]) -> ScoreRecord | None:
+        report = self._val_report
+        if report is None:
+            report = await aevaluate(compiled, val, self.metric, concurrency=self.concurrency)
+        if "budget" in report.failures:
+            logger.warning("the budget ran out while scoring the valset: no score recorded")
+            return None
+        return score_record(report, val)
+
+    def demo_coverage(self, compiled: Module, items: list[Example]) -> dict[str, Coverage]:
+        """How the demos of ``compiled``'s predictors cover the classes of ``items``."""
+        return coverage(compiled.named_predictors(), items)
 
     def compile(
         self,

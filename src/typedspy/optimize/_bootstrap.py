@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,8 @@ from typedspy.optimize._base import (
     fresh_copy,
     predictors,
 )
-from typedspy.optimize._labeled import LabeledFewShot, with_labeled
+from typedspy.optimize._labeled import LabeledFewShot
+from typedspy.optimize._stratify import class_step, demo_class, spread
 
 __all__ = ["BootstrapFewShot", "BootstrapResult"]
 
@@ -59,9 +61,14 @@ class BootstrapFewShot(Optimizer):
     While it runs on an example, that example is removed from the teacher's demos. When its
     prediction passes the metric, every call that a predictor of the program made during that
     run (a `ChainOfThought`'s reasoning included, the predictors inside your modules too) becomes
-    a demo for that predictor. It stops after ``max_bootstrapped_demos`` passing examples;
-    ``max_rounds`` tries the failing ones again (at a higher temperature). Each predictor then
-    gets its bootstrapped demos followed by labelled examples up to ``max_labeled_demos``.
+    a demo for that predictor. It stops after ``max_bootstrapped_demos`` passing examples, or,
+    with ``stratify`` (the default, ADR-082), once every output class the training set shows
+    for a predictor has a passing demo (or ``max_bootstrapped_demos`` classes have): past the
+    first ``max_bootstrapped_demos`` passes it runs only examples of classes still missing, so
+    it never runs more than ``max_rounds`` passes over the training set. ``max_rounds`` tries
+    the failing ones again (at a higher temperature). Each predictor then gets its
+    bootstrapped demos (round-robin over their classes) followed by labelled examples (spread
+    over the classes shown least) up to ``max_labeled_demos``.
 
     Example:
         ```python
@@ -79,6 +86,8 @@ class BootstrapFewShot(Optimizer):
         max_labeled_demos: Demos per predictor in total, bootstrapped ones first.
         max_rounds: Passes over the failing examples (at least 1).
         seed: Seeds the labelled demos' sampling.
+        stratify: Spread demos over the output classes and bootstrap until each class has
+            a passing demo (False: the first passes, a plain sample).
         concurrency: Teacher runs at once.
         budget: A `ts.limits.Budget` for the teacher's requests (default: the ``budget`` setting,
             which counts them too). When it runs out, bootstrapping stops and the demos
@@ -99,6 +108,7 @@ class BootstrapFewShot(Optimizer):
         max_labeled_demos: int = 16,
         max_rounds: int = 1,
         seed: int = 0,
+        stratify: bool = True,
         concurrency: int = 8,
         budget: Budget | None = None,
         verbose: bool = True,
@@ -107,13 +117,14 @@ class BootstrapFewShot(Optimizer):
             raise ConfigurationError("BootstrapFewShot: demo counts must be >= 0")
         if max_rounds < 1:
             raise ConfigurationError("BootstrapFewShot: max_rounds must be >= 1")
-        self.metric: Metric = metric if metric is not None else FieldMetric()
+        self.metric = metric if metric is not None else FieldMetric()
         self.metric_threshold = metric_threshold
         self.teacher = teacher
         self.max_bootstrapped_demos = max_bootstrapped_demos
         self.max_labeled_demos = max_labeled_demos
         self.max_rounds = max_rounds
         self.seed = seed
+        self.stratify = stratify
         self.concurrency = concurrency
         self.budget = budget
         self.verbose = verbose
@@ -131,10 +142,16 @@ class BootstrapFewShot(Optimizer):
             [
                 f"run the teacher on up to {len(items)} training examples, in order, "
                 f"{self.concurrency} at a time, until {self.max_bootstrapped_demos} pass "
-                f"the metric (threshold {self.metric_threshold})",
+                f"the metric (threshold {self.metric_threshold})"
+                + (
+                    ", then only on examples of classes with no passing demo yet"
+                    if self.stratify
+                    else ""
+                ),
                 f"retry failing examples for up to {self.max_rounds - 1} more round(s)",
                 "give each predictor its bootstrapped demos, then labelled examples "
                 f"up to {self.max_labeled_demos}",
+                class_step(predictors(program), items, self.stratify),
             ],
             max_calls=calls,
             est_tokens=estimate_tokens(items, calls, self.max_labeled_demos),
@@ -151,22 +168,26 @@ class BootstrapFewShot(Optimizer):
         teacher = fresh_copy(self.teacher or program)
         has_demos = any(p.demos for _, p in predictors(teacher))
         if self.max_labeled_demos and not has_demos:
-            labeled = LabeledFewShot(self.max_labeled_demos, seed=self.seed, verbose=False)
-            teacher = with_labeled(teacher, labeled.pick(items))
+            labeled = LabeledFewShot(
+                self.max_labeled_demos, seed=self.seed, stratify=self.stratify, verbose=False
+            )
+            teacher = labeled.with_demos(teacher, items)
         return teacher
 
     async def bootstrap(self, teacher: Module, items: list[Example]) -> BootstrapResult:
         """Run ``teacher`` over ``items`` (in order, in rounds) and collect passing traces."""
         result = BootstrapResult()
+        classes = _Classes(teacher, items, self.max_bootstrapped_demos if self.stratify else 0)
         tried: set[int] = set()
         pending = list(range(len(items)))
         size = max(1, self.concurrency)
         for round_ in range(self.max_rounds):
             failing: list[int] = []
-            for start in range(0, len(pending), size):
-                if self._enough(result):
-                    break
-                chunk = pending[start : start + size]
+            queue = list(pending)
+            while queue and not self._enough(result, classes):
+                if len(result.passed) >= self.max_bootstrapped_demos:
+                    queue = [i for i in queue if classes.fills_gap(i)]
+                chunk, queue = queue[:size], queue[size:]
                 jobs = [(_without(teacher, items[i], round_), items[i].inputs()) for i in chunk]
                 outcomes = await run_observed(
                     jobs, trace=True, concurrency=self.concurrency, budget=self.budget
@@ -178,21 +199,25 @@ class BootstrapFewShot(Optimizer):
                     tried.add(i)
                     result.calls += outcome.calls
                     result.tokens += outcome.usage.total_tokens
-                    if self._enough(result):
+                    wanted = len(result.passed) < self.max_bootstrapped_demos
+                    if not wanted and not classes.fills_gap(i):
                         continue  # ran in the same chunk as the last one needed
                     if await self._passes(items[i], outcome):
                         result.passed.append(i)
                         _collect(result, outcome.trace)
+                        classes.cover(outcome.trace)
                     else:
                         failing.append(i)
             pending = failing
-            if not pending or self._enough(result):
+            if not pending or self._enough(result, classes):
                 break
         result.failed = sorted(tried - set(result.passed))
         return result
 
-    def _enough(self, result: BootstrapResult) -> bool:
-        return result.budget_spent or len(result.passed) >= self.max_bootstrapped_demos
+    def _enough(self, result: BootstrapResult, classes: _Classes) -> bool:
+        if result.budget_spent:
+            return True
+        return len(result.passed) >= self.max_bootstrapped_demos and not classes.gaps()
 
     async def _passes(self, example: Example, outcome: Outcome) -> bool:
         if outcome.error is not None or outcome.result is None:
@@ -210,12 +235,57 @@ class BootstrapFewShot(Optimizer):
         rng = random.Random(self.seed)
         for path, predictor in predictors(compiled):
             sig = predictor.signature
-            boot = [demo_for(sig, d) for d in result.demos.get(path, [])]
-            chosen = [d for d in boot if d is not None][: self.max_bootstrapped_demos]
-            room = max(0, self.max_labeled_demos - len(chosen))
-            labeled = [demo_for(sig, ex) for ex in rng.sample(rest, min(room, len(rest)))]
+            boot = [d for d in (demo_for(sig, d) for d in result.demos.get(path, [])) if d]
+            if not self.stratify:
+                chosen = boot[: self.max_bootstrapped_demos]
+                room = max(0, self.max_labeled_demos - len(chosen))
+                picked = rng.sample(rest, min(room, len(rest)))
+            else:
+                key = functools.partial(demo_class, sig)
+                chosen = spread(boot, self.max_bootstrapped_demos, key)
+                room = max(0, self.max_labeled_demos - len(chosen))
+                fits = [ex for ex in rest if demo_for(sig, ex) is not None]
+                picked = spread(fits, room, key, rng, have=map(key, chosen))
+            labeled = [demo_for(sig, ex) for ex in picked]
             predictor.demos = chosen + [d for d in labeled if d is not None]
         return compiled
+
+
+class _Classes:
+    """Which output classes each predictor's passing demos show, and which are still missing.
+
+    ``wanted`` caps the classes sought per predictor (``max_bootstrapped_demos``; 0: none
+    sought, as with ``stratify=False``).
+    """
+
+    def __init__(self, teacher: Module, items: list[Example], wanted: int) -> None:
+        self.wanted = wanted
+        self.signatures = {path: p.signature for path, p in predictors(teacher)}
+        self.of: dict[str, list[str | None]] = {
+            path: [demo_class(sig, ex) if demo_for(sig, ex) else None for ex in items]
+            for path, sig in self.signatures.items()
+        }
+        self.covered: dict[str, set[str]] = {path: set() for path in self.signatures}
+
+    def missing(self, path: str) -> set[str]:
+        if len(self.covered[path]) >= self.wanted:
+            return set()
+        return {c for c in self.of[path] if c is not None} - self.covered[path]
+
+    def gaps(self) -> bool:
+        """Whether some predictor still lacks a passing demo of a class the train set has."""
+        return any(self.missing(path) for path in self.signatures)
+
+    def fills_gap(self, index: int) -> bool:
+        """Whether the example at ``index`` shows a class some predictor still lacks."""
+        return any(self.of[path][index] in self.missing(path) for path in self.signatures)
+
+    def cover(self, trace: list[TraceStep]) -> None:
+        for step in trace:
+            sig = self.signatures.get(step.path)
+            shown = demo_class(sig, step.outputs) if sig is not None else None
+            if shown is not None:
+                self.covered[step.path].add(shown)
 
 
 def _without(teacher: Module, example: Example, round_: int) -> Module:

@@ -9,6 +9,7 @@ completions); the vector math is numpy's (the ``typedspy[knn]`` extra, ADR-020).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self, cast
 
@@ -19,11 +20,12 @@ from typedspy import pipeline
 from typedspy._types import FieldError
 from typedspy.adapter import render_value
 from typedspy.errors import ConfigurationError
-from typedspy.evaluation import Example
+from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.limits import Budget
 from typedspy.lm import BaseLM
 from typedspy.modules import Module, demo_errors, typed_demo
 from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
+from typedspy.optimize._stratify import Coverage, class_step, demo_class, spread
 from typedspy.program import ProgramState, StateModel, state_error, too_deep, under
 from typedspy.settings import resolve_lm
 
@@ -60,9 +62,10 @@ class KNNExample(StateModel):
 
 
 class KNNState(StateModel):
-    """A saved `KNNProgram`'s own part: k, the training examples, one unit vector each."""
+    """A saved `KNNProgram`'s own part: k, stratify, the training examples, a unit vector each."""
 
     k: int = Field(ge=1)
+    stratify: bool
     embedding_model: str | None
     examples: list[KNNExample]
     vectors: list[list[FiniteFloat]]
@@ -96,7 +99,9 @@ class KNNProgram(Module):
     Built by `KNNFewShot.compile`, or from code and `load`-ed from a saved one. Each call
     embeds the inputs (one ``/v1/embeddings`` request), ranks the training examples by cosine
     similarity (ties: training-set order), and runs a copy of ``program`` with the ``k``
-    nearest, most similar first, as every predictor's demos.
+    nearest, most similar first, as every predictor's demos. With ``stratify`` (ADR-082) each
+    predictor's ``k`` are spread over its output classes: the nearest example of each class
+    in turn, classes in the order of their nearest example.
 
     Example:
         ```python
@@ -111,6 +116,7 @@ class KNNProgram(Module):
         k: Demos per call.
         lm: The `LM` whose endpoint embeds (default: the configured LM at call time).
         embedding_model: The embedding model name (default: the LM's model).
+        stratify: Spread each call's demos over the output classes.
 
     Attributes:
         program: The program run with the chosen demos (its own demos are replaced per call).
@@ -129,12 +135,14 @@ class KNNProgram(Module):
         k: int = 3,
         lm: BaseLM | None = None,
         embedding_model: str | None = None,
+        stratify: bool = True,
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ConfigurationError(f"KNNProgram: k={k!r}, expected an int >= 1")
         self.program = program
         self.examples = list(examples)
         self.k = k
+        self.stratify = stratify
         self._vectors = _numpy().asarray(vectors if vectors is not None else [], dtype=float)
         if len(self._vectors) != len(self.examples):
             raise ConfigurationError(
@@ -149,6 +157,10 @@ class KNNProgram(Module):
         Raises:
             ConfigurationError: No training examples (neither compiled nor loaded).
         """
+        return (await self._ranked(inputs))[: self.k]
+
+    async def _ranked(self, inputs: Mapping[str, Any]) -> list[Example]:
+        """Every training example, the nearest ``inputs`` first (ties: training-set order)."""
         if not self.examples:
             raise ConfigurationError(
                 "KNNProgram has no training examples: compile it with ts.optimize.KNNFewShot, "
@@ -160,15 +172,20 @@ class KNNProgram(Module):
         q = np_.asarray(query, dtype=float)
         norm = np_.linalg.norm(q)
         sims = self._vectors @ (q / norm if norm else q)
-        order = np_.argsort(-sims, kind="stable")[: self.k]
+        order = np_.argsort(-sims, kind="stable")
         return [self.examples[int(i)] for i in order]
 
     async def aforward(self, **inputs: Any) -> Any:
         """Run ``program`` with the nearest examples as demos."""
-        chosen = await self.neighbours(inputs)
+        ranked = await self._ranked(inputs)
         compiled = fresh_copy(self.program)
         for _, predictor in predictors(compiled):
             sig = predictor.signature
+            if self.stratify:
+                fits = [ex for ex in ranked if demo_for(sig, ex) is not None]
+                chosen = spread(fits, self.k, functools.partial(demo_class, sig))
+            else:
+                chosen = ranked[: self.k]
             demos = [demo_for(sig, ex) for ex in chosen]
             predictor.demos = [typed_demo(sig, d) for d in demos if d is not None]
         return await compiled.acall(**inputs)
@@ -186,6 +203,7 @@ class KNNProgram(Module):
             raise state_error("<state>", [error], about="cannot be written")
         knn = {
             "k": self.k,
+            "stratify": self.stratify,
             "embedding_model": self._embedding_model,
             "examples": [
                 {"inputs": sorted(ex.inputs()), "values": v}
@@ -193,8 +211,9 @@ class KNNProgram(Module):
             ],
             "vectors": self._vectors.tolist(),
         }  # validated as one value, so an error's path starts at "knn"
+        own = super()._dump()
         return KNNProgramState.model_validate(
-            {"predictors": super()._dump().predictors, "knn": knn}
+            {"predictors": own.predictors, "scored": own.scored, "knn": knn}
         )
 
     def _load(self, state: ProgramState, source: str) -> None:
@@ -213,6 +232,7 @@ class KNNProgram(Module):
         vectors = _numpy().asarray(knn.vectors, dtype=float)
         super()._load(state, source)
         self.k, self.examples, self._vectors = knn.k, examples, vectors
+        self.stratify = knn.stratify
         self._embedding_model = knn.embedding_model
 
 
@@ -229,6 +249,8 @@ class KNNFewShot(Optimizer):
         k: Demos per call.
         lm: The `LM` whose endpoint embeds (default: the configured LM).
         embedding_model: The embedding model name (default: the LM's model).
+        stratify: Spread each call's demos over the output classes (`KNNProgram`).
+        metric: Scores the result on a ``valset`` given to `compile` (its score record).
         budget: A `ts.limits.Budget` for the training set's embedding request (default: the
             setting).
         verbose: Print the plan before compiling.
@@ -240,12 +262,16 @@ class KNNFewShot(Optimizer):
         *,
         lm: BaseLM | None = None,
         embedding_model: str | None = None,
+        stratify: bool = True,
+        metric: Metric | None = None,
         budget: Budget | None = None,
         verbose: bool = True,
     ) -> None:
         if k < 1:
             raise ConfigurationError("KNNFewShot: k must be >= 1")
         self.k, self.lm, self.embedding_model, self.verbose = k, lm, embedding_model, verbose
+        self.stratify = stratify
+        self.metric = metric if metric is not None else FieldMetric()
         self.budget = budget
 
     def make_plan(
@@ -259,10 +285,15 @@ class KNNFewShot(Optimizer):
                 f"embed the inputs of {len(items)} training examples in one request",
                 f"at each call: embed the input (1 request) and use the {self.k} "
                 "nearest examples as demos",
+                class_step(predictors(program), items, self.stratify),
             ],
-            max_calls=1,
+            max_calls=1 + (len(valset) if valset else 0),  # scoring embeds each input too
             est_tokens=sum(len(t) for t in texts) // 4,
         )
+
+    def demo_coverage(self, compiled: Module, items: list[Example]) -> dict[str, Coverage]:
+        """Nothing: a `KNNProgram` picks its demos per call."""
+        return {}
 
     async def _optimize(
         self, program: Module, items: list[Example], valset: list[Example] | None
@@ -281,4 +312,5 @@ class KNNFewShot(Optimizer):
             k=self.k,
             lm=self.lm,
             embedding_model=self.embedding_model,
+            stratify=self.stratify,
         )

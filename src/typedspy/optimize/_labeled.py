@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Sequence
 
 from typedspy.errors import ConfigurationError
-from typedspy.evaluation import Example
+from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.modules import Module
 from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
+from typedspy.optimize._stratify import class_step, demo_class, spread
+from typedspy.signature import Signature
 
 __all__ = ["LabeledFewShot"]
 
@@ -17,7 +19,10 @@ class LabeledFewShot(Optimizer):
     """Give every predictor ``k`` training examples as demos; no LM calls at all.
 
     Each predictor gets the fields of the example its signature has (an example that shows
-    none of its outputs is skipped for it).
+    none of its outputs is skipped for it). By default the ``k`` are spread over the classes
+    the training set shows for the predictor's outputs (a ``Literal``, an ``Enum``, a
+    ``bool``, a union's members, nested ones too): round-robin over the classes, seeded
+    (ADR-082).
 
     Example:
         ```python
@@ -28,13 +33,27 @@ class LabeledFewShot(Optimizer):
         k: Demos per predictor.
         sample: Pick ``k`` at random (seeded) instead of the first ``k``.
         seed: The random seed; the same seed picks the same demos.
+        stratify: Spread the demos over the output classes (False: sample as is).
+        metric: Scores the result on a ``valset`` given to `compile` (its score record);
+            default `FieldMetric()`.
         verbose: Print the plan before compiling.
     """
 
-    def __init__(self, k: int = 16, *, sample: bool = True, seed: int = 0, verbose: bool = True):
+    def __init__(
+        self,
+        k: int = 16,
+        *,
+        sample: bool = True,
+        seed: int = 0,
+        stratify: bool = True,
+        metric: Metric | None = None,
+        verbose: bool = True,
+    ):
         if k < 0:
             raise ConfigurationError("LabeledFewShot: k must be >= 0")
         self.k, self.sample, self.seed, self.verbose = k, sample, seed, verbose
+        self.stratify = stratify
+        self.metric = metric if metric is not None else FieldMetric()
 
     def make_plan(
         self, program: Module, items: list[Example], valset: list[Example] | None = None
@@ -45,25 +64,31 @@ class LabeledFewShot(Optimizer):
             f"LabeledFewShot(k={self.k})",
             [
                 f"take {how} {min(self.k, len(items))} of {len(items)} training "
-                "examples as every predictor's demos"
+                "examples as every predictor's demos",
+                class_step(predictors(program), items, self.stratify),
             ],
         )
 
     async def _optimize(
         self, program: Module, items: list[Example], valset: list[Example] | None
     ) -> Module:
-        return with_labeled(program, self.pick(items))
+        return self.with_demos(program, items)
 
-    def pick(self, items: list[Example]) -> list[Example]:
-        """The examples chosen from ``items`` (reproducible for a seed)."""
-        k = min(self.k, len(items))
-        return random.Random(self.seed).sample(items, k) if self.sample else items[:k]
+    def with_demos(self, program: Module, items: list[Example]) -> Module:
+        """A copy of ``program`` whose predictors have their demos picked from ``items``."""
+        compiled = fresh_copy(program)
+        for _, predictor in predictors(compiled):
+            sig = predictor.signature
+            demos = [demo_for(sig, ex) for ex in self.pick(items, sig)]
+            predictor.demos = [d for d in demos if d is not None]
+        return compiled
 
-
-def with_labeled(program: Module, examples: Sequence[Example]) -> Module:
-    """A copy of ``program`` with ``examples`` as the demos of each predictor they fit."""
-    compiled = fresh_copy(program)
-    for _, predictor in predictors(compiled):
-        demos = [demo_for(predictor.signature, ex) for ex in examples]
-        predictor.demos = [d for d in demos if d is not None]
-    return compiled
+    def pick(self, items: list[Example], signature: type[Signature]) -> list[Example]:
+        """The examples chosen from ``items`` for a predictor of ``signature`` (seeded)."""
+        rng = random.Random(self.seed)
+        if not self.stratify:
+            k = min(self.k, len(items))
+            return rng.sample(items, k) if self.sample else items[:k]
+        fits = [ex for ex in items if demo_for(signature, ex) is not None]
+        key = functools.partial(demo_class, signature)
+        return spread(fits, self.k, key, rng if self.sample else None)

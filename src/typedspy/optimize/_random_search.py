@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError
-from typedspy.evaluation import Example, FieldMetric, Metric, aevaluate
+from typedspy.evaluation import EvaluationReport, Example, FieldMetric, Metric, aevaluate
 from typedspy.limits import Budget
 from typedspy.modules import Module
 from typedspy.optimize._base import (
@@ -21,6 +21,7 @@ from typedspy.optimize._base import (
 )
 from typedspy.optimize._bootstrap import BootstrapFewShot
 from typedspy.optimize._labeled import LabeledFewShot
+from typedspy.optimize._stratify import class_step
 
 __all__ = ["BootstrapFewShotWithRandomSearch", "Candidate"]
 
@@ -65,6 +66,8 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
         max_bootstrapped_demos / max_labeled_demos / max_rounds / metric_threshold: As for
             `BootstrapFewShot`.
         seed: The random seed.
+        stratify: Spread every candidate's demos over the output classes (ADR-082), as
+            `LabeledFewShot` and `BootstrapFewShot` do.
         concurrency: Runs at once.
         budget: A `ts.limits.Budget` for every request of the search (default: the ``budget``
             setting). When it runs out, the search stops and returns the best candidate
@@ -74,6 +77,8 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
     Attributes:
         candidates: The `Candidate` list of the last compile, in the order they were tried.
     """
+
+    scores_valset = True  # the winner's validation score is its record (ADR-083)
 
     def __init__(
         self,
@@ -85,19 +90,21 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
         max_rounds: int = 1,
         metric_threshold: float = 1.0,
         seed: int = 0,
+        stratify: bool = True,
         concurrency: int = 8,
         budget: Budget | None = None,
         verbose: bool = True,
     ) -> None:
         if num_candidate_programs < 0:
             raise ConfigurationError("num_candidate_programs must be >= 0")
-        self.metric: Metric = metric if metric is not None else FieldMetric()
+        self.metric = metric if metric is not None else FieldMetric()
         self.num_candidate_programs = num_candidate_programs
         self.max_bootstrapped_demos = max_bootstrapped_demos
         self.max_labeled_demos = max_labeled_demos
         self.max_rounds = max_rounds
         self.metric_threshold = metric_threshold
         self.seed = seed
+        self.stratify = stratify
         self.concurrency = concurrency
         self.budget = budget
         self.verbose = verbose
@@ -122,6 +129,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
                 f"{self.num_candidate_programs} bootstraps over shuffled training sets",
                 f"evaluate each candidate on {len(val)} validation examples",
                 "return the best candidate (the earliest on ties)",
+                class_step(predictors(program), items, self.stratify),
             ],
             max_calls=calls,
             est_tokens=estimate_tokens(items, calls, self.max_labeled_demos),
@@ -134,7 +142,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
         val = valset if valset is not None else items
         rng = random.Random(self.seed)
         self.candidates = []
-        best: tuple[float, Module] | None = None
+        best: tuple[EvaluationReport, Module] | None = None
         for index in range(3 + self.num_candidate_programs):
             recipe, candidate, spent = await self._candidate(index, program, items, rng)
             options: BatchOptions = {"concurrency": self.concurrency, "budget": self.budget}
@@ -142,11 +150,13 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
             if spent or "budget" in report.failures:
                 break  # a candidate cut short by the budget is not comparable
             self.candidates.append(Candidate(index, recipe, report.score))
-            if best is None or report.score > best[0]:
-                best = (report.score, candidate)
+            if best is None or report.score > best[0].score:
+                best = (report, candidate)
         if best is None:  # the budget ran out before one candidate was evaluated in full
             logger.warning("random search: budget spent before any candidate; no demos added")
             return fresh_copy(program)
+        if valset is not None:
+            self._val_report = best[0]
         return best[1]
 
     async def _candidate(
@@ -158,7 +168,9 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
                 predictor.demos = []
             return "no demos", compiled, False
         if index == 1:
-            labeled = LabeledFewShot(self.max_labeled_demos, seed=self.seed, verbose=False)
+            labeled = LabeledFewShot(
+                self.max_labeled_demos, seed=self.seed, stratify=self.stratify, verbose=False
+            )
             compiled = await labeled.acompile(program, items)
             return f"{self.max_labeled_demos} labelled", compiled, False
         order = list(items)
@@ -173,6 +185,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
             max_labeled_demos=self.max_labeled_demos,
             max_rounds=self.max_rounds,
             seed=self.seed + index,
+            stratify=self.stratify,
             concurrency=self.concurrency,
             budget=self.budget,
             verbose=False,

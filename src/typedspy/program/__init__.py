@@ -11,6 +11,7 @@ from typedspy.program._module import no_positional as no_positional
 # and their reader (ADR-054), and the check every module's call makes.
 from typedspy.program._state import PredictorState as PredictorState
 from typedspy.program._state import ProgramState as ProgramState
+from typedspy.program._state import ScoreRecord as ScoreRecord
 from typedspy.program._state import StateModel as StateModel
 from typedspy.program._state import listed as listed
 from typedspy.program._state import state_error as state_error

@@ -23,6 +23,7 @@ from typedspy.parse import field_errors
 from typedspy.program._render import arender
 from typedspy.program._state import (
     ProgramState,
+    ScoreRecord,
     read_state,
     read_state_file,
     state_error,
@@ -101,6 +102,10 @@ class Module:
 
     _state_model: ClassVar[type[ProgramState]] = ProgramState
     """The model of this class's saved state (a `KNNProgram`'s adds its examples)."""
+
+    score_record: ScoreRecord | None = None
+    """The score this program reached on a dev set, set by an optimizer given a ``valset``;
+    saved and loaded with its state, checked by `ts.optimize.verify` (ADR-083)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -456,10 +461,11 @@ class Module:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the learnable state (every predictor's instructions and demos) as UTF-8 JSON.
 
-        The file is ``{"version": 1, "predictors": {path: state}}``: each predictor's attribute
-        path (``"draft"``, ``"steps[0]"``, ``"experts['math']"``; ``"self"`` for a `Predict`
-        saved on its own) maps to ``{"signature", "fingerprint", "instructions", "demos"}``
-        (`typedspy.program.ProgramState`, ADR-054).
+        The file is ``{"version": 2, "predictors": {path: state}, "scored": record}``: each
+        predictor's attribute path (``"draft"``, ``"steps[0]"``, ``"experts['math']"``;
+        ``"self"`` for a `Predict` saved on its own) maps to ``{"signature", "fingerprint",
+        "instructions", "demos"}``, and ``scored`` is `score_record` (or null)
+        (`typedspy.program.ProgramState`, ADR-054, ADR-083).
 
         Raises:
             SavedStateError: Demo values nested so deep that the file would be nested deeper
@@ -489,7 +495,7 @@ class Module:
             except SavedStateError as exc:
                 errors = under(("predictors", name), exc.errors)
                 raise state_error("<state>", errors, path=name, about="cannot be written") from exc
-        return ProgramState(predictors=predictors)
+        return ProgramState(predictors=predictors, scored=self.score_record)
 
     def _load(self, state: ProgramState, source: str) -> None:
         """Check ``state`` against this module's predictors, then apply it (or nothing)."""
@@ -514,6 +520,7 @@ class Module:
                 ) from exc
         for name, value in read.items():
             predictors[name]._apply_state(value)
+        self.score_record = state.scored
 
     def _predictors(self) -> list[tuple[str, Any]]:
         return self.named_predictors()

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     JsonValue,
     SerializerFunctionWrapHandler,
     ValidationError,
@@ -34,6 +35,7 @@ __all__ = [
     "FORMAT_VERSION",
     "PredictorState",
     "ProgramState",
+    "ScoreRecord",
     "StateModel",
     "listed",
     "read_state",
@@ -43,8 +45,10 @@ __all__ = [
     "under",
 ]
 
-FORMAT_VERSION = 1
-"""The saved-state format this typedspy writes and reads (files carry it as ``version``)."""
+FORMAT_VERSION = 2
+"""The saved-state format this typedspy writes and reads (files carry it as ``version``).
+
+2 (ADR-083): the program's `ScoreRecord` (``scored``). A file of another version is refused."""
 
 _LISTED = 5  # problems spelled out in a message; `SavedStateError.errors` has them all
 
@@ -89,17 +93,38 @@ class PredictorState(StateModel):
         return data
 
 
+class ScoreRecord(StateModel):
+    """The score a compiled program reached, and on what: saved with it so it can verify itself.
+
+    Attributes:
+        score: The mean metric score on the dev set, 0.0 to 1.0.
+        metric: The metric's name as the evaluation report gives it.
+        devset_sha256: A digest of the dev set's examples (order does not count).
+        devset_size: How many examples it has.
+        typedspy_version: The typedspy that scored it.
+    """
+
+    score: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    metric: str
+    devset_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    devset_size: int = Field(ge=1)
+    typedspy_version: str
+
+
 class ProgramState(StateModel):
-    """A saved program: the format version and every predictor's state by its path.
+    """A saved program: the format version, every predictor's state by its path, its score.
 
     Attributes:
         version: `FORMAT_VERSION`.
         predictors: Each predictor's attribute path (``"self"`` for a `Predict` saved on its
             own, ``"draft"``, ``"steps[0]"``, ``"experts['math']"``) to its state.
+        scored: The score the program reached on a dev set when it was compiled (None: never
+            scored), which `ts.optimize.verify` checks it still reaches.
     """
 
     version: int = FORMAT_VERSION
     predictors: dict[str, PredictorState]
+    scored: ScoreRecord | None = None
 
 
 def read_state_file(model: type[StateT], path: str | os.PathLike[str]) -> StateT:
