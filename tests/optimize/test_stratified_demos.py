@@ -41,7 +41,8 @@ def example(queue: str, i: int) -> ts.Example:
 
 
 INTERLEAVED = [example(q, i) for i in range(3) for q in WORDS]  # billing, bug, account, sales, ...
-SKEWED = [example("billing", i) for i in range(9)] + [example(q, 0) for q in WORDS if q != "billing"]
+SKEWED = [example("billing", i) for i in range(9)]
+SKEWED += [example(q, 0) for q in WORDS if q != "billing"]
 DEV = [example(q, i) for i in range(10, 12) for q in WORDS]
 
 
@@ -50,7 +51,7 @@ def queue_of(text: str) -> str:
 
 
 class BiasedAtFirst:
-    """Answers "billing" to the first ``biased`` requests, then the right queue (never ``never``)."""
+    """Answers "billing" to the first ``biased`` requests, then the right queue (not ``never``)."""
 
     def __init__(self, biased: int, never: str = "") -> None:
         self.biased, self.never, self.seen = biased, never, 0
@@ -170,7 +171,7 @@ def test_bootstrap_covers_every_class_it_passes_on_and_says_which_it_misses() ->
 
 
 def test_bootstrap_without_stratify_stops_at_the_first_passes_as_before() -> None:
-    with served(BiasedAtFirst(biased=8)) as (server, _):
+    with served(BiasedAtFirst(biased=8)):
         optimizer = ts.optimize.BootstrapFewShot(
             max_bootstrapped_demos=3, max_labeled_demos=3, stratify=False, verbose=False
         )

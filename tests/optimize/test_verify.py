@@ -90,7 +90,7 @@ def test_verify_needs_a_record_and_a_tolerance_in_range(tmp_path: Path) -> None:
     saved, _, _ = compile_and_record(tmp_path)
     program = ts.Predict(RouteTicket)
     program.load(saved)
-    with pytest.raises(ts.ConfigurationError, match="tolerance=1.5"):
+    with pytest.raises(ts.ConfigurationError, match=r"tolerance=1\.5"):
         ts.optimize.verify(program, DEV, tolerance=1.5)
 
 
