@@ -41,8 +41,10 @@ def example(queue: str, i: int) -> ts.Example:
 
 
 INTERLEAVED = [example(q, i) for i in range(3) for q in WORDS]  # billing, bug, account, sales, ...
-SKEWED = [example("billing", i) for i in range(9)]
-SKEWED += [example(q, 0) for q in WORDS if q != "billing"]
+SKEWED = [
+    *(example("billing", i) for i in range(9)),
+    *(example(q, 0) for q in WORDS if q != "billing"),
+]
 DEV = [example(q, i) for i in range(10, 12) for q in WORDS]
 
 

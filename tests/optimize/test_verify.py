@@ -9,6 +9,7 @@ demos), recorded into a SQLite cassette; then verified offline, the server stopp
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def compile_and_record(tmp_path: Path) -> tuple[Path, Path, str]:
     return saved, cassette, url
 
 
-def offline(cassette: Path, base_url: str) -> ts.context:
+def offline(cassette: Path, base_url: str) -> AbstractContextManager[object]:
     """Replay only: the server is stopped, and a cassette's keys name the endpoint."""
     lm = ts.LM("standin-1", base_url=base_url, api_key="sk-x", max_retries=0)
     return ts.context(lm=lm, cache=ts.cache.SQLiteCache(cassette), cache_mode="replay")
