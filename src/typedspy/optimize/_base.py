@@ -64,9 +64,11 @@ class Optimizer:
     `acompile` checks the data, prints the plan (`make_plan`) with the budget that caps the
     run, then optimizes (`_optimize`) under that budget: ``budget`` when the optimizer has
     one, else the ``budget`` setting. With a ``valset`` the compiled program is scored on it
-    and keeps the score as its `score_record` (ADR-083); an optimizer that scores its result
-    on the valset anyway sets ``scores_valset`` and leaves the evaluation in ``_val_report``.
-    After compiling it prints how each predictor's demos cover the training set's classes.
+    and keeps the score as its `score_record` (ADR-083); an optimizer that scores on the
+    valset itself sets ``scores_valset`` (no second evaluation, nothing added to its plan) and
+    leaves its result's evaluation in ``_val_report`` (none: no record). After compiling it
+    prints how each predictor's demos cover the training set's classes (ADR-082), when the
+    compiled program holds demos.
     Subclasses implement `make_plan` and `_optimize`.
 
     Attributes:
@@ -116,7 +118,8 @@ class Optimizer:
         with context(budget=self.budget) if self.budget is not None else context():
             compiled = await self._optimize(program, items, val)
             compiled.score_record = None if val is None else await self._scored(compiled, val)
-        self.coverage = self.demo_coverage(compiled, items)
+        found = predictors(compiled)
+        self.coverage = coverage(found, items) if any(p.demos for _, p in found) else {}
         for path, covered in self.coverage.items():
             self._print(f"{name}: {path}: {covered}")
         return compiled
@@ -127,16 +130,14 @@ class Optimizer:
 
     async def _scored(self, compiled: Module, val: list[Example]) -> ScoreRecord | None:
         report = self._val_report
+        if report is None and self.scores_valset:
+            return None
         if report is None:
             report = await aevaluate(compiled, val, self.metric, concurrency=self.concurrency)
         if "budget" in report.failures:
             logger.warning("the budget ran out while scoring the valset: no score recorded")
             return None
         return score_record(report, val)
-
-    def demo_coverage(self, compiled: Module, items: list[Example]) -> dict[str, Coverage]:
-        """How the demos of ``compiled``'s predictors cover the classes of ``items``."""
-        return coverage(compiled.named_predictors(), items)
 
     def compile(
         self,

@@ -88,6 +88,8 @@ class GEPA(Optimizer):
         result: The `GEPAResult` of the last compile.
     """
 
+    scores_valset = True  # its run scores the valset; no second evaluation (ADR-083)
+
     def __init__(
         self,
         metric: Metric | None = None,

@@ -25,7 +25,7 @@ from typedspy.limits import Budget
 from typedspy.lm import BaseLM
 from typedspy.modules import Module, demo_errors, typed_demo
 from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
-from typedspy.optimize._stratify import Coverage, class_step, demo_class, spread
+from typedspy.optimize._stratify import class_step, demo_class, spread
 from typedspy.program import ProgramState, StateModel, state_error, too_deep, under
 from typedspy.settings import resolve_lm
 
@@ -290,10 +290,6 @@ class KNNFewShot(Optimizer):
             max_calls=1 + (len(valset) if valset else 0),  # scoring embeds each input too
             est_tokens=sum(len(t) for t in texts) // 4,
         )
-
-    def demo_coverage(self, compiled: Module, items: list[Example]) -> dict[str, Coverage]:
-        """Nothing: a `KNNProgram` picks its demos per call."""
-        return {}
 
     async def _optimize(
         self, program: Module, items: list[Example], valset: list[Example] | None
