@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from typedspy.errors import InputError, SchemaError
-from typedspy.parse import field_errors
+from typedspy.parse import field_value
 from typedspy.signature import Signature, make_signature, returns_signature
 
 __all__ = ["check_inputs", "signature_class", "signature_of"]
@@ -39,8 +39,7 @@ def check_inputs(signature: type[Signature], inputs: Mapping[str, Any]) -> dict[
     try:
         model = signature.input_model.model_validate(dict(inputs))
     except ValidationError as exc:
-        detail = "; ".join(str(e) for e in field_errors(exc)[:5])
-        raise InputError(f"{signature.__name__}: invalid input: {detail}") from exc
+        model = _by_the_value_rule(signature, inputs, exc)
     # An input left out takes its default, sent like any other value (issue 23): the model
     # must learn the audience a caller did not override. A default of None means "not given".
     return {
@@ -48,6 +47,26 @@ def check_inputs(signature: type[Signature], inputs: Mapping[str, Any]) -> dict[
         for n in fields
         if (value := getattr(model, n)) is not None or n in inputs or n in model.model_fields_set
     }
+
+
+def _by_the_value_rule(
+    signature: type[Signature], inputs: Mapping[str, Any], exc: ValidationError
+) -> BaseModel:
+    """``inputs`` validated one field at a time by `field_value`, the rule demos follow.
+
+    The input model holds tagged copies of the user's models where they hold unions or open
+    dicts; a user's own instance of such a model is read through its tagged JSON (issue 20).
+    """
+    fields, typed, problems = signature.input_fields, {}, []
+    for name, value in inputs.items():
+        typed[name], errors = field_value(
+            signature.input_model, name, value, fields[name].annotation
+        )
+        problems += errors
+    if not problems:  # the values are validated (and typed as the user's classes) already
+        return signature.input_model.model_construct(set(typed), **typed)
+    detail = "; ".join(str(e) for e in problems[:5])
+    raise InputError(f"{signature.__name__}: invalid input: {detail}") from exc
 
 
 def signature_of(signature: object, output: Any = None) -> type[Signature]:
