@@ -86,7 +86,7 @@ def main() -> None:
         try:
             agent(request=request)
         except ts.ConfirmationRequired as pause:
-            print(f"agent paused at step {pause.context['react']['step'] + 1}: {pause.question}")
+            print(f"agent paused at step {pause.context['react'].step + 1}: {pause.question}")
             print(f"  pending call: {pause.tool_call}")
             answer = "yes"  # a person would be asked here
             saved = ts.ResumeState(pause, answer).to_json(secret=RESUME_SECRET)
