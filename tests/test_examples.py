@@ -82,3 +82,13 @@ def test_think_then_format_example_drafts_then_formats() -> None:
     assert "requests: ['free', 'schema', 'schema']" in out
     assert "attempts: [None, 'not_enforced', None]" in out
     assert "the second request carries the draft: True" in out
+
+
+def test_detect_and_probe_example_identifies_each_server_and_its_tables() -> None:
+    out = run(EXAMPLES[0].parent / "18_detect_and_probe.py")
+    assert "llama.cpp        -> profile 'llama.cpp'" in out
+    assert "llama-cpp-python -> profile 'llama-cpp-python'" in out
+    assert "unknown          -> profile 'generic'" in out
+    assert "json_schema   ignored   200 without the canary token: 'standin reply'" in out
+    assert "auto now tries: prompt, json_schema, json_object" in out
+    assert "auto now tries: json_object, prompt, json_schema" in out

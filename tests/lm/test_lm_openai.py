@@ -620,7 +620,7 @@ def test_repr_shows_model_and_base_url_but_never_the_key() -> None:
     built = LM("gpt-test", base_url="http://localhost:8000/v1", api_key=KEY)
 
     assert repr(built) == (
-        "LM(model='gpt-test', base_url='http://localhost:8000/v1', profile='openai')"
+        "LM(model='gpt-test', base_url='http://localhost:8000/v1', profile='generic')"
     )
     assert repr(make_lm()) == (
         "LM(model='gpt-test', base_url='https://llm.test/v1/', profile='openai')"

@@ -122,7 +122,7 @@ def test_a_sync_call_sends_as_the_raw_sdk_client_it_uses(deadline: float | None)
     # waits (a read, the sleep before a retry) the deadline's timer can cut.
     raw_sync, raw_async = raw_user_agents()
     with FaultServer(Reply.completion('{"answer": "hi"}')) as server:
-        lm = ts.LM("m", base_url=server.url, api_key="sk-test", max_retries=0)
+        lm = ts.LM("m", base_url=server.url, api_key="sk-test", max_retries=0, profile="openai")
         try:
             with ts.context(lm=lm, deadline=deadline):
                 ts.Predict(Answer)(question="q")

@@ -52,7 +52,7 @@ def llm() -> Iterator[respx.MockRouter]:
         (None, "openai"),
         ("https://api.openai.com/v1", "openai"),
         ("https://my-team.openai.azure.com/openai/deployments/x", "azure"),
-        ("http://127.0.0.1:8080/v1", "openai"),  # a port says nothing reliable
+        ("http://127.0.0.1:8080/v1", "generic"),  # a port says nothing: the server is asked
     ],
 )
 def test_the_default_profile_comes_from_the_base_url_where_reliable(

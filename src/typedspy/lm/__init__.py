@@ -14,6 +14,7 @@ from typedspy.lm._bound import (
     counted_stream as counted_stream,
 )
 from typedspy.lm._fallback import FallbackLM, FallbackTrace, Skipped, Trigger
+from typedspy.lm._identify import forget as forget
 from typedspy.lm._messages import (
     ChatMessage,
     EmbeddingResponse,

@@ -50,6 +50,7 @@ class BaseLM(abc.ABC):
     model: str
     defaults: Mapping[str, Any] = MappingProxyType({})
     _profile: Profile | None = None
+    _asking: str | None = None  # the base URL whose server `aidentify` is still to ask (LM)
 
     def __init__(self, model: str, *, profile: str | Profile | None = None) -> None:
         self.model = model
@@ -65,6 +66,20 @@ class BaseLM(abc.ABC):
     @profile.setter
     def profile(self, profile: str | Profile) -> None:
         self._profile = resolve_profile(profile, None)
+        self._asking = None  # chosen: the server is not asked
+
+    async def aidentify(self) -> Profile:
+        """The profile after identifying the endpoint's server, where that is still to do.
+
+        `LM` without ``profile=`` on a base URL that names no provider asks the server once per
+        base URL and process (ADR-084); calls do this before they read the profile. Here, and
+        once identified, it is `profile`.
+        """
+        return self.profile
+
+    def identify(self) -> Profile:
+        """Synchronous `aidentify`."""
+        return run_sync(self.aidentify, async_name=f"{type(self).__name__}.aidentify")
 
     @property
     def max_json_depth(self) -> int:

@@ -154,6 +154,12 @@ class FallbackLM(BaseLM):
     def profile(self, profile: str | Profile) -> None:
         self.lms[0].profile = profile
 
+    async def aidentify(self) -> Profile:
+        """Identify every endpoint's server where that is still to do; the primary's profile."""
+        for lm in self.lms:
+            await lm.aidentify()
+        return self.profile
+
     @property
     def defaults(self) -> Mapping[str, Any]:
         """The primary's request defaults (direct requests are built for it)."""

@@ -13,12 +13,14 @@ import os
 import sys
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
 from typedspy._json import MAX_JSON_DEPTH
 from typedspy._runtime import run_sync
+from typedspy._scope import current
 from typedspy._types import Usage
 from typedspy.errors import (
     ConfigurationError,
@@ -27,13 +29,22 @@ from typedspy.errors import (
     check_number,
 )
 from typedspy.lm._base import DEFAULT_MAX_RESPONSE_BYTES, BaseLM
+from typedspy.lm._identify import (
+    DETECT_TIMEOUT,
+    PROBE_TIMEOUT,
+    Identified,
+    identified,
+    known,
+    probe,
+    remember,
+)
 from typedspy.lm._kwargs import as_sent, create_kwargs
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import LMDefaults, check_params
 from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import unsupported_feature
-from typedspy.profiles import Profile, detect_profile, model_for_endpoint
+from typedspy.profiles import ProbeReport, Profile, builtin, detect_profile, model_for_endpoint
 from typedspy.streaming import closing
 
 if TYPE_CHECKING:  # the SDK is imported on first use (ADR-034): `import typedspy` stays light
@@ -93,9 +104,11 @@ class LM(BaseLM):
             output (parsed by `Predict`, streamed or not, and ReAct's tool arguments) is read
             within the same limit: deeper output is a decode failure naming it.
         profile: The endpoint's `Profile` (a copy is kept) or a built-in name: ``"openai"``,
-            ``"azure"``, ``"vllm"``, ``"llama.cpp"``, ``"ollama"``, ``"lmstudio"``,
-            ``"generic"``. Defaults to the one the base URL names reliably (Azure), else
-            ``"openai"``.
+            ``"azure"``, ``"vllm"``, ``"llama.cpp"``, ``"llama-cpp-python"``, ``"ollama"``,
+            ``"lmstudio"``, ``"generic"``. Defaults to the provider the base URL names
+            (OpenAI, Azure); any other base URL's server is asked which it is on the first
+            call (`aidentify`, ADR-084), ``"generic"`` when unsure. With an injected
+            ``client=`` nothing is sent unasked: ``"openai"`` unless its URL names Azure.
         **defaults: Request parameters sent with every request (``temperature``,
             ``max_tokens``, ``seed``, ..., and ``extra_body`` for any other).
 
@@ -145,10 +158,20 @@ class LM(BaseLM):
         url = (base_url if client is None else str(client.base_url)) or os.environ.get(
             "OPENAI_BASE_URL"
         )
-        if profile is None:
+        asking = None
+        if profile is None:  # ADR-084: the URL's provider, else what its server says
             profile = detect_profile(url)
+            if profile is None and client is not None:
+                profile = "openai"  # an injected client is its owner's: nothing sent unasked
+            elif profile is None and url is not None:
+                asking = url.rstrip("/")
+                found = known(asking)
+                profile = found.profile.derive() if found is not None else "generic"
+                asking = None if found is not None else asking
         model = model_for_endpoint(model, url)
         super().__init__(model, profile=profile)
+        self._asking = asking
+        self._url = url
         check_params(defaults, where="LM defaults")
         self.defaults: Mapping[str, Any] = dict(defaults)
         self._client = client  # injected: used as is, from whichever loop calls
@@ -166,6 +189,69 @@ class LM(BaseLM):
         self._usage = Usage()
         self._calls = 0
         self._known_params: frozenset[str] | None = None
+
+    async def aidentify(self) -> Profile:
+        """The profile after asking the server which it is, where that is still to do.
+
+        Without ``profile=``, on a base URL that names no provider, the first call asks the
+        server once (``GET {base_url}/models``, no retry, a few seconds at most) and takes the
+        profile its answer names, ``generic`` when unsure; the answer is kept for the base URL
+        by the whole process, and calls made meanwhile wait for it (ADR-084). It never raises
+        for the server's sake. `Module.render` does not ask.
+        """
+        url = self._asking
+        if url is None or current().rendering:
+            return self.profile
+        answer = await identified(url, self._ask_server)
+        with self._lock:
+            if self._asking == url:  # neither set by the user nor by another call meanwhile
+                self._profile, self._asking = answer.profile.derive(), None
+        return self.profile
+
+    async def _ask_server(self) -> Identified:
+        timeout = self._timeout if isinstance(self._timeout, (int, float)) else DETECT_TIMEOUT
+        found = await self._sender.models(min(timeout, DETECT_TIMEOUT), self._max_depth)
+        return Identified(builtin(found.profile), found.reason)
+
+    async def aprobe(
+        self, *, timeout: float = PROBE_TIMEOUT, save: str | Path | None = None
+    ) -> ProbeReport:
+        """Prove what the endpoint enforces: a few canary requests, one per capability.
+
+        Seven requests at most (no transport retry), each with a small ``max_tokens`` and
+        ``timeout`` seconds (ADR-085). The report's verdicts refine this LM's profile, and the
+        profile of every LM on the same base URL built later in this process without
+        ``profile=``. A server that answers 200 and ignores the schema is reported as
+        ``ignored``.
+
+        Args:
+            timeout: Seconds each request may take.
+            save: A JSON file to write the report to (`ProbeReport.load` reads it back).
+
+        Returns:
+            The verdicts, per capability (``print(report)`` shows a table).
+
+        Raises:
+            ConfigurationError: ``timeout`` is not a positive number; no client could be built.
+        """
+        check_number("LM.aprobe", "timeout", timeout, unit="seconds")
+        profile = await self.aidentify()
+        report = await probe(self, profile, self._shown_base_url(), timeout)
+        refined = report.refine(profile)
+        with self._lock:
+            self._profile, self._asking = refined, None
+        if self._url is not None:
+            found = Identified(refined, f"probed: {report.requests} requests")
+            remember(self._url.rstrip("/"), found)
+        if save is not None:
+            report.save(save)
+        return report
+
+    def probe(
+        self, *, timeout: float = PROBE_TIMEOUT, save: str | Path | None = None
+    ) -> ProbeReport:
+        """Synchronous `aprobe`."""
+        return run_sync(lambda: self.aprobe(timeout=timeout, save=save), async_name="LM.aprobe")
 
     @property
     def usage(self) -> Usage:
@@ -383,7 +469,7 @@ class LM(BaseLM):
             "max_response_bytes": None if injected is not None else self._max_bytes,
             "max_json_depth": self._max_depth,
             "defaults": dict(self.defaults),
-            "profile": self.profile,
+            "profile": None if self._asking is not None else self.profile,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -397,7 +483,8 @@ class LM(BaseLM):
             max_json_depth=state.get("max_json_depth"),
             **state["defaults"],
         )
-        self._profile = state["profile"]
+        if state["profile"] is not None:  # else: still to ask, as a new LM would
+            self._profile, self._asking = state["profile"], None
 
     def __copy__(self) -> LM:
         return self  # a handle on an endpoint: copies of modules share it (key and client too)

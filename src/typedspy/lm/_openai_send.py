@@ -73,6 +73,7 @@ from typedspy.lm._messages import LMResponse
 from typedspy.lm._openai_transport import ResponseBodyError, http_client, sync_http_client
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 from typedspy.lm._wordings import unsupported_feature
+from typedspy.profiles import Identification, identify_server
 from typedspy.streaming import closing
 
 __all__ = ["Sender", "rate_headers", "stream_chunks"]
@@ -264,6 +265,27 @@ class Sender:
             if (explained := self.other_loop(exc)) is None:
                 raise
             raise explained from exc
+
+    async def models(self, timeout: float, max_depth: int) -> Identification:
+        """Who answers, from one ``GET /models``: no SDK retry, never an error (ADR-084)."""
+        if self.relayed():
+            return await await_on_thread(lambda: self._models(timeout, max_depth))
+        return await self._models(timeout, max_depth)
+
+    async def _models(self, timeout: float, max_depth: int) -> Identification:
+        try:
+            client = (await self.aclient()).with_options(max_retries=0, timeout=timeout)
+            raw = await client.models.with_raw_response.list()
+            status, headers, text = raw.http_response.status_code, raw.headers, raw.text
+        except openai.APIStatusError as exc:
+            return identify_server(exc.status_code, exc.response.headers, None)
+        except Exception as exc:  # a timeout, a refused connection, a transport bug: unsure
+            return identify_server(None, {}, None, failure=self.redact(f"{exc!r}")[:160])
+        try:
+            body = loads(text, max_depth=max_depth)
+        except ValueError:
+            body = None  # not JSON: the headers may still say who answered
+        return identify_server(status, headers, body)
 
     # --- errors ----------------------------------------------------------------------------------
 

@@ -77,6 +77,7 @@ async def run_stepping_down(
         LMUnsupportedFeatureError: Refused with an explicit mode, refused for another feature
             than ``response_format``, or refused in the profile's last mode.
     """
+    await lm.aidentify()  # ADR-084: the profile is read from here on
     drafted = await run_draft(draft()) if asked() == TWO_STEP else None
     mode: Mode = start_mode(asked(), lm)
 

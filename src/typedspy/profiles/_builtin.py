@@ -103,6 +103,21 @@ _PROFILES: dict[str, Profile] = {
         dependable_tool_calling=False,
         max_tokens=512,
     ),
+    # llama-cpp-python's server (llama_cpp/server): `response_format` is a TypedDict whose
+    # `type` is "text" or "json_object" with an optional `schema` (llama_cpp/llama_types.py
+    # ChatCompletionRequestResponseFormat), so `json_schema` is refused by its request model;
+    # the schema becomes a llama.cpp grammar, and one it cannot convert falls back to any JSON
+    # (llama_chat_format.py `_grammar_for_json_schema`, fallback_to_json): fails open.
+    "llama-cpp-python": Profile(
+        name="llama-cpp-python",
+        target="json-schema",
+        modes=("json_object", "prompt"),
+        json_object_schema=True,
+        schema_hint=True,
+        response_format_with_tools=False,
+        dependable_tool_calling=False,
+        max_tokens=512,
+    ),
     # An unknown server: the narrowest schema every server accepts, the shape in the prompt,
     # no trust in tool calling, a cap, and every remedy.
     "generic": Profile(name="generic"),
@@ -126,19 +141,19 @@ def builtin(name: str) -> Profile:
     return template.derive()
 
 
-def detect_profile(base_url: str | None) -> str:
-    """The built-in profile for an endpoint, where its URL says so reliably; else ``"openai"``.
+def detect_profile(base_url: str | None) -> str | None:
+    """The built-in profile for an endpoint whose URL names its provider; else ``None``.
 
     Only host names that belong to one provider count: ``api.openai.com`` (or no base URL) is
     ``openai``, ``*.openai.azure.com`` is ``azure``. Ports and local addresses say nothing
-    reliable about the server behind them, so they keep the default.
+    reliable about the server behind them: ``None``, and `LM` asks the server (ADR-084).
     """
     if not base_url:
         return "openai"
     host = _host(base_url)
     if host.endswith(".openai.azure.com"):
         return "azure"
-    return "openai"
+    return "openai" if host == "api.openai.com" else None
 
 
 _ROUTED = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)/(?P<name>.+)$")

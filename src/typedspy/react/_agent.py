@@ -350,6 +350,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
             LMError: The endpoint could not be used.
         """
         lm = self._lm()
+        await lm.aidentify()  # ADR-084: the profile is read from here on
         if resume_state is None:
             checked = check_inputs(self.signature, inputs)
             run = Run(self, lm, checked, history_messages(history), Trajectory(), self._mode(lm))

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["QUIRK_PRESETS", "Quirks", "spoil"]
+__all__ = ["QUIRK_PRESETS", "SERVERS", "Quirks", "models_reply", "spoil"]
 
 _LOOP_PHRASE = "and so on, "
 _DEFAULT_CAP = 512  # tokens a quirky reply runs to when the request sets no max_tokens
@@ -34,6 +34,9 @@ class Quirks:
             unbounded whitespace, vllm-project/vllm#38696).
         repetition_loop: A structured reply repeats a phrase inside its first string until
             ``max_tokens`` (small local models; one real run: 4 of 12 calls).
+        ignores_response_format: ``response_format`` is accepted, whatever it holds, and
+            ignored: the reply is what it would be without one (Ollama's MLX backend,
+            ollama/ollama#17933, #17183, #16563).
         rejects_json_object: ``response_format`` ``json_object`` is a 400 (LM Studio:
             "'response_format.type' must be 'json_schema'", lmstudio-bug-tracker#189).
         constrains_tool_steps: ``response_format`` constrains every generation, tool steps
@@ -49,6 +52,7 @@ class Quirks:
     repetition_loop: bool = False
     rejects_json_object: bool = False
     constrains_tool_steps: bool = False
+    ignores_response_format: bool = False
     times: int | None = None
 
     @classmethod
@@ -122,3 +126,31 @@ def _break(value: dict[str, Any], schema: dict[str, Any]) -> None:
     required = [name for name in schema.get("required", []) if name in value]
     if required:
         del value[required[-1]]
+
+
+# What each server answers to GET /v1/models: its headers, and the fields of each model entry
+# (typedspy/profiles/_detect.py cites the source of each). "none" has no /v1/models (404);
+# "garbage" answers 200 with a body that is not JSON.
+SERVERS: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
+    "openai": ({"openai-version": "2020-10-01"}, {"owned_by": "system", "created": 0}),
+    "llama.cpp": ({}, {"owned_by": "llamacpp", "created": 0, "meta": {"n_ctx_train": 8192}}),
+    "vllm": ({"server": "uvicorn"}, {"owned_by": "vllm", "created": 0, "max_model_len": 8192}),
+    "sglang": ({"server": "uvicorn"}, {"owned_by": "sglang", "created": 0, "root": "m"}),
+    "ollama": ({}, {"owned_by": "library", "created": 0}),
+    "lmstudio": ({}, {"owned_by": "organization_owner"}),
+    "llama-cpp-python": ({"server": "uvicorn"}, {"owned_by": "me", "permissions": []}),
+    "unknown": ({}, {"owned_by": "someone", "created": 0}),
+    "none": ({}, {}),
+    "garbage": ({}, {}),
+}
+
+
+def models_reply(server: str, model: str) -> tuple[int, dict[str, str], bytes]:
+    """The status, headers and body ``server`` answers to ``GET /v1/models``."""
+    headers, fields = SERVERS[server]
+    if server == "none":
+        return 404, headers, b'{"error": {"message": "Not found"}}'
+    if server == "garbage":
+        return 200, headers, b"<html>not an API</html>"
+    entry = {"id": model, "object": "model", **fields}
+    return 200, headers, json.dumps({"object": "list", "data": [entry]}).encode()

@@ -204,7 +204,7 @@ class Responder:
     def _content(self, req: dict[str, Any], seed: int) -> tuple[str, str]:
         """The reply's content for the request's format, and its finish reason."""
         fmt = req.get("response_format")
-        if fmt is None:
+        if fmt is None or self.quirks.ignores_response_format:
             return PLAIN_REPLY, "stop"
         if not isinstance(fmt, dict):
             raise Rejected(

@@ -22,9 +22,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from typedspy.lm import forget
 from typedspy.testing._embeddings import embeddings_outcome
 from typedspy.testing._payloads import error_body, sse_event
-from typedspy.testing._quirks import Quirks
+from typedspy.testing._quirks import SERVERS, Quirks, models_reply
 from typedspy.testing._responder import Outcome, Reply, Responder
 
 __all__ = ["Quirks", "Reply", "StandIn", "main"]
@@ -43,6 +44,7 @@ class StandIn:
             order.
         embedding_requests: Every ``/v1/embeddings`` request body received, in order.
         disconnects: How many streams the client cut off before they were complete.
+        models_requests: How many ``GET /v1/models`` requests were received.
         chunk_delay: Seconds to wait before each streamed chunk.
 
     Every ``response_format`` JSON schema is checked against the JSON Schema meta-schema (an
@@ -63,6 +65,7 @@ class StandIn:
         chunk_delay: float = 0.0,
         answer: Callable[[dict[str, Any]], Reply | str | dict[str, Any] | None] | None = None,
         quirks: Quirks | None = None,
+        server: str = "openai",
     ) -> None:
         """Configure the server; nothing listens until :meth:`start`.
 
@@ -81,11 +84,23 @@ class StandIn:
                 deterministic bag-of-words vectors (texts sharing words are close).
             quirks: Misbehave like a non-OpenAI server (`Quirks.of("vllm")`, ...): ignore
                 ``strict``, fail open, loop, reject JSON mode, constrain tool steps.
+            server: Which server ``GET /v1/models`` presents (its headers and model entries,
+                as `LM` reads them to pick a profile, ADR-084): ``"openai"`` (the default),
+                ``"llama.cpp"``, ``"vllm"``, ``"sglang"``, ``"ollama"``, ``"lmstudio"``,
+                ``"llama-cpp-python"``, ``"unknown"``; ``"none"`` answers 404 and
+                ``"garbage"`` a body that is not JSON.
+
+        Raises:
+            ValueError: An unknown ``server``.
         """
+        if server not in SERVERS:
+            raise ValueError(f"StandIn(server={server!r}): one of {sorted(SERVERS)}")
+        self.server = server
         self.host = host
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.disconnects = 0
+        self.models_requests = 0
         self.chunk_delay = chunk_delay
         self.model = model
         self._port = port
@@ -154,6 +169,7 @@ class StandIn:
             daemon=True,
         )
         self._thread.start()
+        forget(self.base_url)  # a new server at this URL: what was found for it no longer holds
         return self
 
     def stop(self) -> None:
@@ -263,9 +279,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         if path in _MODELS_PATHS:
-            model = self.server.standin.model
-            entry = {"id": model, "object": "model", "created": 0, "owned_by": "typedspy"}
-            self._send(Outcome(200, {"object": "list", "data": [entry]}))
+            standin = self.server.standin
+            with standin._lock:
+                standin.models_requests += 1
+            status, headers, data = models_reply(standin.server, standin.model)
+            self._send(Outcome(status, {}, headers), data)
         else:
             self._send(_not_found("GET", path))
 

@@ -1,0 +1,143 @@
+"""Identifying the server behind a base URL (ADR-084): over a real socket, the stand-in
+presenting itself as each server, its failures, the cache, concurrent first calls."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+import typedspy as ts
+from typedspy.testing import StandIn
+
+
+class Answer(ts.Signature):
+    """Answer."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+@contextmanager
+def lm_for(server: StandIn | str, **options: object) -> Iterator[ts.LM]:
+    url = server if isinstance(server, str) else server.base_url
+    lm = ts.LM("m", base_url=url, api_key="k", max_retries=0, **options)  # type: ignore[arg-type]
+    try:
+        yield lm
+    finally:
+        lm.close()
+
+
+@pytest.mark.parametrize(
+    ("server", "profile"),
+    [
+        ("openai", "openai"),
+        ("llama.cpp", "llama.cpp"),
+        ("vllm", "vllm"),
+        ("ollama", "ollama"),
+        ("lmstudio", "lmstudio"),
+        ("llama-cpp-python", "llama-cpp-python"),
+        ("sglang", "generic"),
+        ("unknown", "generic"),
+        ("none", "generic"),
+        ("garbage", "generic"),
+    ],
+)
+def test_each_server_gets_its_profile_on_the_first_call(
+    server: str, profile: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        StandIn(server=server) as standin,
+        caplog.at_level(logging.INFO, "typedspy"),
+        lm_for(standin) as lm,
+    ):
+        assert lm.profile.name == "generic"  # nothing asked yet
+        pred = ts.Predict(Answer, lm=lm)(question="q")
+        assert lm.profile.name == profile
+        assert isinstance(pred.answer, str)
+        assert standin.models_requests == 1
+        url = standin.base_url
+    (line,) = [r.getMessage() for r in caplog.records if "gets profile" in r.getMessage()]
+    assert f"gets profile {profile!r}" in line and url in line
+
+
+def test_the_answer_is_kept_per_base_url_for_the_process() -> None:
+    with StandIn(server="llama.cpp") as standin, lm_for(standin) as first:
+        first.identify()
+        with lm_for(standin) as later:  # built after: takes the answer, asks nothing
+            assert later.profile.name == "llama.cpp"
+            assert later.profile is not first.profile  # each LM has its own run-time memory
+            with ts.context(lm=later):
+                ts.Predict(Answer)(question="a")
+                ts.Predict(Answer)(question="b")
+        assert standin.models_requests == 1
+
+
+def test_profile_given_wins_and_nothing_is_asked() -> None:
+    with StandIn(server="llama.cpp") as standin:
+        with lm_for(standin, profile="vllm") as lm:
+            ts.Predict(Answer, lm=lm)(question="q")
+            assert lm.profile.name == "vllm"
+        with lm_for(standin) as chosen:
+            chosen.profile = "ollama"  # set before the first call: not asked either
+            ts.Predict(Answer, lm=chosen)(question="q")
+            assert chosen.profile.name == "ollama"
+        assert standin.models_requests == 0
+
+
+def test_render_does_not_ask() -> None:
+    with StandIn(server="vllm") as standin, lm_for(standin) as lm:
+        ts.Predict(Answer, lm=lm).render(question="q")
+        assert standin.models_requests == 0
+
+
+def test_concurrent_first_calls_share_one_request() -> None:
+    with StandIn(server="vllm") as standin:
+        lms = [ts.LM("m", base_url=standin.base_url, api_key="k") for _ in range(4)]
+
+        async def calls() -> list[str]:
+            await asyncio.gather(*(ts.Predict(Answer, lm=lm).acall(question="q") for lm in lms))
+            for lm in lms:
+                await lm.aclose()
+            return [lm.profile.name for lm in lms]
+
+        threads = [threading.Thread(target=lambda: lms[0].identify()) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        assert asyncio.run(calls()) == ["vllm"] * 4
+        for thread in threads:
+            thread.join()
+        assert standin.models_requests == 1
+
+
+def test_a_server_that_never_answers_is_generic_within_the_timeout() -> None:
+    with socket.socket() as silent:  # accepts connections (backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        port = silent.getsockname()[1]
+        with lm_for(f"http://127.0.0.1:{port}/v1", timeout=0.3) as lm:
+            assert lm.identify().name == "generic"
+
+
+def test_an_unreachable_server_is_generic_and_the_call_fails_as_before() -> None:
+    with lm_for("http://127.0.0.1:9/v1") as lm:
+        with pytest.raises(ts.errors.LMConnectionError):
+            ts.Predict(Answer, lm=lm)(question="q")
+        assert lm.profile.name == "generic"
+
+
+def test_a_pickled_lm_not_yet_identified_asks_again() -> None:
+    import pickle
+
+    with StandIn(server="ollama") as standin, lm_for(standin) as lm:
+        copy = pickle.loads(pickle.dumps(lm))
+        try:
+            assert copy.identify().name == "ollama"
+            assert pickle.loads(pickle.dumps(copy)).profile.name == "ollama"
+        finally:
+            copy.close()
