@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import struct
 import threading
@@ -137,6 +138,7 @@ class FaultServer:
     def __init__(self, *replies: Reply, max_requests: int = 200, lifetime: float = 30.0) -> None:
         self.replies = list(replies) or [Reply.completion("{}")]
         self.requests: list[Seen] = []
+        self.models_requests = 0
         self.max_requests = max_requests
         self.lifetime = lifetime
         self.closed_connections = 0
@@ -176,6 +178,14 @@ class FaultServer:
         return await asyncio.start_server(self._serve, "127.0.0.1", 0)
 
     def _next(self, seen: Seen) -> Reply:
+        if seen.method == "GET" and seen.path.rstrip("/").endswith("/models"):
+            # An LM asks an unknown base URL which server it is (ADR-084): answer as OpenAI does,
+            # apart from the requests a test scripts replies for.
+            self.models_requests += 1
+            listed = Reply.json({"object": "list", "data": [{"id": "m", "owned_by": "system"}]})
+            return dataclasses.replace(
+                listed, headers={**listed.headers, "openai-version": "2020-10-01"}
+            )
         self.requests.append(seen)
         if len(self.requests) > self.max_requests:
             return Reply.raw("fault server: request limit reached", status=503)

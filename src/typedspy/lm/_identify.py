@@ -16,9 +16,9 @@ import functools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from typedspy.errors import LMError, LMStatusError
 from typedspy.lm._bound import RequestBound, counted
@@ -172,8 +172,8 @@ async def _send(lm: BaseLM, canary: Canary, timeout: float) -> Seen:
         return Seen(exc.status_code, error=str(exc))
     except LMError as exc:  # a timeout, a dropped connection, a body that is no completion
         return Seen(None, error=f"{type(exc).__name__}: {exc}"[:160])
-    raw: Any = reply.raw
-    usage_sent = isinstance(raw, dict) and isinstance(raw.get("usage"), dict)
+    raw = reply.raw
+    usage_sent = isinstance(raw.get("usage"), Mapping)
     return Seen(
         200,
         text=reply.text,
@@ -184,8 +184,14 @@ async def _send(lm: BaseLM, canary: Canary, timeout: float) -> Seen:
     )
 
 
-def _has_logprobs(raw: Any) -> bool:
-    choices = raw.get("choices") if isinstance(raw, dict) else None
-    first = choices[0] if isinstance(choices, list) and choices else None
-    logprobs = first.get("logprobs") if isinstance(first, dict) else None
-    return isinstance(logprobs, dict) and bool(logprobs.get("content"))
+def _has_logprobs(raw: Mapping[str, Any]) -> bool:
+    choices: Any = raw.get("choices")
+    if not isinstance(choices, Sequence) or not choices:
+        return False
+    first: Any = cast("Sequence[object]", choices)[0]
+    if not isinstance(first, Mapping):
+        return False
+    logprobs: Any = cast("Mapping[str, Any]", first).get("logprobs")
+    if not isinstance(logprobs, Mapping):
+        return False
+    return bool(cast("Mapping[str, Any]", logprobs).get("content"))

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["Identification", "identify_server"]
 
@@ -96,7 +96,10 @@ def identify_server(
 
 
 def _entries(body: object) -> list[Mapping[str, Any]]:
-    data = body.get("data") if isinstance(body, Mapping) else None
+    if not isinstance(body, Mapping):
+        return []
+    data: Any = cast("Mapping[str, Any]", body).get("data")
     if not isinstance(data, list):
         return []
-    return [entry for entry in data[:1000] if isinstance(entry, Mapping)]
+    entries = cast("list[object]", data)[:1000]
+    return [cast("Mapping[str, Any]", e) for e in entries if isinstance(e, Mapping)]

@@ -241,7 +241,10 @@ class ProbeReport(BaseModel):
 
     def verdict(self, capability: Capability) -> Verdict:
         """The verdict on ``capability`` (``unknown`` when it was not checked)."""
-        return next((f.verdict for f in self.findings if f.capability == capability), "unknown")
+        for finding in self.findings:
+            if finding.capability == capability:
+                return finding.verdict
+        return "unknown"
 
     def refine(self, profile: Profile) -> Profile:
         """``profile`` changed by what the probe showed (a copy with an empty memory).
@@ -256,10 +259,16 @@ class ProbeReport(BaseModel):
             "tools": self.verdict("tools"),
             "prompt": "unknown",
         }
-        kept = [m for m in (*profile.modes, "prompt") if by_mode[m] != "refused"]
+        every: tuple[Mode, ...] = (*profile.modes, "prompt")
+        kept: list[Mode] = [m for m in every if by_mode[m] != "refused"]
         rank = {"enforced": 0, "unknown": 1, "ignored": 3}
-        order = sorted(dict.fromkeys(kept), key=lambda m: 2 if m == "prompt" else rank[by_mode[m]])
-        schema_ignored = any(by_mode[m] == "ignored" for m in ("json_schema", "json_object"))
+
+        def place(mode: Mode) -> int:
+            return 2 if mode == "prompt" else rank[by_mode[mode]]
+
+        unique: list[Mode] = list(dict.fromkeys(kept))
+        order = sorted(unique, key=place)
+        schema_ignored = "ignored" in (by_mode["json_schema"], by_mode["json_object"])
         changes: dict[str, Any] = {"modes": tuple(order)}
         if schema_ignored:
             changes["schema_hint"] = True
