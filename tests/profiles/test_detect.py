@@ -90,10 +90,11 @@ def test_profile_given_wins_and_nothing_is_asked() -> None:
         assert standin.models_requests == 0
 
 
-def test_render_does_not_ask() -> None:
-    with StandIn(server="vllm") as standin, lm_for(standin) as lm:
-        ts.Predict(Answer, lm=lm).render(question="q")
-        assert standin.models_requests == 0
+def test_render_asks_first_so_it_shows_what_the_call_sends() -> None:
+    with StandIn(server="llama.cpp") as standin, lm_for(standin) as lm:
+        body = ts.Predict(Answer, lm=lm).render(question="q")
+        assert standin.models_requests == 1
+        assert body["max_tokens"] == 512  # the llama.cpp profile's cap, not generic's 1024
 
 
 def test_concurrent_first_calls_share_one_request() -> None:

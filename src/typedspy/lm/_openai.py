@@ -20,7 +20,6 @@ from typing_extensions import Unpack
 
 from typedspy._json import MAX_JSON_DEPTH
 from typedspy._runtime import run_sync
-from typedspy._scope import current
 from typedspy._types import Usage
 from typedspy.errors import (
     ConfigurationError,
@@ -197,10 +196,10 @@ class LM(BaseLM):
         server once (``GET {base_url}/models``, no retry, a few seconds at most) and takes the
         profile its answer names, ``generic`` when unsure; the answer is kept for the base URL
         by the whole process, and calls made meanwhile wait for it (ADR-084). It never raises
-        for the server's sake. `Module.render` does not ask.
+        for the server's sake. `Module.render` asks too: it shows what the call would send.
         """
         url = self._asking
-        if url is None or current().rendering:
+        if url is None:
             return self.profile
         answer = await identified(url, self._ask_server)
         with self._lock:
@@ -469,7 +468,8 @@ class LM(BaseLM):
             "max_response_bytes": None if injected is not None else self._max_bytes,
             "max_json_depth": self._max_depth,
             "defaults": dict(self.defaults),
-            "profile": None if self._asking is not None else self.profile,
+            "profile": self.profile,
+            "asking": self._asking,  # still to ask which server it is: asked after unpickling
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -483,8 +483,7 @@ class LM(BaseLM):
             max_json_depth=state.get("max_json_depth"),
             **state["defaults"],
         )
-        if state["profile"] is not None:  # else: still to ask, as a new LM would
-            self._profile, self._asking = state["profile"], None
+        self._profile, self._asking = state["profile"], state.get("asking")
 
     def __copy__(self) -> LM:
         return self  # a handle on an endpoint: copies of modules share it (key and client too)

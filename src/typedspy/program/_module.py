@@ -322,7 +322,9 @@ class Module:
 
         The messages, ``response_format`` or tools, and the parameters after the profile's
         rules, exactly as the endpoint would receive them (``json.dumps`` it for the wire
-        text). Only the first request: later ones depend on the model's replies.
+        text). Only the first request: later ones depend on the model's replies. An LM still
+        to identify its server asks it first (one ``GET /models``, ADR-084), so the body is
+        its profile's.
 
         Raises:
             ConfigurationError: The call sends no request to a model.
