@@ -348,6 +348,11 @@ def test_react_union_steps_and_extraction_stream(server: StandIn, lm: ts.LM) -> 
     # Only the extraction's partials are passed on: they are the task's own outputs.
     assert {name for p in partials(events) for name in p.values} == {"answer"}
     assert partials(events)[-1].values == {"answer": "about 2.1 million"}
+    # `ts.react.AgentEvent[Answer]`: the extraction's partials are of the agent's signature,
+    # so their typed view is an `Answer` (not the extraction step's own signature).
+    assert all(p.signature is Answer for p in partials(events))
+    assert isinstance(partials(events)[-1].outputs, Answer)
+    assert partials(events)[-1].outputs.answer == "about 2.1 million"
     final = events[-1]
     assert final.answer == "about 2.1 million" and final.finished is False
     assert [r["stream"] for r in server.requests] == [True, True]

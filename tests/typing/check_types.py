@@ -127,7 +127,7 @@ def request_parameters_are_typed(lm: ts.LM) -> None:
     ts.LM("gpt-4o-mini", max_token=5)  # type: ignore[call-arg]
     lm("hi", stop=["\n"])
     lm("hi", stops=["\n"])  # type: ignore[call-arg]
-    ts.ReAct(Decide, tools=[], temprature=0)  # type: ignore[call-overload]
+    ts.ReAct(Decide, tools=[], temprature=0)  # type: ignore[call-arg]
     ts.ChainOfThought(Decide, temperature=0, max_retries=1, extra_body={"top_k": 40})
     ts.ChainOfThought(Decide, temprature=0)  # type: ignore[call-overload]
     ts.ChainOfThought(Decide, max_retries="2")  # type: ignore[call-overload]
@@ -309,3 +309,64 @@ async def astream_events_are_typed() -> None:
         elif isinstance(event, ts.streaming.PartialPrediction):
             assert_type(event, ts.streaming.PartialPrediction[Decide])
     ts.Predict(Decide).astream(tsak="Ship it")  # type: ignore[call-overload]
+
+
+def react_stream_events_are_typed(state: ts.ResumeState) -> None:
+    # Issue 23: ReAct's stream events were `Any`; they are `ts.react.AgentEvent[Sig]`: the tool
+    # calls, the partial outputs of the agent's signature, then its `AgentPrediction`.
+    agent = ts.ReAct(Decide, tools=[])
+    for event in agent.stream(task="Ship it"):
+        assert_type(event, ts.react.AgentEvent[Decide])
+        if isinstance(event, ts.react.AgentPrediction):
+            assert_type(event.trajectory, ts.react.Trajectory)
+            assert_type(event.outputs.action, SpawnTask | CompleteTask | Continue)
+        elif isinstance(event, ts.streaming.PartialPrediction):
+            assert_type(event.outputs.confidence, float)
+            typo = event.outputs.confidense  # type: ignore[attr-defined]
+            del typo
+        elif isinstance(event, ts.streaming.ToolCallStarted):
+            assert_type(event.name, str)
+        else:
+            assert_type(
+                event,
+                ts.streaming.OutputDelta
+                | ts.streaming.RetryStarted
+                | ts.streaming.ToolCallFinished,
+            )
+    agent.stream(tsak="Ship it")  # type: ignore[call-overload]
+    agent.stream(task=3)  # type: ignore[call-overload]
+    for resumed in agent.stream(resume_state=state):  # a resumption may omit inputs
+        assert_type(resumed, ts.react.AgentEvent[Decide])
+    assert_type(
+        agent.batch([{"task": "a"}]), ts.batch.BatchResult[ts.react.AgentPrediction[Decide]]
+    )
+
+
+async def react_astream_events_are_typed() -> None:
+    agent = ts.ReAct(Decide, tools=[])
+    async for event in agent.astream(task="Ship it"):
+        if isinstance(event, ts.react.AgentPrediction):
+            assert_type(event, ts.react.AgentPrediction[Decide])
+        elif isinstance(event, ts.streaming.PartialPrediction):
+            assert_type(event, ts.streaming.PartialPrediction[Decide])
+    agent.astream(tsak="Ship it")  # type: ignore[call-overload]
+    agent.astream(task="Ship it", history=ts.History())  # history: inputs are not checked then
+    assert_type(
+        await agent.atry_call(task="Ship it"), ts.react.AgentPrediction[Decide] | ts.OutputError
+    )
+    await agent.atry_call(tsak="Ship it")  # type: ignore[call-overload]
+
+
+def predict_resumes_nothing(state: ts.ResumeState) -> None:
+    # `resume_state=` is ReAct's alone: a Predict call does not take it.
+    ts.Predict(Decide)(task="Ship it", resume_state=state)  # type: ignore[call-overload]
+    ts.ChainOfThought(Decide).try_call(tsak="Ship it")  # type: ignore[call-overload]
+    assert_type(
+        ts.Predict(Decide).batch([{"task": "a"}]), ts.batch.BatchResult[ts.Prediction[Decide]]
+    )
+
+
+def react_string_signatures_take_any_keywords() -> None:
+    agent = ts.ReAct("question -> answer", tools=[])
+    assert_type(agent, ts.ReAct[ts.Signature])
+    assert_type(agent(anything=1), ts.react.AgentPrediction[ts.Signature])

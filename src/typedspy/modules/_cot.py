@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import UnionType
-from typing import Any, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from pydantic.fields import FieldInfo
-from typing_extensions import Unpack
+from typing_extensions import TypeVar, Unpack
 
 from typedspy.engine import signature_of
-from typedspy.errors import OutputError, SchemaError
-from typedspy.lm import BaseLM, ChatMessage, RequestParams
-from typedspy.modules._history import History
+from typedspy.errors import SchemaError
+from typedspy.lm import BaseLM, RequestParams
 from typedspy.modules._predict import InputsT, Predict
 from typedspy.prediction import Reasoned
 from typedspy.settings import ModeSetting
@@ -20,7 +19,7 @@ from typedspy.signature import OutputField, Returns, Signature, build_signature
 
 __all__ = ["ChainOfThought"]
 
-SigT = TypeVar("SigT", bound=Signature)
+SigT = TypeVar("SigT", bound=Signature, default=Signature)  # a string signature: any
 OutT = TypeVar("OutT")
 _DEFAULT_REASONING = "Think step by step before answering: your reasoning, briefly."
 
@@ -99,23 +98,8 @@ class ChainOfThought(Predict[SigT, InputsT]):
 
     @overload
     def __init__(
-        self: ChainOfThought[SigT, InputsT],
-        signature: Callable[InputsT, SigT],
-        *,
-        output: None = None,
-        reasoning_description: str = _DEFAULT_REASONING,
-        lm: BaseLM | None = None,
-        mode: ModeSetting | None = None,
-        max_retries: int | None = None,
-        demos: Sequence[Mapping[str, Any]] | None = None,
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
-    ) -> None: ...
-
-    @overload
-    def __init__(
-        self: ChainOfThought[Signature, ...],
-        signature: str,
+        self,
+        signature: Callable[InputsT, SigT] | str,
         *,
         output: None = None,
         reasoning_description: str = _DEFAULT_REASONING,
@@ -155,44 +139,11 @@ class ChainOfThought(Predict[SigT, InputsT]):
             **lm_kwargs,
         )
 
-    # The calls return `Reasoned` predictions: `pred.reasoning` is typed ``str``.
+    if TYPE_CHECKING:
+        # The calls return `Reasoned` predictions: ``pred.reasoning`` is typed ``str``.
 
-    @overload
-    async def acall(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Reasoned[SigT]: ...
-
-    @overload
-    async def acall(
-        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> Reasoned[SigT]: ...
-
-    async def acall(self, *args: Any, **inputs: Any) -> Reasoned[SigT]:
-        """Run in the current event loop; as `Predict.acall`, with ``reasoning`` typed."""
-        return cast("Reasoned[SigT]", await super().acall(*args, **inputs))
-
-    @overload
-    def __call__(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Reasoned[SigT]: ...
-
-    @overload
-    def __call__(
-        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> Reasoned[SigT]: ...
-
-    def __call__(self, *args: Any, **inputs: Any) -> Reasoned[SigT]:
-        return cast("Reasoned[SigT]", super().__call__(*args, **inputs))
-
-    async def atry_call(
-        self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
-    ) -> Reasoned[SigT] | OutputError:
-        """As `Predict.atry_call`, with ``reasoning`` typed."""
-        return cast(
-            "Reasoned[SigT] | OutputError", await super().atry_call(history=history, **inputs)
-        )
-
-    def try_call(
-        self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
-    ) -> Reasoned[SigT] | OutputError:
-        """Synchronous `atry_call`."""
-        return cast("Reasoned[SigT] | OutputError", super().try_call(history=history, **inputs))
+        def _typed_call(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Reasoned[SigT]:
+            """The checkers' view of ``cot(...)``; not defined at run time."""
 
     @property
     def instructions(self) -> str:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import UnionType
-from typing import Any, ClassVar, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, cast, overload
 
-from typing_extensions import ParamSpec, TypeAliasType, Unpack
+from typing_extensions import ParamSpec, TypeAliasType, TypeVar, Unpack
 
-from typedspy._runtime import run_sync
 from typedspy.adapter import Mode
-from typedspy.batch import BatchOptions, BatchResult
 from typedspy.engine import (
     CallPlan,
     Draft,
@@ -24,7 +22,6 @@ from typedspy.engine import (
 )
 from typedspy.errors import (
     ConfigurationError,
-    OutputError,
     check_instance,
     check_int,
 )
@@ -33,7 +30,7 @@ from typedspy.modules._history import History, history_messages
 from typedspy.modules._modes import MODES, checked_mode, run_stepping_down, start_mode
 from typedspy.modules._state import checked_demos, predictor_state, read_predictor_state
 from typedspy.prediction import Prediction
-from typedspy.program import Module, PredictorState, no_positional
+from typedspy.program import Module, PredictorState
 from typedspy.schema import compile_schema
 from typedspy.settings import ModeSetting, resolve_lm
 from typedspy.signature import FieldTexts, Returns, Signature, with_texts
@@ -41,7 +38,7 @@ from typedspy.streaming import OutputDelta, PartialPrediction, RetryStarted, clo
 
 __all__ = ["Predict"]
 
-SigT = TypeVar("SigT", bound=Signature)
+SigT = TypeVar("SigT", bound=Signature, default=Signature)  # a string signature: any
 OutT = TypeVar("OutT")
 # ADR-015: the signature's inputs as a parameter list (its dataclass_transform __init__);
 # ``Predict[Decide]`` alone means any keywords.
@@ -125,22 +122,8 @@ class Predict(Module, Generic[SigT, InputsT]):
 
     @overload
     def __init__(
-        self: Predict[SigT, InputsT],
-        signature: Callable[InputsT, SigT],
-        *,
-        output: None = None,
-        lm: BaseLM | None = None,
-        mode: ModeSetting | None = None,
-        max_retries: int | None = None,
-        demos: Sequence[Mapping[str, Any]] | None = None,
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
-    ) -> None: ...
-
-    @overload
-    def __init__(
-        self: Predict[Signature, ...],
-        signature: str,
+        self,
+        signature: Callable[InputsT, SigT] | str,
         *,
         output: None = None,
         lm: BaseLM | None = None,
@@ -293,101 +276,16 @@ class Predict(Module, Generic[SigT, InputsT]):
                 result = event
         return cast("Prediction[SigT]", result)
 
-    async def atry_call(
-        self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
-    ) -> Prediction[SigT] | OutputError:
-        """Like `acall`, but an output failure is returned as a value instead of raised.
+    if TYPE_CHECKING:
+        # What `Module`'s entry points are typed with (ADR-015, ADR-080): the keywords are the
+        # signature's inputs (a call that passes ``history=`` takes them unchecked), the result
+        # this module's prediction, the stream's events `PredictEvent`.
 
-        Input and endpoint errors (`InputError`, `LMError`) are still raised: only the model's
-        answer can fail here.
-        """
-        try:
-            return await self.aforward(history=history, **inputs)
-        except OutputError as exc:
-            return exc
+        def _typed_call(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]:
+            """The checkers' view of ``predict(...)``; not defined at run time."""
 
-    def try_call(
-        self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
-    ) -> Prediction[SigT] | OutputError:
-        """Synchronous `atry_call`."""
-        return run_sync(
-            lambda: self.atry_call(history=history, **inputs),
-            async_name=f"{type(self).__name__}.atry_call",
-        )
-
-    @overload
-    async def acall(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]: ...
-
-    @overload
-    async def acall(
-        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> Prediction[SigT]: ...
-
-    async def acall(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
-        """Run in the current event loop; see `aexecute` for the errors.
-
-        The keywords are the signature's inputs (checked statically, ADR-015); a call that
-        passes ``history=`` takes its inputs unchecked.
-        """
-        no_positional(self, args)
-        return cast("Prediction[SigT]", await super().acall(**inputs))
-
-    @overload
-    def __call__(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]: ...
-
-    @overload
-    def __call__(
-        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> Prediction[SigT]: ...
-
-    def __call__(self, *args: Any, **inputs: Any) -> Prediction[SigT]:
-        no_positional(self, args)
-        return cast("Prediction[SigT]", self.forward(**inputs))
-
-    @overload
-    def astream(
-        self, *args: InputsT.args, **inputs: InputsT.kwargs
-    ) -> AsyncIterator[PredictEvent[SigT]]: ...
-
-    @overload
-    def astream(
-        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> AsyncIterator[PredictEvent[SigT]]: ...
-
-    def astream(self, *args: Any, **inputs: Any) -> AsyncIterator[PredictEvent[SigT]]:
-        """`Module.astream`, typed: the call's events, then its `Prediction` (`PredictEvent`).
-
-        The keywords are checked as `acall`'s.
-        """
-        no_positional(self, args)
-        return cast("AsyncIterator[PredictEvent[SigT]]", super().astream(**inputs))
-
-    @overload
-    def stream(
-        self, *args: InputsT.args, **inputs: InputsT.kwargs
-    ) -> Iterator[PredictEvent[SigT]]: ...
-
-    @overload
-    def stream(
-        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> Iterator[PredictEvent[SigT]]: ...
-
-    def stream(self, *args: Any, **inputs: Any) -> Iterator[PredictEvent[SigT]]:
-        """`Module.stream`, typed as `astream`."""
-        no_positional(self, args)
-        return cast("Iterator[PredictEvent[SigT]]", super().stream(**inputs))
-
-    async def abatch(
-        self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
-    ) -> BatchResult[Prediction[SigT]]:
-        """`Module.abatch`, typed: each result is a `Prediction` or the item's exception."""
-        return await super().abatch(inputs, **options)
-
-    def batch(
-        self, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
-    ) -> BatchResult[Prediction[SigT]]:
-        """`Module.batch`, typed: each result is a `Prediction` or the item's exception."""
-        return super().batch(inputs, **options)
+        def _typed_event(self) -> PredictEvent[SigT]:
+            """The checkers' view of a stream's events; not defined at run time."""
 
     # -- one call --
 

@@ -6,8 +6,16 @@ import asyncio
 import functools
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast, final, overload
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, TypeVar, cast, final, overload
 
 from pydantic import ValidationError
 from typing_extensions import ParamSpec, Unpack
@@ -18,7 +26,7 @@ from typedspy._runtime import iterate_sync, run_sync
 from typedspy._types import FieldError
 from typedspy.batch import BatchOptions, BatchResult, run_batch
 from typedspy.errors import ConfigurationError, InputError, OutputError, SavedStateError
-from typedspy.lm import BaseLM
+from typedspy.lm import ChatMessage
 from typedspy.parse import field_errors
 from typedspy.program._render import arender
 from typedspy.program._state import (
@@ -32,11 +40,19 @@ from typedspy.program._state import (
 from typedspy.settings import get_settings
 from typedspy.streaming import StreamEvent, closing
 
+if TYPE_CHECKING:  # types of the built-ins' calls only (layers above: no import at run time)
+    from typedspy.modules import History
+    from typedspy.tools import ResumeState
+
+    _History: TypeAlias = History | Sequence[ChatMessage] | None
+
 __all__ = ["Module", "no_positional"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
+E = TypeVar("E")
+E_co = TypeVar("E_co", covariant=True)
 
 
 @final
@@ -48,8 +64,7 @@ class _Async(Protocol[P, R_co]):
     """A user module with its own ``aforward``: the calls take its parameters (ADR-080).
 
     Its ``aexecute`` is `Module`'s (or derived, events `Any`): a built-in module's own
-    ``aexecute`` yields typed events, so `Predict` and `ReAct` do not match and keep their own
-    overloads.
+    ``aexecute`` yields typed events, so `Predict` and `ReAct` do not match: they are `_Typed`.
     """
 
     def aforward(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R_co]: ...
@@ -70,14 +85,24 @@ class _Sync(Protocol[P, R_co]):
     def forward(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
 
 
-class _CallsModel(Protocol):
-    """A built-in module that calls a model itself (`Predict`, `ReAct`).
+class _Typed(Protocol[P, R_co, E_co]):
+    """A built-in module (`Predict`, `ChainOfThought`, `ReAct`), typed from its signature.
 
-    Its own overloads type its calls; `Module`'s entry points take any keywords for it
-    (ADR-080).
+    Its calls take the signature's inputs (ADR-015) and return its prediction, its stream yields
+    its events: each built-in declares the three, for the checkers only (ADR-080).
     """
 
-    def _lm(self) -> BaseLM: ...
+    def _typed_call(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+    def _typed_event(self) -> E_co: ...
+
+
+class _Resumable(Protocol[R_co, E_co]):
+    """A built-in module whose run resumes from a `ResumeState` (`ReAct`)."""
+
+    def _typed_resume(self, state: ResumeState) -> R_co: ...
+
+    def _typed_event(self) -> E_co: ...
 
 
 class Module:
@@ -149,15 +174,33 @@ class Module:
         del stream  # nothing to stream: the result is the only event
         yield await cast("Awaitable[Any]", self.aforward(**inputs))
 
-    # The entry points below are typed from the subclass's `aforward` when it wrote one, else
-    # from its synchronous `forward` (ADR-080): ``pipe(tikcet=...)`` is a type error, and an
-    # untyped `aforward` keeps every call `Any`.
+    # The entry points below are typed from the subclass's `aforward` when it wrote one, from
+    # the signature for the built-in modules (`_Typed`: a call passing ``history=`` or, to a
+    # ReAct, ``resume_state=`` takes its inputs unchecked), else from its synchronous `forward`
+    # (ADR-080): ``pipe(tikcet=...)`` is a type error, and an untyped `aforward` keeps every
+    # call `Any`.
 
     @overload
     def acall(self: _Async[P, R], *args: P.args, **inputs: P.kwargs) -> Coroutine[Any, Any, R]: ...
 
     @overload
-    def acall(self: _CallsModel, *args: Any, **inputs: Any) -> Coroutine[Any, Any, Any]: ...
+    def acall(
+        self: _Typed[P, R, Any], *args: P.args, **inputs: P.kwargs
+    ) -> Coroutine[Any, Any, R]: ...
+
+    @overload
+    def acall(
+        self: _Typed[..., R, Any], *, history: _History, **inputs: Any
+    ) -> Coroutine[Any, Any, R]: ...
+
+    @overload
+    def acall(
+        self: _Resumable[R, Any],
+        *,
+        history: _History = None,
+        resume_state: ResumeState | None,
+        **inputs: Any,
+    ) -> Coroutine[Any, Any, R]: ...
 
     @overload
     def acall(self: _Sync[P, R], *args: P.args, **inputs: P.kwargs) -> Coroutine[Any, Any, R]: ...
@@ -183,7 +226,21 @@ class Module:
     ) -> AsyncIterator[StreamEvent | R]: ...
 
     @overload
-    def astream(self: _CallsModel, *args: Any, **inputs: Any) -> AsyncIterator[Any]: ...
+    def astream(self: _Typed[P, Any, E], *args: P.args, **inputs: P.kwargs) -> AsyncIterator[E]: ...
+
+    @overload
+    def astream(
+        self: _Typed[..., Any, E], *, history: _History, **inputs: Any
+    ) -> AsyncIterator[E]: ...
+
+    @overload
+    def astream(
+        self: _Resumable[Any, E],
+        *,
+        history: _History = None,
+        resume_state: ResumeState | None,
+        **inputs: Any,
+    ) -> AsyncIterator[E]: ...
 
     @overload
     def astream(
@@ -224,7 +281,19 @@ class Module:
     ) -> Iterator[StreamEvent | R]: ...
 
     @overload
-    def stream(self: _CallsModel, *args: Any, **inputs: Any) -> Iterator[Any]: ...
+    def stream(self: _Typed[P, Any, E], *args: P.args, **inputs: P.kwargs) -> Iterator[E]: ...
+
+    @overload
+    def stream(self: _Typed[..., Any, E], *, history: _History, **inputs: Any) -> Iterator[E]: ...
+
+    @overload
+    def stream(
+        self: _Resumable[Any, E],
+        *,
+        history: _History = None,
+        resume_state: ResumeState | None,
+        **inputs: Any,
+    ) -> Iterator[E]: ...
 
     @overload
     def stream(
@@ -267,7 +336,19 @@ class Module:
     def __call__(self: _Async[P, R], *args: P.args, **inputs: P.kwargs) -> R: ...
 
     @overload
-    def __call__(self: _CallsModel, *args: Any, **inputs: Any) -> Any: ...
+    def __call__(self: _Typed[P, R, Any], *args: P.args, **inputs: P.kwargs) -> R: ...
+
+    @overload
+    def __call__(self: _Typed[..., R, Any], *, history: _History, **inputs: Any) -> R: ...
+
+    @overload
+    def __call__(
+        self: _Resumable[R, Any],
+        *,
+        history: _History = None,
+        resume_state: ResumeState | None,
+        **inputs: Any,
+    ) -> R: ...
 
     @overload
     def __call__(self: _Sync[P, R], *args: P.args, **inputs: P.kwargs) -> R: ...
@@ -282,7 +363,23 @@ class Module:
     ) -> Coroutine[Any, Any, R | OutputError]: ...
 
     @overload
-    def atry_call(self: _CallsModel, *args: Any, **inputs: Any) -> Coroutine[Any, Any, Any]: ...
+    def atry_call(
+        self: _Typed[P, R, Any], *args: P.args, **inputs: P.kwargs
+    ) -> Coroutine[Any, Any, R | OutputError]: ...
+
+    @overload
+    def atry_call(
+        self: _Typed[..., R, Any], *, history: _History, **inputs: Any
+    ) -> Coroutine[Any, Any, R | OutputError]: ...
+
+    @overload
+    def atry_call(
+        self: _Resumable[R, Any],
+        *,
+        history: _History = None,
+        resume_state: ResumeState | None,
+        **inputs: Any,
+    ) -> Coroutine[Any, Any, R | OutputError]: ...
 
     @overload
     def atry_call(
@@ -305,7 +402,21 @@ class Module:
     def try_call(self: _Async[P, R], *args: P.args, **inputs: P.kwargs) -> R | OutputError: ...
 
     @overload
-    def try_call(self: _CallsModel, *args: Any, **inputs: Any) -> Any: ...
+    def try_call(self: _Typed[P, R, Any], *args: P.args, **inputs: P.kwargs) -> R | OutputError: ...
+
+    @overload
+    def try_call(
+        self: _Typed[..., R, Any], *, history: _History, **inputs: Any
+    ) -> R | OutputError: ...
+
+    @overload
+    def try_call(
+        self: _Resumable[R, Any],
+        *,
+        history: _History = None,
+        resume_state: ResumeState | None,
+        **inputs: Any,
+    ) -> R | OutputError: ...
 
     @overload
     def try_call(self: _Sync[P, R], *args: P.args, **inputs: P.kwargs) -> R | OutputError: ...
@@ -343,8 +454,10 @@ class Module:
 
     @overload
     def abatch(
-        self: _CallsModel, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
-    ) -> Coroutine[Any, Any, BatchResult[Any]]: ...
+        self: _Typed[..., R, Any],
+        inputs: Iterable[Mapping[str, Any]],
+        **options: Unpack[BatchOptions],
+    ) -> Coroutine[Any, Any, BatchResult[R]]: ...
 
     @overload
     def abatch(
@@ -386,8 +499,10 @@ class Module:
 
     @overload
     def batch(
-        self: _CallsModel, inputs: Iterable[Mapping[str, Any]], **options: Unpack[BatchOptions]
-    ) -> BatchResult[Any]: ...
+        self: _Typed[..., R, Any],
+        inputs: Iterable[Mapping[str, Any]],
+        **options: Unpack[BatchOptions],
+    ) -> BatchResult[R]: ...
 
     @overload
     def batch(

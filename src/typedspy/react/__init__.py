@@ -7,7 +7,7 @@ remembered in a `ResumeStore` so an approval applies once (ADR-036, ADR-043).
 """
 
 from typedspy.react._agent import ReAct
-from typedspy.react._run import AgentPrediction, ModuleContext, module_callback
+from typedspy.react._run import AgentEvent, AgentPrediction, ModuleContext, module_callback
 from typedspy.react._state import (
     MemoryResumeStore,
     PausedRun,
@@ -19,6 +19,7 @@ from typedspy.react._state import (
 )
 
 __all__ = [
+    "AgentEvent",
     "AgentPrediction",
     "MemoryResumeStore",
     "ModuleContext",

@@ -18,15 +18,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, Literal, TypeVar, cast, get_args, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, cast, get_args
 
-from typing_extensions import ParamSpec, Unpack
+from typing_extensions import ParamSpec, TypeVar, Unpack
 
 from typedspy.engine import Done, check_inputs, run_attempts, signature_of, stepping_down
 from typedspy.errors import (
     ConfigurationError,
     LMUnsupportedFeatureError,
-    OutputError,
     ResumeConflictError,
     SchemaError,
     check_instance,
@@ -34,10 +33,11 @@ from typedspy.errors import (
 )
 from typedspy.lm import BaseLM, ChatMessage, RequestParams, check_params
 from typedspy.modules import History, Predict, history_messages
-from typedspy.program import Module, no_positional
+from typedspy.program import Module
 from typedspy.react._run import (
     FINISH,
     TRAJECTORY_FIELD,
+    AgentEvent,
     AgentPrediction,
     Run,
     finished,
@@ -64,7 +64,7 @@ __all__ = ["MAX_TOOL_CALLS", "ReAct", "ReActMode", "answer_once", "resumed_step"
 logger = logging.getLogger("typedspy")
 
 
-SigT = TypeVar("SigT", bound=Signature)
+SigT = TypeVar("SigT", bound=Signature, default=Signature)  # a string signature: any
 InputsT = ParamSpec("InputsT", default=...)
 """The signature's inputs: the keywords of a call, checked statically as `Predict`'s (ADR-015)."""
 
@@ -121,41 +121,9 @@ class ReAct(Module, Generic[SigT, InputsT]):
         ToolError: A tool that cannot be built, or two tools with the same name.
     """
 
-    @overload
-    def __init__(
-        self: ReAct[SigT, InputsT],
-        signature: Callable[InputsT, SigT],
-        tools: Iterable[Tool | Module | Callable[..., Any]] = (),
-        max_iters: int = 10,
-        *,
-        lm: BaseLM | None = None,
-        mode: ReActMode = "auto",
-        resume_store: ResumeStore | None = None,
-        max_tool_calls: int = MAX_TOOL_CALLS,
-        max_requests: int | Literal["auto"] | None = "auto",
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
-    ) -> None: ...
-
-    @overload
-    def __init__(
-        self: ReAct[Signature, ...],
-        signature: str,
-        tools: Iterable[Tool | Module | Callable[..., Any]] = (),
-        max_iters: int = 10,
-        *,
-        lm: BaseLM | None = None,
-        mode: ReActMode = "auto",
-        resume_store: ResumeStore | None = None,
-        max_tool_calls: int = MAX_TOOL_CALLS,
-        max_requests: int | Literal["auto"] | None = "auto",
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
-    ) -> None: ...
-
     def __init__(
         self,
-        signature: type[SigT] | Callable[..., SigT] | str,
+        signature: Callable[InputsT, SigT] | str,
         tools: Iterable[Tool | Module | Callable[..., Any]] = (),
         max_iters: int = 10,
         *,
@@ -216,83 +184,23 @@ class ReAct(Module, Generic[SigT, InputsT]):
         names = [t.name for t in self.tools]
         return f"ReAct({self.signature.__name__}, tools={names}, mode={self.mode!r})"
 
-    # The keywords are the signature's inputs (checked statically, ADR-015); a call that passes
-    # ``history=`` or ``resume_state=`` takes its inputs unchecked (a resumption may omit them).
+    if TYPE_CHECKING:
+        # What `Module`'s entry points are typed with (ADR-015, ADR-080): the keywords are the
+        # signature's inputs (a call that passes ``history=`` or ``resume_state=`` takes them
+        # unchecked: a resumption may omit them), the result an `AgentPrediction`.
 
-    @overload
-    async def acall(
-        self, *args: InputsT.args, **inputs: InputsT.kwargs
-    ) -> AgentPrediction[SigT]: ...
+        def _typed_call(
+            self, *args: InputsT.args, **inputs: InputsT.kwargs
+        ) -> AgentPrediction[SigT]:
+            """The checkers' view of ``agent(...)``; not defined at run time."""
 
-    @overload
-    async def acall(
-        self,
-        *,
-        history: History | Sequence[ChatMessage] | None = None,
-        resume_state: ResumeState | None,
-        **inputs: Any,
-    ) -> AgentPrediction[SigT]: ...
+        def _typed_event(self) -> AgentEvent[SigT]:
+            """The checkers' view of a stream's events; not defined at run time."""
 
-    @overload
-    async def acall(
-        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> AgentPrediction[SigT]: ...
-
-    async def acall(self, *args: Any, **inputs: Any) -> AgentPrediction[SigT]:
-        """Run in the current event loop; see `aexecute`."""
-        no_positional(self, args)
-        return cast("AgentPrediction[SigT]", await super().acall(**inputs))
-
-    @overload
-    def __call__(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> AgentPrediction[SigT]: ...
-
-    @overload
-    def __call__(
-        self,
-        *,
-        history: History | Sequence[ChatMessage] | None = None,
-        resume_state: ResumeState | None,
-        **inputs: Any,
-    ) -> AgentPrediction[SigT]: ...
-
-    @overload
-    def __call__(
-        self, *, history: History | Sequence[ChatMessage] | None, **inputs: Any
-    ) -> AgentPrediction[SigT]: ...
-
-    def __call__(self, *args: Any, **inputs: Any) -> AgentPrediction[SigT]:
-        no_positional(self, args)
-        return cast("AgentPrediction[SigT]", self.forward(**inputs))
-
-    @overload
-    async def atry_call(
-        self, *args: InputsT.args, **inputs: InputsT.kwargs
-    ) -> AgentPrediction[SigT] | OutputError: ...
-
-    @overload
-    async def atry_call(self, **inputs: Any) -> AgentPrediction[SigT] | OutputError: ...
-
-    async def atry_call(self, *args: Any, **inputs: Any) -> AgentPrediction[SigT] | OutputError:
-        """Like `acall`, but an output failure is returned (an `OutputError`), not raised."""
-        no_positional(self, args)
-        return cast("AgentPrediction[SigT] | OutputError", await super().atry_call(**inputs))
-
-    @overload
-    def try_call(
-        self, *args: InputsT.args, **inputs: InputsT.kwargs
-    ) -> AgentPrediction[SigT] | OutputError: ...
-
-    @overload
-    def try_call(self, **inputs: Any) -> AgentPrediction[SigT] | OutputError: ...
-
-    def try_call(self, *args: Any, **inputs: Any) -> AgentPrediction[SigT] | OutputError:
-        """Synchronous `atry_call`."""
-        no_positional(self, args)
-        return cast("AgentPrediction[SigT] | OutputError", super().try_call(**inputs))
+        def _typed_resume(self, state: ResumeState) -> AgentPrediction[SigT]:
+            """The checkers' view of ``agent(resume_state=...)``; not defined at run time."""
 
     def _lm(self) -> BaseLM:
-        # Also what marks a module that calls a model itself: its own overloads type its calls
-        # (`Module`'s `_CallsModel`, ADR-080).
         return resolve_lm(self.lm)
 
     async def aforward(

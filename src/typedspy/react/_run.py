@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel
+from typing_extensions import TypeAliasType
 
 from typedspy import callbacks
 from typedspy._json import depth_limit
@@ -63,7 +64,15 @@ from typedspy.react._state import (
 from typedspy.retry import RetryPolicy
 from typedspy.settings import context, get_settings
 from typedspy.signature import Signature, to_jsonable
-from typedspy.streaming import StreamEvent, ToolCallFinished, ToolCallStarted, closing
+from typedspy.streaming import (
+    OutputDelta,
+    PartialPrediction,
+    RetryStarted,
+    StreamEvent,
+    ToolCallFinished,
+    ToolCallStarted,
+    closing,
+)
 from typedspy.tools import ConfirmationRejected, ConfirmationRequired, Tool, Toolset
 
 if TYPE_CHECKING:
@@ -72,6 +81,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FINISH",
     "TRAJECTORY_FIELD",
+    "AgentEvent",
     "AgentPrediction",
     "ModuleContext",
     "Run",
@@ -120,6 +130,25 @@ class AgentPrediction(Prediction[SigT]):
     def steps(self) -> int:
         """How many model steps the run took."""
         return cast("int", self.extras["steps"])
+
+
+AgentEvent = TypeAliasType(
+    "AgentEvent",
+    OutputDelta
+    | PartialPrediction[SigT]
+    | RetryStarted
+    | ToolCallStarted
+    | ToolCallFinished
+    | AgentPrediction[SigT],
+    type_params=(SigT,),
+)
+"""What `ReAct.stream` / `astream` yield: the run's events, then its `AgentPrediction`.
+
+Each tool call between a `ToolCallStarted` and a `ToolCallFinished`; while the outputs are
+written (a native ``finish`` call's arguments, or the extraction after ``max_iters`` steps),
+`OutputDelta` and `PartialPrediction` of the agent's signature; `RetryStarted` when a step or
+the extraction is asked again.
+"""
 
 
 @dataclass
@@ -279,6 +308,8 @@ class Run(Generic[SigT]):
                 async for event in events:
                     if isinstance(event, Prediction):
                         pred = event
+                    elif isinstance(event, PartialPrediction):  # as the agent's outputs
+                        yield PartialPrediction(event.values, event.in_progress, self.signature)
                     else:
                         yield event
         except GeneratorExit:
