@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["Attempt", "FailureKind", "FieldError", "Path", "Usage"]
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+__all__ = ["Attempt", "FailureKind", "FieldError", "Path", "Usage", "first_error"]
 
 Path = tuple[str | int, ...]
 """Where a value sits in the output: field names and list indices (``("steps", 2, "priority")``)."""
@@ -44,6 +47,12 @@ class FieldError:
 
     def __str__(self) -> str:
         return f"{format_path(self.path)}: {self.message}"
+
+
+def first_error(exc: ValidationError) -> FieldError:
+    """The first problem Pydantic found: ``trajectory[0].calls[1].id: Field required``."""
+    first = exc.errors()[0]
+    return FieldError(tuple(first["loc"]), first["msg"])
 
 
 def format_path(path: Path) -> str:

@@ -198,6 +198,18 @@ class Profile:
         following = self.modes[self.modes.index(rejected) + 1 :] if rejected in self.modes else ()
         return next((m for m in following if not self.rejects(m)), None)
 
+    def agent_step(self, asked: str) -> Literal["tools", "union"]:
+        """How an agent in mode ``asked`` steps now: native tool calls, or the union step.
+
+        ``"auto"`` takes the union step, whose strict schema constrained decoding enforces,
+        where tool calling is not dependable or was rejected (ADR-016, ADR-037).
+        """
+        if asked == "union" or (
+            asked == "auto" and (not self.dependable_tool_calling or self.rejects("tools"))
+        ):
+            return "union"
+        return "tools"
+
     def sends_schema(self, mode: Mode) -> bool:
         """Whether ``mode`` puts the schema on the wire (``response_format`` or the tool)."""
         return mode in ("json_schema", "tools") or (

@@ -261,7 +261,8 @@ class ReAct(Module, Generic[SigT, InputsT]):
         await lm.aidentify()  # ADR-084: the profile is read from here on
         if resume_state is None:
             checked = check_inputs(self.signature, inputs)
-            run = Run(self, lm, checked, history_messages(history), Trajectory(), self._mode(lm))
+            turns = history_messages(history)
+            run = Run(self, lm, checked, turns, Trajectory(), lm.profile.agent_step(self.mode))
         else:
             run, point = self._resume(lm, resume_state, inputs, history)
             store = self.resume_store if self.resume_store is not None else default_resume_store()
@@ -284,19 +285,6 @@ class ReAct(Module, Generic[SigT, InputsT]):
         yield run.prediction(run.answer, finished=True)
 
     # -- setting up a run --
-
-    def _mode(self, lm: BaseLM) -> Literal["tools", "union"]:
-        # A profile without dependable tool calling gets the strict union step, whose schema
-        # constrained decoding enforces (ADR-037); an endpoint that rejected tools once gets
-        # it from then on too: its profile remembers (ADR-016).
-        profile = lm.profile
-        if self.mode == "union":
-            return "union"
-        if self.mode == "auto" and (
-            not profile.dependable_tool_calling or profile.rejects("tools")
-        ):
-            return "union"
-        return "tools"
 
     def _resume(
         self,
@@ -362,21 +350,20 @@ class ReAct(Module, Generic[SigT, InputsT]):
         """Whether a native step the endpoint refused runs again on other terms (see `_step`).
 
         ``parallel_tool_calls`` is left out from then on; an endpoint that rejects tools gets
-        the union step, in ``mode="auto"``. Both are remembered by the LM's profile (ADR-016).
+        the union step, in ``mode="auto"``. The LM's profile remembers both (ADR-016).
         """
         if exc.feature == "parallel_tool_calls" and run.parallel_tool_calls is not None:
             run.parallel_tool_calls = None  # the endpoint wants the parameter left out
-            run.lm.profile.reject("parallel_tool_calls")
-            return True
-        if run.mode != "tools" or self.mode != "auto" or exc.feature != "tools":
+        elif exc.feature == "tools" and run.mode == "tools" and self.mode == "auto":
+            logger.warning(
+                "%s rejected tool calling (%s); ReAct falls back to a union step for this LM",
+                run.lm.model,
+                exc,
+            )
+            run.mode = "union"
+        else:
             return False
-        logger.warning(
-            "%s rejected tool calling (%s); ReAct falls back to a union step for this LM",
-            run.lm.model,
-            exc,
-        )
-        run.lm.profile.reject("tools")
-        run.mode = "union"
+        run.lm.profile.reject(exc.feature)
         return True
 
 

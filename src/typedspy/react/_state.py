@@ -31,7 +31,7 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError, model_validator
 
-from typedspy._types import Usage, format_path
+from typedspy._types import Usage, first_error
 from typedspy.errors import ConfigurationError
 from typedspy.lm import ChatMessage
 from typedspy.signature import Signature
@@ -93,12 +93,6 @@ class TrajectoryStep(BaseModel):
     reasoning: str | None = None
     calls: list[TrajectoryCall] = Field(default_factory=list)
     note: str | None = None
-
-
-def _where(exc: ValidationError) -> str:
-    """The first error's path and message: ``trajectory[0].calls[1].id: Field required``."""
-    first = exc.errors()[0]
-    return f"{format_path(tuple(first['loc']))}: {first['msg']}"
 
 
 class Trajectory(Sequence[TrajectoryStep]):
@@ -263,7 +257,7 @@ class PausedRun(BaseModel):
             paused = cls.model_validate(saved)
         except ValidationError as exc:
             raise ConfigurationError(
-                f"resume_state holds a malformed ReAct state at {_where(exc)}"
+                f"resume_state holds a malformed ReAct state at {first_error(exc)}"
             ) from exc
         # The answer applies to the call it was asked for: the state's tool call is the paused one.
         pending = paused.trajectory[paused.step].calls[paused.call]

@@ -29,7 +29,7 @@ from pydantic_core import PydanticSerializationError
 
 from typedspy._json import MAX_JSON_DEPTH, depth_exceeded, loads
 from typedspy._signing import Secrets, canonical, secret_keys, sign, verify
-from typedspy._types import format_path
+from typedspy._types import first_error, format_path
 from typedspy.errors import ConfigurationError, ResumeStateError
 from typedspy.settings import get_settings
 from typedspy.signature import to_jsonable
@@ -110,8 +110,7 @@ class ResumeState(BaseModel):
                 response=dict(response) if isinstance(response, Mapping) else response,
             )
         except ValidationError as exc:
-            path, message = _first_error(exc)
-            raise ConfigurationError(f"ResumeState: {path}: {message}") from exc
+            raise ConfigurationError(f"ResumeState: {first_error(exc)}") from exc
 
     @field_serializer("tool_call", "response")
     def _jsonable(self, value: Any) -> Any:
@@ -258,9 +257,9 @@ class ResumeState(BaseModel):
         try:
             return cls.model_validate(saved)
         except ValidationError as exc:
-            path, message = _first_error(exc)
+            first = first_error(exc)
             raise ResumeStateError(
-                f"not a saved ResumeState: {path}: {message}", path=path
+                f"not a saved ResumeState: {first}", path=format_path(first.path)
             ) from exc
 
 
@@ -300,12 +299,6 @@ def _read(data: object) -> dict[str, Any]:
             f"not a saved ResumeState: expected a JSON object, not {type(value).__name__}"
         )
     return value
-
-
-def _first_error(exc: ValidationError) -> tuple[str, str]:
-    """The first error's path and message: ``("tool_call", "Input should be ...")``."""
-    first = exc.errors()[0]
-    return format_path(tuple(first["loc"])), first["msg"]
 
 
 def _classify(response: object) -> ResumeAction:
