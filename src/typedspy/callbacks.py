@@ -17,12 +17,13 @@ Example:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from typedspy._deadline import note_attempt, note_tool
 from typedspy.pipeline import notify
 from typedspy.settings import get_settings
+from typedspy.streaming import closing
 
 if TYPE_CHECKING:
     from typedspy._types import Attempt
@@ -33,11 +34,12 @@ __all__ = [
     "BaseCallback",
     "attempt_end",
     "attempt_start",
-    "module_end",
-    "module_start",
+    "module_call",
     "tool_end",
     "tool_start",
 ]
+
+E = TypeVar("E")
 
 
 class BaseCallback:
@@ -85,16 +87,29 @@ def _notify(method: str, *args: Any) -> None:
     notify(get_settings().callbacks, method, *args)
 
 
-def module_start(instance: Any, inputs: Mapping[str, Any]) -> str:
-    """Notify callbacks that a module call starts; returns the call id for `module_end`."""
+async def module_call(
+    instance: Any, inputs: Mapping[str, Any], events: AsyncIterator[E]
+) -> AsyncIterator[E]:
+    """A module call's ``events`` (its result last), between ``on_module_start`` and ``_end``.
+
+    The call ends with its last event as the result, with the exception it raised, or, when the
+    consumer stops early, with neither.
+    """
     call_id = uuid.uuid4().hex
     _notify("on_module_start", call_id, instance, inputs)
-    return call_id
-
-
-def module_end(call_id: str, outputs: Any, exception: BaseException | None) -> None:
-    """Notify callbacks that a module call ended."""
-    _notify("on_module_end", call_id, outputs, exception)
+    result: Any = None
+    try:
+        async with closing(events) as items:
+            async for event in items:
+                result = event
+                yield event
+    except GeneratorExit:  # the consumer stopped early: the call ends without a result
+        _notify("on_module_end", call_id, None, None)
+        raise
+    except BaseException as exc:
+        _notify("on_module_end", call_id, None, exc)
+        raise
+    _notify("on_module_end", call_id, result, None)
 
 
 def attempt_start(lm: BaseLM, number: int) -> str | None:

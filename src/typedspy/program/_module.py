@@ -208,16 +208,10 @@ class Module:
     async def acall(self, *args: Any, **inputs: Any) -> Any:
         """Run the module in the current event loop and return its result."""
         no_positional(self, args)
-        call_id = callbacks.module_start(self, inputs)
         result: Any = None
-        try:
-            async with closing(self._bounded(stream=False, **inputs)) as events:
-                async for event in events:
-                    result = event
-        except BaseException as exc:
-            callbacks.module_end(call_id, None, exc)
-            raise
-        callbacks.module_end(call_id, result, None)
+        async with closing(self._observed(stream=False, **inputs)) as events:
+            async for event in events:
+                result = event
         return result
 
     @overload
@@ -254,26 +248,18 @@ class Module:
         its HTTP stream.
         """
         no_positional(self, args)
-        call_id = callbacks.module_start(self, inputs)
-        result: Any = None
-        try:
-            # closing: when the consumer stops early, the call (and its HTTP stream) is closed
-            # now, not whenever the abandoned generator is garbage collected.
-            async with closing(self._bounded(stream=True, **inputs)) as events:
-                async for event in events:
-                    result = event
-                    yield event
-        except GeneratorExit:  # the consumer stopped early: the call ends without a result
-            callbacks.module_end(call_id, None, None)
-            raise
-        except BaseException as exc:
-            callbacks.module_end(call_id, None, exc)
-            raise
-        callbacks.module_end(call_id, result, None)
+        # closing: when the consumer stops early, the call (and its HTTP stream) is closed now,
+        # not whenever the abandoned generator is garbage collected.
+        async with closing(self._observed(stream=True, **inputs)) as events:
+            async for event in events:
+                yield event
 
-    def _bounded(self, *, stream: bool, **inputs: Any) -> AsyncIterator[Any]:
-        """`aexecute` under the ``deadline`` setting (and the enclosing call's deadline)."""
-        return bounded(self.aexecute(stream=stream, **inputs), get_settings().deadline, repr(self))
+    def _observed(self, *, stream: bool, **inputs: Any) -> AsyncIterator[Any]:
+        """`aexecute` under the ``deadline`` setting (and the enclosing call's), observed."""
+        events = bounded(
+            self.aexecute(stream=stream, **inputs), get_settings().deadline, repr(self)
+        )
+        return callbacks.module_call(self, inputs, events)
 
     @overload
     def stream(

@@ -301,24 +301,18 @@ class Run(Generic[SigT]):
         """
         template = self.agent.extract
         inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text()}
-        call_id = callbacks.module_start(template, inputs)
         pred: Any = None
-        try:
-            async with closing(self.predicted(copy.copy(template), stream)) as events:
-                async for event in events:
-                    if isinstance(event, Prediction):
-                        pred = event
-                    elif isinstance(event, PartialPrediction):  # as the agent's outputs
-                        yield PartialPrediction(event.values, event.in_progress, self.signature)
-                    else:
-                        yield event
-        except GeneratorExit:
-            callbacks.module_end(call_id, None, None)
-            raise
-        except BaseException as exc:
-            callbacks.module_end(call_id, None, exc)
-            raise
-        callbacks.module_end(call_id, pred, None)
+        events = callbacks.module_call(
+            template, inputs, self.predicted(copy.copy(template), stream)
+        )
+        async with closing(events):
+            async for event in events:
+                if isinstance(event, Prediction):
+                    pred = event
+                elif isinstance(event, PartialPrediction):  # as the agent's outputs
+                    yield PartialPrediction(event.values, event.in_progress, self.signature)
+                else:
+                    yield event
         self.record(pred.usage, pred.completion)
         yield self.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
 
