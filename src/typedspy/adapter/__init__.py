@@ -12,6 +12,7 @@ from typedspy.adapter._chat import (
 # package, never from its modules (ADR-034, checked by import-linter).
 from typedspy.adapter._chat import draft_request as draft_request
 from typedspy.adapter._chat import field_section as field_section
+from typedspy.adapter._chat import function_tool as function_tool
 from typedspy.adapter._chat import written_as_outputs as written_as_outputs
 from typedspy.adapter._parts import user_content as user_content
 

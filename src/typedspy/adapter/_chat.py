@@ -150,17 +150,22 @@ def _prompt_for(sig: type[Signature], mode: Mode, profile: Profile) -> _Prompt:
     if mode != "tools":
         rf = profile.response_format(mode, compiled.name, compiled.schema, compiled.strict)
         return _Prompt(system, compiled, rf)
-    tool = {
+    tool = function_tool(compiled.name, sig.instructions, compiled)
+    choice = {"type": "function", "function": {"name": compiled.name}}
+    return _Prompt(system, compiled, None, (tool,), choice)
+
+
+def function_tool(name: str, description: str, compiled: CompiledSchema) -> dict[str, Any]:
+    """A strict function whose parameters are ``compiled``: ``tools`` mode's, ReAct's ``finish``."""
+    return {
         "type": "function",
         "function": {
-            "name": compiled.name,
-            "description": sig.instructions,
+            "name": name,
+            "description": description,
             "parameters": compiled.schema,
             "strict": compiled.strict,
         },
     }
-    choice = {"type": "function", "function": {"name": compiled.name}}
-    return _Prompt(system, compiled, None, (tool,), choice)
 
 
 def with_history(

@@ -25,7 +25,13 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
 from typedspy._types import FailureKind, Usage
-from typedspy.adapter import field_section, format_inputs, user_content, with_history
+from typedspy.adapter import (
+    field_section,
+    format_inputs,
+    function_tool,
+    user_content,
+    with_history,
+)
 from typedspy.engine import Attempts, Done, Pick
 from typedspy.errors import ConfigurationError, OutputDecodeError, OutputValidationError
 from typedspy.lm import LMChunk, LMRequest, LMResponse, StreamAccumulator
@@ -87,20 +93,6 @@ def _system_prompt(sig: type[Signature]) -> str:
     lines += [*field_section("Outputs (the arguments of `finish`):", sig.output_fields), ""]
     lines.append(_AGENT_RULES)
     return "\n".join(lines)
-
-
-def _finish_tool(sig: type[Signature], target: str) -> dict[str, Any]:
-    """The ``finish`` function: its parameters the signature's output schema for ``target``."""
-    compiled = compile_schema(sig, target)
-    return {
-        "type": "function",
-        "function": {
-            "name": FINISH,
-            "description": _FINISH_DESCRIPTION,
-            "parameters": compiled.schema,
-            "strict": compiled.strict,
-        },
-    }
 
 
 def _plain_fields(fields: Mapping[str, FieldInfo]) -> dict[str, Any]:
@@ -208,8 +200,8 @@ class NativeStep:
         system, turns = with_history(_system_prompt(sig), run.history)
         content = user_content(sig, run.inputs, profile, format_inputs(sig, run.inputs))
         tools = [tool.to_openai_tool(profile.target) for tool in run.active_tools()]
-        tools.append(_finish_tool(sig, profile.target))
-        schema = compile_schema(sig, profile.target) if self._content else None
+        finish = compile_schema(sig, profile.target)
+        tools.append(function_tool(FINISH, _FINISH_DESCRIPTION, finish))
         return LMRequest(
             messages=(
                 system,
@@ -217,7 +209,7 @@ class NativeStep:
                 {"role": "user", "content": content},
                 *run.trajectory.to_messages(),
             ),
-            response_format=schema.response_format if schema is not None else None,
+            response_format=finish.response_format if self._content else None,
             tools=tuple(tools),
             tool_choice="auto" if self._content else "required",
             parallel_tool_calls=run.parallel_tool_calls,
