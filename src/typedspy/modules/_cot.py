@@ -142,8 +142,7 @@ class ChainOfThought(Predict[SigT, InputsT]):
     if TYPE_CHECKING:
         # The calls return `Reasoned` predictions: ``pred.reasoning`` is typed ``str``.
 
-        def _typed_call(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Reasoned[SigT]:
-            """The checkers' view of ``cot(...)``; not defined at run time."""
+        def _typed_call(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Reasoned[SigT]: ...
 
     @property
     def instructions(self) -> str:

@@ -281,11 +281,11 @@ class Predict(Module, Generic[SigT, InputsT]):
         # signature's inputs (a call that passes ``history=`` takes them unchecked), the result
         # this module's prediction, the stream's events `PredictEvent`.
 
-        def _typed_call(self, *args: InputsT.args, **inputs: InputsT.kwargs) -> Prediction[SigT]:
-            """The checkers' view of ``predict(...)``; not defined at run time."""
+        def _typed_call(
+            self, *args: InputsT.args, **inputs: InputsT.kwargs
+        ) -> Prediction[SigT]: ...
 
-        def _typed_event(self) -> PredictEvent[SigT]:
-            """The checkers' view of a stream's events; not defined at run time."""
+        def _typed_event(self) -> PredictEvent[SigT]: ...
 
     # -- one call --
 

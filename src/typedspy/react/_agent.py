@@ -191,17 +191,11 @@ class ReAct(Module, Generic[SigT, InputsT]):
 
         def _typed_call(
             self, *args: InputsT.args, **inputs: InputsT.kwargs
-        ) -> AgentPrediction[SigT]:
-            """The checkers' view of ``agent(...)``; not defined at run time."""
+        ) -> AgentPrediction[SigT]: ...
 
-        def _typed_event(self) -> AgentEvent[SigT]:
-            """The checkers' view of a stream's events; not defined at run time."""
+        def _typed_event(self) -> AgentEvent[SigT]: ...
 
-        def _typed_resume(self, state: ResumeState) -> AgentPrediction[SigT]:
-            """The checkers' view of ``agent(resume_state=...)``; not defined at run time."""
-
-    def _lm(self) -> BaseLM:
-        return resolve_lm(self.lm)
+        def _typed_resume(self, state: ResumeState) -> AgentPrediction[SigT]: ...
 
     async def aforward(
         self,
@@ -257,7 +251,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
                 model refused, or was cut off).
             LMError: The endpoint could not be used.
         """
-        lm = self._lm()
+        lm = resolve_lm(self.lm)
         await lm.aidentify()  # ADR-084: the profile is read from here on
         if resume_state is None:
             checked = check_inputs(self.signature, inputs)
