@@ -31,13 +31,18 @@ KEY_FORMAT = 1
 """Version of the key material's layout; part of every key."""
 
 
-def key_material(lm: BaseLM, request: LMRequest, *, salt: str = "") -> dict[str, Any]:
-    """What a request's cache key hashes (shown to help debug an unexpected miss)."""
+def key_material(
+    lm: BaseLM, request: LMRequest, *, salt: str = "", body: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a request's cache key hashes (shown to help debug an unexpected miss).
+
+    ``body``: the request's `BaseLM.request_body` when already built (the pipeline's).
+    """
     material: dict[str, Any] = {
         "format": KEY_FORMAT,
         "compiler": SCHEMA_COMPILER_VERSION,
         "endpoint": lm.endpoint,
-        "body": lm.request_body(request),
+        "body": lm.request_body(request) if body is None else body,
         "salt": salt,
     }
     options = lm.request_options(request)
@@ -46,9 +51,11 @@ def key_material(lm: BaseLM, request: LMRequest, *, salt: str = "") -> dict[str,
     return material
 
 
-def cache_key(lm: BaseLM, request: LMRequest, *, salt: str = "") -> str:
+def cache_key(
+    lm: BaseLM, request: LMRequest, *, salt: str = "", body: dict[str, Any] | None = None
+) -> str:
     """The hex SHA-256 of the canonical JSON of `key_material`."""
-    return _digest(key_material(lm, request, salt=salt))
+    return _digest(key_material(lm, request, salt=salt, body=body))
 
 
 def embedding_key(lm: BaseLM, texts: Sequence[str], model: str, *, salt: str = "") -> str:

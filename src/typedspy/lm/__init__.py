@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typedspy.lm._base import BaseLM
-from typedspy.lm._base import chat_body as chat_body
 from typedspy.lm._bound import (
     RequestBound as RequestBound,
 )

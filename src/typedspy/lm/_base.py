@@ -145,10 +145,21 @@ class BaseLM(abc.ABC):
     def request_body(self, request: LMRequest) -> dict[str, Any]:
         """The JSON body this LM sends for ``request``, without credentials.
 
-        It is what a response cache hashes and what a Batch API file holds. The default is
-        the OpenAI chat-completions body; `LM` returns exactly what it puts on the wire.
+        The pipeline builds it once per request: the response cache hashes it, `render` returns
+        it, the history keeps it and `asend` sends it; a Batch API file holds it. The default
+        is the OpenAI chat-completions body; `LM` returns exactly what it puts on the wire.
         """
-        return chat_body(self.model, request)
+        body: dict[str, Any] = {"model": self.model, "messages": list(request.messages)}
+        if request.response_format is not None:
+            body["response_format"] = dict(request.response_format)
+        if request.tools:
+            body["tools"] = list(request.tools)
+            if request.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
+        body.update(request.params)
+        return body
 
     @abc.abstractmethod
     async def acomplete(self, request: LMRequest) -> LMResponse:
@@ -163,6 +174,19 @@ class BaseLM(abc.ABC):
         Raises:
             LMError: The endpoint could not be used (a subclass names the reason).
         """
+
+    async def asend(self, request: LMRequest, body: dict[str, Any]) -> LMResponse:
+        """Send ``request``, whose `request_body` the pipeline built as ``body`` (ADR-061).
+
+        The default is `acomplete`; `LM` sends ``body`` as it is instead of building it again.
+        """
+        del body
+        return await self.acomplete(request)
+
+    def asend_stream(self, request: LMRequest, body: dict[str, Any]) -> AsyncIterator[LMChunk]:
+        """Stream ``request``, whose `request_body` is ``body``: `asend`'s streaming twin."""
+        del body
+        return self.astream(request)
 
     async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
         """Stream one completion as chunks.
@@ -230,18 +254,3 @@ class BaseLM(abc.ABC):
         return run_sync(
             lambda: self.acall(prompt, **params), async_name=f"{type(self).__name__}.acall"
         )
-
-
-def chat_body(model: str, request: LMRequest) -> dict[str, Any]:
-    """The OpenAI chat-completions body for ``request`` to ``model`` (no LM defaults)."""
-    body: dict[str, Any] = {"model": model, "messages": list(request.messages)}
-    if request.response_format is not None:
-        body["response_format"] = dict(request.response_format)
-    if request.tools:
-        body["tools"] = list(request.tools)
-        if request.parallel_tool_calls is not None:
-            body["parallel_tool_calls"] = request.parallel_tool_calls
-    if request.tool_choice is not None:
-        body["tool_choice"] = request.tool_choice
-    body.update(request.params)
-    return body

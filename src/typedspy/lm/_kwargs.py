@@ -1,4 +1,9 @@
-"""The keyword arguments of one ``chat.completions.create`` call, built from an `LMRequest`."""
+"""The JSON body of one chat-completions request, built once, and the SDK call that sends it.
+
+`wire_body` builds the body from an `LMRequest` and the LM's defaults; the pipeline builds it
+once per request (`Exchange.body`): the cache key hashes it, `render` returns it, the history
+keeps it and `create_kwargs` hands it to the SDK as it is (ADR-061).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,12 @@ from typing import Any
 from typedspy.lm._messages import LMRequest
 from typedspy.lm._params import check_params
 
-__all__ = ["as_sent", "create_kwargs", "plain"]
+__all__ = ["call_options", "create_kwargs", "plain", "wire_body"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
+
+_OPTIONS = ("extra_headers", "extra_query", "timeout")
+"""The SDK's per-request options: sent beside the body (headers, query string, client timeout)."""
 
 
 def plain(value: Any) -> Any:
@@ -41,60 +49,73 @@ def _encodable(text: str) -> str:
     return text
 
 
-# Built by `plain`, so already the JSON the SDK would send. The SDK's transform of its arguments
-# (aliases, date and file formats, none of which occur here) walks every member of every union
-# of every message type: on the reference request it took longer than all of typedspy's own work
-# (ADR-047). ``extra_body`` is merged into the body as it is, after that transform.
-_PREBUILT = ("messages", "response_format", "tools", "tool_choice")
+def wire_body(model: str, defaults: Mapping[str, Any], request: LMRequest) -> dict[str, Any]:
+    """The JSON body for ``request`` to ``model``, exactly as it goes on the wire.
 
-
-def as_sent(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``kwargs`` for ``create`` with the prebuilt parts in ``extra_body`` (the same body sent).
-
-    The caller's own ``extra_body`` keys still take precedence, as they would in the SDK.
-    """
-    sent = {name: value for name, value in kwargs.items() if name not in _PREBUILT}
-    prebuilt = {name: kwargs[name] for name in _PREBUILT if name in kwargs}
-    sent["messages"] = []  # a required argument; the list sent is the one in extra_body
-    sent["extra_body"] = {**prebuilt, **(kwargs.get("extra_body") or {})}
-    return sent
-
-
-def create_kwargs(
-    model: str, defaults: Mapping[str, Any], request: LMRequest, known: frozenset[str]
-) -> dict[str, Any]:
-    """The SDK's arguments for ``request``.
-
-    Parameters the installed SDK's ``create()`` does not take (``known``: an older SDK than
-    the API, ADR-045) and everything in ``extra_body`` go into ``extra_body``. A parameter
-    whose value is ``None`` is left out, the LM's default of that name included.
+    The request's parameters override ``defaults`` name by name; the two ``extra_body``
+    mappings merge likewise and are merged in last (their keys win, as in the SDK). A
+    parameter whose value is ``None`` is left out, the LM's default of that name included.
+    The SDK's per-request options are not in the body (`call_options`).
 
     Raises:
         ConfigurationError: ``request.params`` hold a reserved or unknown parameter.
     """
     check_params(request.params, where="LMRequest.params")
-    kwargs: dict[str, Any] = {"model": model, "messages": plain(request.messages)}
+    body: dict[str, Any] = {"model": model, "messages": plain(request.messages)}
     if request.response_format is not None:
-        kwargs["response_format"] = plain(request.response_format)
+        body["response_format"] = plain(request.response_format)
     if request.tools:
-        kwargs["tools"] = plain(request.tools)
+        body["tools"] = plain(request.tools)
         if request.parallel_tool_calls is not None:
-            kwargs["parallel_tool_calls"] = request.parallel_tool_calls
+            body["parallel_tool_calls"] = request.parallel_tool_calls
     if request.tool_choice is not None:
-        kwargs["tool_choice"] = plain(request.tool_choice)
+        body["tool_choice"] = plain(request.tool_choice)
     extra_body: dict[str, Any] = {}
-    # Params override defaults name by name; the two ``extra_body`` mappings merge likewise.
-    # ``None`` is not sent: it unsets the name (a call's ``max_tokens=None`` drops the LM's).
     for name, value in [*defaults.items(), *request.params.items()]:
+        if name in _OPTIONS:
+            continue
         if name == "extra_body" and isinstance(value, Mapping):
             extra_body.update(plain(value))
-        elif value is None:
-            kwargs.pop(name, None)
+        elif value is None:  # unsets the name (a call's ``max_tokens=None`` drops the LM's)
+            body.pop(name, None)
             extra_body.pop(name, None)
-        elif name in known:
-            kwargs[name] = plain(value)
-        else:  # an API parameter newer than the installed SDK: sent in the body all the same
-            extra_body[name] = plain(value)
-    if extra_body:
-        kwargs["extra_body"] = extra_body
+        else:
+            body[name] = plain(value)
+    body.update(extra_body)
+    return body
+
+
+def call_options(defaults: Mapping[str, Any], request: LMRequest) -> dict[str, Any]:
+    """The SDK's per-request options (``extra_headers``, ``extra_query``, ``timeout``).
+
+    The request's over ``defaults``, name by name; ``None`` unsets one.
+    """
+    options: dict[str, Any] = {}
+    for name, value in [*defaults.items(), *request.params.items()]:
+        if name not in _OPTIONS:
+            continue
+        if value is None:
+            options.pop(name, None)
+        else:
+            options[name] = plain(value)
+    return options
+
+
+def create_kwargs(
+    body: dict[str, Any], options: Mapping[str, Any], *, stream: bool = False
+) -> dict[str, Any]:
+    """The SDK's ``create`` arguments that send ``body`` as it is.
+
+    Every field goes through ``extra_body``, which the SDK merges into the body after its
+    transform of ``create``'s arguments (it walks every member of every union of every message
+    type: on the reference request it took longer than all of typedspy's own work, ADR-047;
+    the body here is already plain JSON). ``messages=[]`` fills the required argument. A
+    parameter the installed SDK's ``create`` does not take (an older SDK than the API,
+    ADR-045) is sent the same way.
+    """
+    kwargs: dict[str, Any] = {"model": body["model"], "messages": [], "extra_body": body}
+    kwargs.update(options)
+    if stream:
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
     return kwargs

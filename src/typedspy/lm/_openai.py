@@ -8,7 +8,6 @@ left after those retries is mapped onto the `LMError` tree, with the SDK excepti
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 import threading
@@ -37,7 +36,7 @@ from typedspy.lm._identify import (
     probe,
     remember,
 )
-from typedspy.lm._kwargs import as_sent, create_kwargs
+from typedspy.lm._kwargs import call_options, create_kwargs, wire_body
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import LMDefaults, check_params
 from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
@@ -187,7 +186,6 @@ class LM(BaseLM):
         self._lock = threading.Lock()
         self._usage = Usage()
         self._calls = 0
-        self._known_params: frozenset[str] | None = None
 
     async def aidentify(self) -> Profile:
         """The profile after asking the server which it is, where that is still to do.
@@ -322,9 +320,12 @@ class LM(BaseLM):
             LMStatusError: Any other HTTP error status.
             LMResponseError: The body is not a usable chat completion.
         """
-        response = await self._sender.complete(
-            as_sent(self._create_kwargs(request)), self._max_depth
-        )
+        return await self.asend(request, self.request_body(request))
+
+    async def asend(self, request: LMRequest, body: dict[str, Any]) -> LMResponse:
+        """Send ``body``, the `request_body` of ``request``, as it is (see `acomplete`)."""
+        kwargs = create_kwargs(body, call_options(self.defaults, request))
+        response = await self._sender.complete(kwargs, self._max_depth)
         with self._lock:
             self._usage += response.usage
             self._calls += 1
@@ -345,11 +346,7 @@ class LM(BaseLM):
         Raises:
             ConfigurationError: ``params`` hold a reserved or unknown key.
         """
-        kwargs = self._create_kwargs(request)
-        for transport_only in ("extra_headers", "extra_query", "timeout"):
-            kwargs.pop(transport_only, None)  # client options, not part of the body
-        extra = kwargs.pop("extra_body", None) or {}
-        return {**kwargs, **extra}
+        return wire_body(self.model, self.defaults, request)
 
     def request_options(self, request: LMRequest | None = None) -> dict[str, Any]:
         """What is sent beside the body that can change the reply: query string and headers.
@@ -367,9 +364,10 @@ class LM(BaseLM):
         query: dict[str, Any] = dict(client.default_query) if client is not None else {}
         headers: dict[str, Any] = {}
         if request is not None:
-            kwargs = self._create_kwargs(request)
-            query.update(kwargs.get("extra_query") or {})
-            for name, value in (kwargs.get("extra_headers") or {}).items():
+            check_params(request.params, where="LMRequest.params")
+            sent = call_options(self.defaults, request)
+            query.update(sent.get("extra_query") or {})
+            for name, value in (sent.get("extra_headers") or {}).items():
                 if str(name).lower() not in CREDENTIAL_HEADERS:
                     headers[str(name).lower()] = value
         options: dict[str, Any] = {}
@@ -422,13 +420,19 @@ class LM(BaseLM):
             The same errors as `acomplete`, when the request is sent or while it streams;
             `LMResponseError` for a chunk that is not JSON.
         """
+        async with closing(self.asend_stream(request, self.request_body(request))) as chunks:
+            async for piece in chunks:
+                yield piece
+
+    async def asend_stream(
+        self, request: LMRequest, body: dict[str, Any]
+    ) -> AsyncIterator[LMChunk]:
+        """Stream ``body``, the `request_body` of ``request``, as it is (see `astream`)."""
         from typedspy.lm._openai_send import stream_chunks
 
-        kwargs = self._create_kwargs(request)
-        kwargs["stream"] = True
-        kwargs["stream_options"] = {"include_usage": True}
+        kwargs = create_kwargs(body, call_options(self.defaults, request), stream=True)
         usage: Usage | None = None
-        async with closing(stream_chunks(self._sender, as_sent(kwargs), self._max_depth)) as chunks:
+        async with closing(stream_chunks(self._sender, kwargs, self._max_depth)) as chunks:
             async for data in chunks:
                 piece = LMChunk.from_dict(data)
                 usage = piece.usage or usage
@@ -490,13 +494,6 @@ class LM(BaseLM):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LM:
         return self
-
-    def _create_kwargs(self, request: LMRequest) -> dict[str, Any]:
-        if self._known_params is None:  # what this SDK version's create() accepts
-            self._known_params = frozenset(
-                inspect.signature(self.client.chat.completions.create).parameters
-            )
-        return create_kwargs(self.model, self.defaults, request, self._known_params)
 
     def _shown_base_url(self) -> str | None:
         if self._sending is not None:

@@ -54,6 +54,7 @@ class Exchange:
         response: The reply, once there is one.
         cached: Whether the reply came from the response cache.
         started: When the exchange began (``time.monotonic``).
+        built: The JSON body, once `body` built it.
     """
 
     lm: BaseLM
@@ -65,6 +66,21 @@ class Exchange:
     response: LMResponse | None = None
     cached: bool = False
     started: float = field(default_factory=time.monotonic)
+    built: dict[str, Any] | None = None
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The JSON body of the request (`BaseLM.request_body`), built once, when first needed.
+
+        The one build of the request: the cache key hashes it, the history keeps it and the
+        transport sends it (`BaseLM.asend`).
+
+        Raises:
+            ConfigurationError: The request's parameters are refused.
+        """
+        if self.built is None:
+            self.built = self.lm.request_body(self.request)
+        return self.built
 
 
 class Stage:
@@ -140,7 +156,7 @@ async def complete(
     try:
         hit = await _enter(exchange, entered)
         if hit is None:
-            exchange.response = await counted(requests, lambda: lm.acomplete(request))
+            exchange.response = await counted(requests, lambda: lm.asend(request, exchange.body))
         else:
             exchange.response = hit
     except BaseException as exc:
@@ -174,7 +190,9 @@ async def stream(
             yield chunk
         else:
             sent = stream_bounded(
-                lm.astream(request), settings.stream_deadline, f"{lm.model} stream"
+                lm.asend_stream(request, exchange.body),
+                settings.stream_deadline,
+                f"{lm.model} stream",
             )
             async with closing(counted_stream(requests, sent)) as chunks:
                 async for chunk in chunks:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from typedspy._types import FailureKind, Usage
-from typedspy.lm import BaseLM, LMRequest, LMResponse, chat_body
+from typedspy.lm import LMResponse
 
 if TYPE_CHECKING:
     from typedspy.pipeline._exchange import Exchange
@@ -40,6 +39,7 @@ class Entry:
         cached: Whether the reply came from the response cache.
         streamed: Whether the reply streamed.
         at: When it ended (``time.time``).
+        body: The JSON body that was sent (the one the transport sent, not a copy).
     """
 
     model: str
@@ -51,19 +51,7 @@ class Entry:
     cached: bool = False
     streamed: bool = False
     at: float = 0.0
-    _build: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
-    _body: dict[str, Any] | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def body(self) -> dict[str, Any]:
-        """The JSON body that was sent, built when first read (recording costs no copy)."""
-        if self._body is None:
-            try:
-                self._body = self._build() if self._build is not None else {}
-            except Exception as exc:  # a request the LM refuses to build is shown as such
-                self._body = {"unbuildable": f"{type(exc).__name__}: {exc}"}
-            self._build = None
-        return self._body
+    body: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, exchange: Exchange, error: BaseException | None) -> Entry:
@@ -82,7 +70,7 @@ class Entry:
             cached=exchange.cached,
             streamed=exchange.streamed,
             at=time.time(),
-            _build=_builder(exchange.lm, exchange.request),
+            body=_body(exchange),
         )
 
     @property
@@ -91,22 +79,18 @@ class Entry:
         return self.response.usage if self.response is not None else Usage()
 
 
-def _builder(lm: BaseLM, request: LMRequest) -> Callable[[], dict[str, Any]]:
-    """Builds the body the LM sent for ``request`` when asked, without keeping the LM alive.
+def _body(exchange: Exchange) -> dict[str, Any]:
+    """The exchange's body: built already when it was sent or looked up in the cache.
 
-    An LM gone by then (collected) is shown with the request's own parameters only.
+    One that ended before (refused by a budget) is built now; one the LM refuses to build is
+    shown as such.
     """
-    model = lm.model
+    if exchange.built is not None:
+        return exchange.built
     try:
-        alive = weakref.ref(lm)
-    except TypeError:  # a user's LM with __slots__ and no __weakref__
-        return lambda: lm.request_body(request)
-
-    def build() -> dict[str, Any]:
-        found = alive()
-        return chat_body(model, request) if found is None else found.request_body(request)
-
-    return build
+        return exchange.body
+    except Exception as exc:
+        return {"unbuildable": f"{type(exc).__name__}: {exc}"}
 
 
 class ExchangeLog:

@@ -111,7 +111,7 @@ class CacheStage(Stage):
 
     async def enter(self, exchange: Exchange) -> LMResponse | None:
         lm = exchange.lm
-        self.key = key = cache_key(lm, exchange.request, salt=self.salt)
+        self.key = key = cache_key(lm, exchange.request, salt=self.salt, body=exchange.body)
         if self.mode == "read_write":
             self.land = await self.cache.hold(key)
         if self.mode not in _READS:
