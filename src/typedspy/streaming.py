@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -138,16 +137,24 @@ StreamEvent = OutputDelta | PartialPrediction | ToolCallStarted | ToolCallFinish
 _T = TypeVar("_T")
 
 
-@asynccontextmanager
-async def closing(iterator: AsyncIterator[_T]) -> AsyncIterator[AsyncIterator[_T]]:
+class closing(Generic[_T]):
     """``contextlib.aclosing`` for any async iterator: ``aclose()`` it on exit, if it can.
 
     Every layer of a streamed call closes the one it consumes this way, so a consumer that
     stops early closes the HTTP stream at once, not when an abandoned generator is collected.
+    A class, not an ``asynccontextmanager``: a call passes a dozen of these, and the decorator
+    costs a generator of its own for each.
     """
-    try:
-        yield iterator
-    finally:
-        aclose = getattr(iterator, "aclose", None)
+
+    __slots__ = ("_iterator",)
+
+    def __init__(self, iterator: AsyncIterator[_T]) -> None:
+        self._iterator = iterator
+
+    async def __aenter__(self) -> AsyncIterator[_T]:
+        return self._iterator
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        aclose = getattr(self._iterator, "aclose", None)
         if aclose is not None:
             await aclose()
