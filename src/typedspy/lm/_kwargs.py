@@ -22,16 +22,31 @@ _OPTIONS = ("extra_headers", "extra_query", "timeout")
 """The SDK's per-request options: sent beside the body (headers, query string, client timeout)."""
 
 
+_ATOMS = frozenset({int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """Copy mappings and sequences into plain dicts and lists, as the SDK serialises them.
 
-    Strings UTF-8 cannot encode (lone surrogates) are repaired.
+    Strings UTF-8 cannot encode (lone surrogates) are repaired. Numbers, booleans, ``None`` and
+    ASCII strings are taken as they are without a call of their own: a request's schema is
+    mostly such leaves.
     """
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() else _encodable(value)
+    if kind in _ATOMS:
+        return value
     if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {
+            str(k): v if (t := type(v)) in _ATOMS or (t is str and v.isascii()) else plain(v)
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, str) and not value.isascii():
+        return [
+            v if (t := type(v)) in _ATOMS or (t is str and v.isascii()) else plain(v) for v in value
+        ]
+    if isinstance(value, str):  # a subclass of str
         return _encodable(value)
     return value
 
