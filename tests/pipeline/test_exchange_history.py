@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -85,3 +86,39 @@ def test_the_history_is_bounded_and_can_be_turned_off() -> None:
             lm.close()
     with pytest.raises(ts.ConfigurationError, match="history_size"):
         ts.configure(history_size=-1)
+
+
+def test_an_entry_keeps_the_body_that_was_sent_after_its_lm_is_gone() -> None:
+    # The body is built once per request and the history keeps that one: nothing is built
+    # again when the entry is read, so the LM's defaults are in it after the LM is collected
+    # (a body rebuilt from a dead LM's request left them out).
+    def call(base_url: str) -> None:
+        lm = ts.LM("standin-1", base_url=base_url, api_key="sk-x", temperature=0.1, seed=7)
+        try:
+            ts.Predict(Score, lm=lm)(text="fine")
+        finally:
+            lm.close()
+
+    with StandIn() as server:
+        call(server.base_url)
+        gc.collect()
+
+    (entry,) = last_exchanges(1)
+    assert entry.body == server.requests[0]
+    assert (entry.body["temperature"], entry.body["seed"]) == (0.1, 7)
+
+
+def test_a_request_refused_before_it_is_built_is_kept_with_its_body() -> None:
+    # A budget refuses the request before the transport (or a cache) needs the body: the
+    # entry builds it then, once, from the LM it would have gone to.
+    budget = ts.limits.Budget(requests=0)
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", seed=7)
+        try:
+            with ts.context(budget=budget), pytest.raises(ts.errors.BudgetExceededError):
+                ts.Predict(Score, lm=lm)(text="fine")
+        finally:
+            lm.close()
+    (entry,) = last_exchanges(1)
+    assert server.requests == []
+    assert entry.body["seed"] == 7 and entry.body["messages"][-1]["content"].count("fine") == 1
