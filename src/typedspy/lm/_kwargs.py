@@ -21,7 +21,6 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 _OPTIONS = ("extra_headers", "extra_query", "timeout")
 """The SDK's per-request options: sent beside the body (headers, query string, client timeout)."""
 
-
 _ATOMS = frozenset({int, float, bool, type(None)})
 
 
@@ -32,19 +31,21 @@ def plain(value: Any) -> Any:
     ASCII strings are taken as they are without a call of their own: a request's schema is
     mostly such leaves.
     """
-    kind = type(value)
+    kind = value.__class__
     if kind is str:
         return value if value.isascii() else _encodable(value)
     if kind in _ATOMS:
         return value
     if isinstance(value, Mapping):
+        pairs = value.items()  # pyright: ignore[reportUnknownVariableType]
         return {
-            str(k): v if (t := type(v)) in _ATOMS or (t is str and v.isascii()) else plain(v)
-            for k, v in value.items()
+            str(k): v if (t := v.__class__) in _ATOMS or (t is str and v.isascii()) else plain(v)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType, reportUnknownMemberType]
+            for k, v in pairs  # pyright: ignore[reportUnknownVariableType]
         }
     if isinstance(value, (list, tuple)):
         return [
-            v if (t := type(v)) in _ATOMS or (t is str and v.isascii()) else plain(v) for v in value
+            v if (t := v.__class__) in _ATOMS or (t is str and v.isascii()) else plain(v)  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]
+            for v in value  # pyright: ignore[reportUnknownVariableType]
         ]
     if isinstance(value, str):  # a subclass of str
         return _encodable(value)
@@ -121,12 +122,9 @@ def create_kwargs(
 ) -> dict[str, Any]:
     """The SDK's ``create`` arguments that send ``body`` as it is.
 
-    Every field goes through ``extra_body``, which the SDK merges into the body after its
-    transform of ``create``'s arguments (it walks every member of every union of every message
-    type: on the reference request it took longer than all of typedspy's own work, ADR-047;
-    the body here is already plain JSON). ``messages=[]`` fills the required argument. A
-    parameter the installed SDK's ``create`` does not take (an older SDK than the API,
-    ADR-045) is sent the same way.
+    Every field goes through ``extra_body``, merged into the body after the SDK's transform of
+    its arguments, which the plain JSON here does not need (ADR-047); ``messages=[]`` fills the
+    required argument. A parameter an older SDK's ``create`` lacks goes the same way (ADR-045).
     """
     kwargs: dict[str, Any] = {"model": body["model"], "messages": [], "extra_body": body}
     kwargs.update(options)
