@@ -284,8 +284,13 @@ def test_cancelling_closes_the_open_connections_to_a_real_server() -> None:
         port = server.sockets[0].getsockname()[1]
         # 120 s, not the SDK's 5 s connect timeout: under CPU load this loop may see a finished
         # connect late, and an item that gives up before connecting leaves fewer than 3 open.
-        lm = ts.LM(
-            "m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, timeout=120
+        lm = ts.LM(  # profile named: no GET /models to a server that never answers (ADR-084)
+            "m",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            api_key="k",
+            max_retries=0,
+            timeout=120,
+            profile="openai",
         )
         batch = asyncio.ensure_future(ts.Predict(Double, lm=lm).abatch(inputs(5), concurrency=3))
         await asyncio.wait_for(all_open.wait(), 120)  # a bound, not a timing assertion

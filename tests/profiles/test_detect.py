@@ -126,7 +126,9 @@ def test_a_server_that_never_answers_is_generic_within_the_timeout() -> None:
 
 
 def test_an_unreachable_server_is_generic_and_the_call_fails_as_before() -> None:
-    with lm_for("http://127.0.0.1:9/v1") as lm:
+    # A path no other test uses: the answer is kept per base URL for the process (ADR-084), and
+    # other tests reach 127.0.0.1:9/v1 through proxies that answer as OpenAI.
+    with lm_for("http://127.0.0.1:9/unreachable/v1") as lm:
         with pytest.raises(ts.errors.LMConnectionError):
             ts.Predict(Answer, lm=lm)(question="q")
         assert lm.profile.name == "generic"

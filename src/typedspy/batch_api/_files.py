@@ -76,6 +76,7 @@ def write_batch_file(
     items = list(inputs)
     ids = _ids(custom_ids, len(items))
     lm = predict._lm()
+    lm.identify()  # ADR-084: the bodies follow the profile of the server the calls would reach
     mode = _one_request_mode(predict, lm)
     lines = []
     for index, (custom_id, item) in enumerate(zip(ids, items, strict=True)):
