@@ -2,6 +2,8 @@
 
 Set up once with ``bash tests/conformance/real_engine.sh`` (see docs/conformance.md), or point
 ``TYPEDSPY_LLAMA_SERVER`` and ``TYPEDSPY_LLAMA_MODEL`` at a binary and a GGUF file.
+llama-cpp-python's server (a second, independent engine over the same model) runs from the
+Python that ``TYPEDSPY_LCP_PYTHON`` names (one with ``llama-cpp-python[server]`` installed).
 """
 
 from __future__ import annotations
@@ -44,6 +46,22 @@ def missing_reason() -> str | None:
     return None
 
 
+def lcp_python() -> Path | None:
+    """The Python that runs llama-cpp-python's server, or ``None`` when none is given."""
+    given = os.environ.get("TYPEDSPY_LCP_PYTHON")
+    path = Path(given) if given else None
+    return path if path is not None and path.is_file() and os.access(path, os.X_OK) else None
+
+
+def lcp_missing_reason() -> str | None:
+    """Why llama-cpp-python's server cannot run here, in one line, or ``None`` when it can."""
+    if lcp_python() is None:
+        return "no llama-cpp-python: set TYPEDSPY_LCP_PYTHON to a Python that has it installed"
+    if model_file() is None:
+        return f"no {MODEL_NAME}: run `bash tests/conformance/real_engine.sh` to fetch it"
+    return None
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -52,7 +70,7 @@ def _free_port() -> int:
 
 def _healthy(url: str) -> bool:
     try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=2) as response:
             return bool(response.status == 200)
     except OSError:
         return False
@@ -60,21 +78,43 @@ def _healthy(url: str) -> bool:
 
 @contextmanager
 def llama_server(*, parallel: int = 2) -> Iterator[str]:
-    """Start ``llama-server`` on a free loopback port; yield its ``/v1`` base URL; stop it."""
+    """Start ``llama-server`` on a free loopback port; yield its ``/v1`` base URL; stop it.
+
+    ``--no-repack``: the repacked CPU kernels die with SIGILL on some virtual CPUs (AMX).
+    """
     binary, model = server_binary(), model_file()
     assert binary is not None and model is not None, missing_reason()
     port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     command = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
-    command += ["-c", "8192", "-np", str(parallel), "--jinja", "--seed", "7"]
+    command += ["-c", "8192", "-np", str(parallel), "--jinja", "--seed", "7", "--no-repack"]
+    with _serving("llama-server", command, f"http://127.0.0.1:{port}", "/health") as url:
+        yield url
+
+
+@contextmanager
+def llama_cpp_python_server() -> Iterator[str]:
+    """Start llama-cpp-python's server on a free loopback port; yield its ``/v1`` base URL."""
+    python, model = lcp_python(), model_file()
+    assert python is not None and model is not None, lcp_missing_reason()
+    port = _free_port()
+    command = [str(python), "-m", "llama_cpp.server", "--model", str(model)]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--seed", "7"]
+    command += ["--verbose", "False"]
+    with _serving("llama-cpp-python", command, f"http://127.0.0.1:{port}", "/v1/models") as url:
+        yield url
+
+
+@contextmanager
+def _serving(name: str, command: list[str], url: str, health: str) -> Iterator[str]:
+    """Run ``command`` until ``url + health`` answers 200; yield ``url/v1``; stop it."""
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
-        while not _healthy(url):
+        while not _healthy(url + health):
             if proc.poll() is not None:
-                raise RuntimeError(f"llama-server exited with {proc.returncode}")
+                raise RuntimeError(f"{name} exited with {proc.returncode}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"llama-server not healthy after {STARTUP_SECONDS} s")
+                raise RuntimeError(f"{name} not healthy after {STARTUP_SECONDS} s")
             time.sleep(0.5)
         yield f"{url}/v1"
     finally:

@@ -1,0 +1,255 @@
+"""The format tax: what each way of asking for a typed answer costs a small model (not a test).
+
+Asks SmolLM2-135M-Instruct the labelled word problems of ``benchmarks/data/format_tax.jsonl``
+(one whole-number answer each) in every way typedspy gets a typed answer: strict
+``json_schema``, ``json_object``, ``prompt`` mode, ``ChainOfThought`` (reasoning inside the
+schema) and ``think_then_format``; and prints, per engine and way, the accuracy against the
+labels, the share of calls that gave a typed value, and requests, tokens and wall time per item.
+The ``free answer`` row scores think_then_format's first request (the last whole number in the
+draft): the model's accuracy with no format asked. Every call is bounded: ``max_tokens``, the
+LM's ``timeout`` and the module's retry bound.
+
+Engines are the opt-in real-engine suite's (tests/conformance/llama.py): ``llama-server``
+(``TYPEDSPY_LLAMA_SERVER``, ``TYPEDSPY_LLAMA_MODEL``) and llama-cpp-python's server
+(``TYPEDSPY_LCP_PYTHON``); an engine that is not there is skipped with its reason.
+``--standin`` runs the same logic offline on the stand-in (answers from the labels, one wrong).
+
+Run: ``python benchmarks/format_tax.py [--engine llama-server|llama-cpp-python|all] [--items N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "conformance"))
+
+from llama import lcp_missing_reason, llama_cpp_python_server, llama_server, missing_reason
+
+import typedspy as ts
+from typedspy.settings import ModeSetting
+from typedspy.testing import StandIn
+
+DATA = Path(__file__).resolve().parent / "data" / "format_tax.jsonl"
+MAX_TOKENS = 256  # per request; the free answers of a 135M model stay far below it
+TIMEOUT = 120.0  # seconds per request
+_NUMBER = re.compile(r"-?\d+")
+
+
+class Solve(ts.Signature):
+    """Read the short story and answer its question with one whole number."""
+
+    story: str = ts.InputField()
+    answer: int = ts.OutputField(description="the whole number that answers the question")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One labelled problem."""
+
+    story: str
+    answer: int
+
+
+@dataclass(frozen=True)
+class Way:
+    """One way to ask for the typed answer: its row name, mode, and whether it reasons first."""
+
+    name: str
+    mode: ModeSetting
+    reasoning: bool = False
+
+    def module(self, lm: ts.LM) -> ts.Predict[Any, Any]:
+        """The module that asks this way."""
+        if self.reasoning:
+            return ts.ChainOfThought(Solve, lm=lm, mode=self.mode)
+        return ts.Predict(Solve, lm=lm, mode=self.mode)
+
+
+WAYS: tuple[Way, ...] = (
+    Way("json_schema", "json_schema"),
+    Way("json_object", "json_object"),
+    Way("prompt", "prompt"),
+    Way("cot in schema", "auto", reasoning=True),
+    Way("think_then_format", "think_then_format"),
+)
+
+
+@dataclass
+class Row:
+    """The figures of one way on one engine."""
+
+    way: str
+    mode: str = ""
+    items: int = 0
+    correct: int = 0
+    typed: int = 0
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    slowest: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+    def cells(self) -> list[str]:
+        """The table cells: way, mode, accuracy, typed, requests, tokens and seconds per item."""
+        if self.refused is not None:
+            return [self.way, self.mode, f"refused: {self.refused}", "", "", "", "", "", ""]
+        n = max(self.items, 1)
+        return [
+            self.way,
+            self.mode,
+            f"{self.correct}/{self.items} ({self.correct / n:.0%})",
+            f"{self.typed}/{self.items}" if self.mode != "none" else "-",
+            f"{self.requests / n:.2f}",
+            f"{self.prompt_tokens / n:.0f}",
+            f"{self.completion_tokens / n:.0f}",
+            f"{self.seconds / n:.2f}" if self.seconds else "-",
+            f"{self.slowest:.1f}" if self.slowest else "-",
+        ]
+
+
+HEADER = ["way", "mode sent", "accuracy", "typed", "requests", "in tok", "out tok", "s", "max s"]
+
+
+def load_items(path: Path = DATA) -> list[Item]:
+    """The labelled problems of ``path`` (JSON lines: ``story``, ``answer``)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [Item(**json.loads(line)) for line in lines if line.strip()]
+
+
+def last_number(text: str) -> int | None:
+    """The last whole number written in ``text``, or ``None``."""
+    found = _NUMBER.findall(text)
+    return int(found[-1]) if found else None
+
+
+def run_way(lm: ts.LM, way: Way, items: Sequence[Item]) -> list[Row]:
+    """Ask every item in ``way``; the free-answer row as well for think_then_format."""
+    module, mode = way.module(lm), way.mode
+    sent = lm.profile.auto_mode() if mode in ("auto", "think_then_format") else mode
+    row = Row(way.name, mode=sent if mode != "think_then_format" else f"free, then {sent}")
+    free = Row("free answer", mode="none")
+    for item in items:
+        started = time.perf_counter()
+        try:
+            result = module.try_call(story=item.story)
+        except ts.errors.LMStatusError as exc:  # the endpoint refuses this way outright
+            row.refused = f"{type(exc).__name__} {exc.status_code}"
+            return [row]
+        except ts.errors.LMError as exc:  # a timeout, a dropped connection: this item fails
+            row.items += 1
+            row.errors.append(f"{type(exc).__name__}: {exc}")
+            continue
+        elapsed = time.perf_counter() - started
+        row.items += 1
+        row.seconds += elapsed
+        row.slowest = max(row.slowest, elapsed)
+        row.requests += len(result.attempts)
+        row.prompt_tokens += result.usage.prompt_tokens
+        row.completion_tokens += result.usage.completion_tokens
+        if isinstance(result, ts.Prediction):
+            row.typed += 1
+            row.correct += result.answer == item.answer
+        if mode == "think_then_format" and result.attempts:
+            draft = result.attempts[0]
+            free.items += 1
+            free.requests += 1
+            free.prompt_tokens += draft.usage.prompt_tokens
+            free.completion_tokens += draft.usage.completion_tokens
+            free.correct += last_number(draft.raw) == item.answer
+    return [free, row] if mode == "think_then_format" else [row]
+
+
+def run_engine(name: str, url: str, profile: str | ts.Profile, items: Sequence[Item]) -> list[Row]:
+    """Every way on one engine, printed as each finishes; the rows."""
+    lm = ts.LM(
+        "smollm2",
+        base_url=url,
+        api_key="none",
+        profile=profile,
+        timeout=TIMEOUT,
+        max_tokens=MAX_TOKENS,
+    )
+    rows: list[Row] = []
+    print(f"\n{name} + SmolLM2-135M-Instruct Q4_1, profile {lm.profile.name!r}, {len(items)} items")
+    try:
+        for way in WAYS:
+            for row in run_way(lm, way, items):
+                rows.append(row)
+                print("  " + " | ".join(row.cells()), flush=True)
+    finally:
+        lm.close()
+    return rows
+
+
+def table(results: dict[str, list[Row]]) -> str:
+    """A Markdown table of every engine's rows."""
+    lines = ["| engine | " + " | ".join(HEADER) + " |", "|" + "---|" * (len(HEADER) + 1)]
+    for engine, rows in results.items():
+        lines += [f"| {engine} | " + " | ".join(row.cells()) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+@contextmanager
+def _standin(items: Sequence[Item]) -> Iterator[str]:
+    """A stand-in that answers every item right from its label but the first (off by one)."""
+    labels = {item.story: item.answer + (i == 0) for i, item in enumerate(items)}
+
+    def answer(request: dict[str, Any]) -> str | None:
+        system, *turns = [str(m.get("content", "")) for m in request["messages"]]
+        label = next((n for story, n in labels.items() if story in turns[0]), None)
+        if label is None:
+            return None
+        if "in your own words" in system:
+            return f"There are {label - 1} and one more: {label} in all."  # a free answer
+        reasoned = {"reasoning": "Counted."} if '"reasoning"' in system else {}
+        return json.dumps({**reasoned, "answer": label})
+
+    with StandIn(answer=answer) as server:
+        yield server.base_url
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, list[Row]]:
+    """Parse the arguments, run the engines, print the table; the rows per engine."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=["llama-server", "llama-cpp-python", "all"])
+    parser.add_argument("--items", type=int, default=0, help="the first N items (0: all)")
+    parser.add_argument("--standin", action="store_true", help="offline, on the stand-in")
+    args = parser.parse_args(argv)
+    items = load_items()
+    items = items[: args.items] if args.items else items
+    engines: dict[str, tuple[Callable[[], AbstractContextManager[str]], str, str | None]] = {
+        "llama-server": (llama_server, "llama.cpp", missing_reason()),
+        "llama-cpp-python": (llama_cpp_python_server, _lcp_profile(), lcp_missing_reason()),
+    }
+    if args.standin:
+        engines = {"stand-in": (lambda: _standin(items), "llama.cpp", None)}
+    elif args.engine in engines:
+        engines = {args.engine: engines[args.engine]}
+    results: dict[str, list[Row]] = {}
+    for name, (serve, profile, reason) in engines.items():
+        if reason is not None:
+            print(f"{name}: skipped: {reason}")
+            continue
+        with serve() as url:
+            results[name] = run_engine(name, url, profile, items)
+    print("\n" + table(results))
+    return results
+
+
+def _lcp_profile() -> str:
+    return "llama-cpp-python" if "llama-cpp-python" in ts.profiles.PROFILE_NAMES else "llama.cpp"
+
+
+if __name__ == "__main__":
+    main()
