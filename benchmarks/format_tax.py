@@ -20,6 +20,7 @@ Run: ``python benchmarks/format_tax.py [--engine llama-server|llama-cpp-python|a
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import sys
@@ -35,11 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "conforma
 from llama import lcp_missing_reason, llama_cpp_python_server, llama_server, missing_reason
 
 import typedspy as ts
+from typedspy.prediction import Prediction
 from typedspy.settings import ModeSetting
 from typedspy.testing import StandIn
 
 DATA = Path(__file__).resolve().parent / "data" / "format_tax.jsonl"
-MAX_TOKENS = 256  # per request; the free answers of a 135M model stay far below it
+MAX_TOKENS = 192  # per request; a 135M model's free answers here average about 40 tokens
 TIMEOUT = 120.0  # seconds per request
 _NUMBER = re.compile(r"-?\d+")
 
@@ -103,7 +105,7 @@ class Row:
     def cells(self) -> list[str]:
         """The table cells: way, mode, accuracy, typed, requests, tokens and seconds per item."""
         if self.refused is not None:
-            return [self.way, self.mode, f"refused: {self.refused}", "", "", "", "", "", ""]
+            return [self.way, self.mode, f"refused ({self.refused})", "", "", "", "", "", ""]
         n = max(self.items, 1)
         return [
             self.way,
@@ -133,25 +135,33 @@ def last_number(text: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-def run_way(lm: ts.LM, way: Way, items: Sequence[Item]) -> list[Row]:
+async def run_way(lm: ts.LM, way: Way, items: Sequence[Item], concurrency: int) -> list[Row]:
     """Ask every item in ``way``; the free-answer row as well for think_then_format."""
     module, mode = way.module(lm), way.mode
     sent = lm.profile.auto_mode() if mode in ("auto", "think_then_format") else mode
     row = Row(way.name, mode=sent if mode != "think_then_format" else f"free, then {sent}")
     free = Row("free answer", mode="none")
-    for item in items:
-        started = time.perf_counter()
-        try:
-            result = module.try_call(story=item.story)
-        except ts.errors.LMStatusError as exc:  # the endpoint refuses this way outright
-            row.refused = f"{type(exc).__name__} {exc.status_code}"
-            return [row]
-        except ts.errors.LMError as exc:  # a timeout, a dropped connection: this item fails
-            row.items += 1
-            row.errors.append(f"{type(exc).__name__}: {exc}")
-            continue
-        elapsed = time.perf_counter() - started
+
+    slots = asyncio.Semaphore(concurrency)
+
+    async def ask(item: Item) -> tuple[Prediction[Any] | ts.OutputError | ts.errors.LMError, float]:
+        async with slots:
+            started = time.perf_counter()
+            try:
+                result = await module.atry_call(story=item.story)
+            except ts.errors.LMError as exc:  # refused, timed out, dropped: this item fails
+                return exc, time.perf_counter() - started
+            return result, time.perf_counter() - started
+
+    outcomes = await asyncio.gather(*(ask(item) for item in items))
+    for item, (result, elapsed) in zip(items, outcomes, strict=True):
         row.items += 1
+        if isinstance(result, ts.errors.LMStatusError):  # the endpoint refuses this way
+            row.refused = f"{type(result).__name__} {result.status_code}"
+            continue
+        if isinstance(result, ts.errors.LMError):
+            row.errors.append(f"{type(result).__name__}: {result}")
+            continue
         row.seconds += elapsed
         row.slowest = max(row.slowest, elapsed)
         row.requests += len(result.attempts)
@@ -167,10 +177,17 @@ def run_way(lm: ts.LM, way: Way, items: Sequence[Item]) -> list[Row]:
             free.prompt_tokens += draft.usage.prompt_tokens
             free.completion_tokens += draft.usage.completion_tokens
             free.correct += last_number(draft.raw) == item.answer
-    return [free, row] if mode == "think_then_format" else [row]
+    return [free, row] if mode == "think_then_format" and row.refused is None else [row]
 
 
-def run_engine(name: str, url: str, profile: str | ts.Profile, items: Sequence[Item]) -> list[Row]:
+async def run_engine(
+    name: str,
+    url: str,
+    profile: str,
+    items: Sequence[Item],
+    ways: Sequence[Way],
+    concurrency: int = 2,
+) -> list[Row]:
     """Every way on one engine, printed as each finishes; the rows."""
     lm = ts.LM(
         "smollm2",
@@ -181,14 +198,16 @@ def run_engine(name: str, url: str, profile: str | ts.Profile, items: Sequence[I
         max_tokens=MAX_TOKENS,
     )
     rows: list[Row] = []
-    print(f"\n{name} + SmolLM2-135M-Instruct Q4_1, profile {lm.profile.name!r}, {len(items)} items")
+    print(f"\n{name}: profile {lm.profile.name!r}, {len(items)} items, {concurrency} at a time")
     try:
-        for way in WAYS:
-            for row in run_way(lm, way, items):
+        for way in ways:
+            for row in await run_way(lm, way, items, concurrency):
                 rows.append(row)
                 print("  " + " | ".join(row.cells()), flush=True)
+                if row.errors:
+                    print(f"    {len(row.errors)} endpoint error(s), the first: {row.errors[0]}")
     finally:
-        lm.close()
+        await lm.aclose()
     return rows
 
 
@@ -221,12 +240,16 @@ def _standin(items: Sequence[Item]) -> Iterator[str]:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, list[Row]]:
     """Parse the arguments, run the engines, print the table; the rows per engine."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="The format tax on real engines.")
     parser.add_argument("--engine", choices=["llama-server", "llama-cpp-python", "all"])
     parser.add_argument("--items", type=int, default=0, help="the first N items (0: all)")
+    parser.add_argument("--data", type=Path, default=DATA, help="JSON lines: story, answer")
+    parser.add_argument("--ways", nargs="+", choices=[way.name for way in WAYS])
     parser.add_argument("--standin", action="store_true", help="offline, on the stand-in")
+    parser.add_argument("--concurrency", type=int, default=2, help="calls at a time")
     args = parser.parse_args(argv)
-    items = load_items()
+    items = load_items(args.data)
+    ways = [way for way in WAYS if args.ways is None or way.name in args.ways]
     items = items[: args.items] if args.items else items
     engines: dict[str, tuple[Callable[[], AbstractContextManager[str]], str, str | None]] = {
         "llama-server": (llama_server, "llama.cpp", missing_reason()),
@@ -242,7 +265,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[Row]]:
             print(f"{name}: skipped: {reason}")
             continue
         with serve() as url:
-            results[name] = run_engine(name, url, profile, items)
+            run = run_engine(name, url, profile, items, ways, args.concurrency)
+            results[name] = asyncio.run(run)
     print("\n" + table(results))
     return results
 
