@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ DATA = Path(__file__).resolve().parent / "data" / "format_tax.jsonl"
 MAX_TOKENS = 192  # per request; a 135M model's free answers here average about 40 tokens
 TIMEOUT = 120.0  # seconds per request
 _NUMBER = re.compile(r"-?\d+")
+Serve = Callable[[], AbstractContextManager[str]]  # starts an engine, yields its base URL
 
 
 class Solve(ts.Signature):
@@ -251,9 +253,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[Row]]:
     items = load_items(args.data)
     ways = [way for way in WAYS if args.ways is None or way.name in args.ways]
     items = items[: args.items] if args.items else items
-    engines: dict[str, tuple[Callable[[], AbstractContextManager[str]], str, str | None]] = {
-        "llama-server": (llama_server, "llama.cpp", missing_reason()),
-        "llama-cpp-python": (llama_cpp_python_server, _lcp_profile(), lcp_missing_reason()),
+    engines: dict[str, tuple[Serve, str, str | None]] = {
+        "llama-server": (partial(llama_server, threads=1), "llama.cpp", missing_reason()),
+        "llama-cpp-python": (llama_cpp_python_server, "llama-cpp-python", lcp_missing_reason()),
     }
     if args.standin:
         engines = {"stand-in": (lambda: _standin(items), "llama.cpp", None)}
@@ -269,10 +271,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[Row]]:
             results[name] = asyncio.run(run)
     print("\n" + table(results))
     return results
-
-
-def _lcp_profile() -> str:
-    return "llama-cpp-python" if "llama-cpp-python" in ts.profiles.PROFILE_NAMES else "llama.cpp"
 
 
 if __name__ == "__main__":

@@ -77,16 +77,18 @@ def _healthy(url: str) -> bool:
 
 
 @contextmanager
-def llama_server(*, parallel: int = 2) -> Iterator[str]:
+def llama_server(*, parallel: int = 2, threads: int | None = None) -> Iterator[str]:
     """Start ``llama-server`` on a free loopback port; yield its ``/v1`` base URL; stop it.
 
     ``--no-repack``: the repacked CPU kernels die with SIGILL on some virtual CPUs (AMX).
+    ``threads``: its CPU threads (``-t``; default: the server's own choice).
     """
     binary, model = server_binary(), model_file()
     assert binary is not None and model is not None, missing_reason()
     port = _free_port()
     command = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
     command += ["-c", "8192", "-np", str(parallel), "--jinja", "--seed", "7", "--no-repack"]
+    command += ["-t", str(threads)] if threads is not None else []
     with _serving("llama-server", command, f"http://127.0.0.1:{port}", "/health") as url:
         yield url
 
