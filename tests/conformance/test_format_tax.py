@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -19,13 +20,14 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "format_tax.py"
 
 
 @pytest.fixture(scope="module")
-def format_tax() -> ModuleType:
+def format_tax() -> Iterator[ModuleType]:
     spec = importlib.util.spec_from_file_location("format_tax", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["format_tax"] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
-    return module
+    yield module
+    del sys.modules["format_tax"]
 
 
 def test_every_way_is_scored_against_the_labels(
