@@ -10,11 +10,14 @@ draft): the model's accuracy with no format asked. Every call is bounded: ``max_
 LM's ``timeout`` and the module's retry bound.
 
 Engines are the opt-in real-engine suite's (tests/conformance/llama.py): ``llama-server``
-(``TYPEDSPY_LLAMA_SERVER``, ``TYPEDSPY_LLAMA_MODEL``) and llama-cpp-python's server
+(``TYPEDSPY_LLAMA_SERVER``, ``TYPEDSPY_LLAMA_MODEL``; run with one thread, ``-t 1``: its
+default threads crawl on a loaded 2-core machine) and llama-cpp-python's server
 (``TYPEDSPY_LCP_PYTHON``); an engine that is not there is skipped with its reason.
 ``--standin`` runs the same logic offline on the stand-in (answers from the labels, one wrong).
+The table and what it showed: docs/profiles.md ("What auto picks, and the format tax").
 
-Run: ``python benchmarks/format_tax.py [--engine llama-server|llama-cpp-python|all] [--items N]``
+Run: ``python benchmarks/format_tax.py [--engine llama-server|llama-cpp-python|all]
+[--items N] [--ways W ...] [--concurrency C] [--data FILE] [--standin]``
 """
 
 from __future__ import annotations
@@ -250,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[Row]]:
     parser.add_argument("--standin", action="store_true", help="offline, on the stand-in")
     parser.add_argument("--concurrency", type=int, default=2, help="calls at a time")
     args = parser.parse_args(argv)
+    if args.items < 0 or args.concurrency < 1:
+        parser.error("--items must be 0 or more and --concurrency 1 or more")
     items = load_items(args.data)
     ways = [way for way in WAYS if args.ways is None or way.name in args.ways]
     items = items[: args.items] if args.items else items
