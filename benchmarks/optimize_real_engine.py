@@ -18,7 +18,7 @@ It exits 1 when one of the first three fails.
 
 Run: ``python benchmarks/optimize_real_engine.py [--log FILE] [--no-dspy]``;
 ``--standin`` runs the same logic offline on the stand-in, in seconds
-(tests/test_optimize_benchmark.py).
+(tests/optimize/test_real_engine_benchmark.py).
 """
 
 from __future__ import annotations

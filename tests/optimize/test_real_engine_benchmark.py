@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("gepa", reason="the benchmark runs GEPA (typedspy[gepa])")
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPT = BENCHMARKS / "optimize_real_engine.py"
 
 
