@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any, Literal, TextIO
 
 import dspy
-from _optimize_shared import TEAMS, RecordingProxy, Row, feedback, rows, table
+from _optimize_shared import TEAMS, RecordingProxy, Row, chosen, feedback, rows, table
 
 K, BOOTSTRAPPED, LABELLED, CANDIDATES, THREADS = 8, 4, 4, 4, 2  # as the typedspy runs
 
@@ -51,7 +51,7 @@ def classes(program: Any) -> dict[str, Counter[str]]:
     }
 
 
-def dspy_runs(proxy: RecordingProxy, out: TextIO, *, budget: int) -> list[Row]:
+def dspy_runs(proxy: RecordingProxy, out: TextIO, *, budget: int, only: set[str]) -> list[Row]:
     """DSPy's runs; ``budget`` is GEPA's metric calls (those typedspy's GEPA planned)."""
     lm = dspy.LM(
         "openai/smollm2",
@@ -61,7 +61,7 @@ def dspy_runs(proxy: RecordingProxy, out: TextIO, *, budget: int) -> list[Row]:
         max_tokens=512,
         cache=False,
     )
-    dspy.configure(lm=lm)
+    dspy.configure(lm=lm, max_errors=10_000)  # a reply it cannot parse scores 0; go on
     train, dev = examples("train"), examples("dev")
     evaluate = dspy.Evaluate(devset=dev, metric=exact, num_threads=THREADS, display_progress=False)
     program = dspy.Predict(RouteMessage)
@@ -97,7 +97,7 @@ def dspy_runs(proxy: RecordingProxy, out: TextIO, *, budget: int) -> list[Row]:
         ),
     ]
     done: list[Row] = []
-    for name, optimizer in optimizers:
+    for name, optimizer in chosen(optimizers, only):
         row = Row("dspy", name)
         print(f"\n== dspy {name}", file=out, flush=True)
         compiled = program

@@ -22,6 +22,19 @@ from typing import Any, TextIO
 
 DATA = Path(__file__).resolve().parent / "data"
 TEAMS = ("billing", "shipping", "technical", "account")
+RUNS = {
+    "none": "no demos",
+    "labeled": "LabeledFewShot",
+    "bootstrap": "BootstrapFewShot",
+    "search": "RandomSearch",
+    "gepa": "GEPA",
+}  # --only's names for each library's runs, by the start of the run's name
+
+
+def chosen(runs: list[tuple[str, Any]], only: set[str]) -> list[tuple[str, Any]]:
+    """The runs whose --only name is in ``only``."""
+    keep = {RUNS[key] for key in only}
+    return [(name, value) for name, value in runs if name.split("(")[0] in keep]
 
 
 def rows(split: str) -> list[dict[str, str]]:
