@@ -82,6 +82,30 @@ _PROFILES: dict[str, Profile] = {
         dependable_tool_calling=False,
         max_tokens=512,
     ),
+    # llama-cpp-python's server (`python -m llama_cpp.server`, 0.3.36; ADR-088), read in its
+    # source: `response_format.type` may be only "text" or "json_object"
+    # (llama_cpp/llama_types.py ChatCompletionRequestResponseFormat), and its error handler
+    # turns the failed request validation into a 500 (llama_cpp/server/errors.py), so `auto`
+    # never asks for json_schema. `json_object` takes an optional `schema`, turned into a
+    # grammar by its own Python port of llama.cpp's converter (llama_cpp/llama_grammar.py); a
+    # schema it cannot convert falls back to any JSON (`_grammar_for_json_schema`,
+    # llama_cpp/llama_chat_format.py): fails open. A `tool_choice` naming a function constrains
+    # the arguments by that function's schema the same way, so `tools` mode is constrained too;
+    # with "auto" or "required" the chat template sees the tools but no reply is read as a tool
+    # call, so agents use the union step. The schema is not put into the prompt. `max_tokens` is
+    # honoured; `max_completion_tokens`, `stream_options` (no usage in streams) and
+    # `parallel_tool_calls` are not in its request model and are dropped
+    # (llama_cpp/server/types.py CreateChatCompletionRequest).
+    "llama-cpp-python": Profile(
+        name="llama-cpp-python",
+        target="json-schema",
+        modes=("json_object", "tools"),
+        json_object_schema=True,
+        schema_hint=True,
+        response_format_with_tools=False,
+        dependable_tool_calling=False,
+        max_tokens=512,
+    ),
     # Ollama /v1 (local-servers.md): json_schema becomes native `format` through llama.cpp's
     # converter; the schema is not in the prompt (ollama#8162); violations reported (#8063).
     "ollama": Profile(
