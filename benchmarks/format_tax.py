@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "conformance"))
 
-from llama import lcp_missing_reason, llama_cpp_python_server, llama_server, missing_reason
+from llama import llama_cpp_python_server, llama_server, missing_reason
 
 import typedspy as ts
 from typedspy.prediction import Prediction
@@ -260,7 +260,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[Row]]:
     items = items[: args.items] if args.items else items
     engines: dict[str, tuple[Serve, str, str | None]] = {
         "llama-server": (partial(llama_server, threads=1), "llama.cpp", missing_reason()),
-        "llama-cpp-python": (llama_cpp_python_server, "llama-cpp-python", lcp_missing_reason()),
+        "llama-cpp-python": (
+            llama_cpp_python_server,
+            "llama-cpp-python",
+            missing_reason("llama-cpp-python"),
+        ),
     }
     if args.standin:
         engines = {"stand-in": (lambda: _standin(items), "llama.cpp", None)}

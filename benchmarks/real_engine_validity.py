@@ -1,10 +1,12 @@
-"""The share of calls that return a valid typed value on a real model, per mode (not a test).
+"""The share of calls that return a valid typed value on a real model, per engine and mode.
 
-Starts the real `llama-server` with SmolLM2-135M-Instruct that ``bash
-tests/conformance/real_engine.sh`` builds (or ``TYPEDSPY_LLAMA_SERVER`` / ``TYPEDSPY_LLAMA_MODEL``)
-and runs a union-output signature in every mode, printing typed/total, first-try share, the
-slowest call and the most completion tokens one attempt used.
-Run: ``python benchmarks/real_engine_validity.py [calls per mode, default 20]``
+Not a test. Starts each real engine with SmolLM2-135M-Instruct that ``bash
+tests/conformance/real_engine.sh`` builds (`llama-server` and llama-cpp-python's server; or
+``TYPEDSPY_LLAMA_SERVER`` / ``TYPEDSPY_LCP_PYTHON`` / ``TYPEDSPY_LLAMA_MODEL``), one at a
+time, and runs a union-output signature in every mode through the engine's profile, printing
+typed/total, first-try share, the slowest call and the most completion tokens one attempt used.
+An engine that is not there is reported as skipped.
+Run: ``python benchmarks/real_engine_validity.py [calls per mode, default 20] [engine ...]``
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "conformance"))
 
-from llama import llama_server, missing_reason
+from llama import ENGINES, PROFILES, Engine, missing_reason, serve
 from tasks import TEXTS, Extract
 
 import typedspy as ts
 
 MODES = ("json_schema", "json_object", "prompt", "tools")
+TIMEOUT = 120  # seconds: no request waits on the server longer
 
 
 def run_mode(lm: ts.LM, mode: str, calls: int) -> str:
@@ -45,17 +48,27 @@ def run_mode(lm: ts.LM, mode: str, calls: int) -> str:
     )
 
 
-def main() -> None:
-    reason = missing_reason()
+def run_engine(engine: Engine, calls: int) -> None:
+    reason = missing_reason(engine)
     if reason is not None:
-        print(f"skipped: {reason}")
+        print(f"{engine}: skipped: {reason}")
         return
-    calls = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    with llama_server() as url:
-        lm = ts.LM("smollm2", base_url=url, api_key="none", profile="llama.cpp")
-        print(f"llama-server + SmolLM2-135M-Instruct Q4_1, profile {lm.profile.name!r}")
+    with serve(engine) as url:
+        profile = PROFILES[engine]
+        lm = ts.LM("smollm2", base_url=url, api_key="none", profile=profile, timeout=TIMEOUT)
+        print(f"{engine} + SmolLM2-135M-Instruct Q4_1, profile {lm.profile.name!r}")
         for mode in MODES:
-            print(run_mode(lm, mode, calls))
+            print(run_mode(lm, mode, calls), flush=True)
+        lm.close()
+
+
+def main() -> None:
+    calls = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    chosen = sys.argv[2:] or ENGINES
+    for engine in chosen:
+        if engine not in ENGINES:
+            raise SystemExit(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
+        run_engine(engine, calls)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""A real `llama-server` with a real small model, for the opt-in real-engine suite.
+"""Real llama.cpp-based servers with a real small model, for the opt-in real-engine suite.
 
-Set up once with ``bash tests/conformance/real_engine.sh`` (see docs/conformance.md), or point
-``TYPEDSPY_LLAMA_SERVER`` and ``TYPEDSPY_LLAMA_MODEL`` at a binary and a GGUF file.
-llama-cpp-python's server (a second, independent engine over the same model) runs from the
-Python that ``TYPEDSPY_LCP_PYTHON`` names (one with ``llama-cpp-python[server]`` installed).
+Two independent implementations of the OpenAI API over the same model: llama.cpp's own
+``llama-server`` (C++) and llama-cpp-python's ``python -m llama_cpp.server`` (FastAPI over the
+llama.cpp bindings). Set up once with ``bash tests/conformance/real_engine.sh`` (see
+docs/conformance.md), or point ``TYPEDSPY_LLAMA_SERVER`` at a ``llama-server`` binary,
+``TYPEDSPY_LCP_PYTHON`` at a Python that has ``llama-cpp-python[server]``, and
+``TYPEDSPY_LLAMA_MODEL`` at a GGUF file.
 """
 
 from __future__ import annotations
@@ -14,13 +16,20 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Literal
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_DIR = ROOT / ".real-engine"
 MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STARTUP_SECONDS = 120
+SETUP = "run `bash tests/conformance/real_engine.sh` to build it"
+
+Engine = Literal["llama-server", "llama-cpp-python"]
+ENGINES: tuple[Engine, ...] = ("llama-server", "llama-cpp-python")
+PROFILES: dict[Engine, str] = {"llama-server": "llama.cpp", "llama-cpp-python": "llama-cpp-python"}
+"""The built-in profile each engine is run through."""
 
 
 def server_binary() -> Path | None:
@@ -37,28 +46,26 @@ def model_file() -> Path | None:
     return path if path.is_file() else None
 
 
-def missing_reason() -> str | None:
-    """Why the real-engine suite cannot run here, in one line, or ``None`` when it can."""
-    if server_binary() is None:
-        return "no llama-server: run `bash tests/conformance/real_engine.sh` to build one"
-    if model_file() is None:
-        return f"no {MODEL_NAME}: run `bash tests/conformance/real_engine.sh` to fetch it"
-    return None
-
-
 def lcp_python() -> Path | None:
-    """The Python that runs llama-cpp-python's server, or ``None`` when none is given."""
+    """The Python that runs llama-cpp-python's server, or ``None`` when there is none."""
     given = os.environ.get("TYPEDSPY_LCP_PYTHON")
-    path = Path(given) if given else None
-    return path if path is not None and path.is_file() and os.access(path, os.X_OK) else None
+    path = Path(given) if given else ENGINE_DIR / "lcp-venv" / "bin" / "python"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        return None
+    # Finding the top-level package does not import it (nor load its shared libraries).
+    check = "import importlib.util, sys; sys.exit(importlib.util.find_spec('llama_cpp') is None)"
+    found = subprocess.run([str(path), "-c", check], timeout=60, check=False)
+    return path if found.returncode == 0 else None
 
 
-def lcp_missing_reason() -> str | None:
-    """Why llama-cpp-python's server cannot run here, in one line, or ``None`` when it can."""
-    if lcp_python() is None:
-        return "no llama-cpp-python: set TYPEDSPY_LCP_PYTHON to a Python that has it installed"
+def missing_reason(engine: Engine = "llama-server") -> str | None:
+    """Why ``engine`` cannot run here, in one line, or ``None`` when it can."""
+    if engine == "llama-server" and server_binary() is None:
+        return f"no llama-server (TYPEDSPY_LLAMA_SERVER): {SETUP}"
+    if engine == "llama-cpp-python" and lcp_python() is None:
+        return f"no llama-cpp-python server (TYPEDSPY_LCP_PYTHON): {SETUP}"
     if model_file() is None:
-        return f"no {MODEL_NAME}: run `bash tests/conformance/real_engine.sh` to fetch it"
+        return f"no {MODEL_NAME} (TYPEDSPY_LLAMA_MODEL): {SETUP}"
     return None
 
 
@@ -84,7 +91,7 @@ def llama_server(*, parallel: int = 2, threads: int | None = None) -> Iterator[s
     ``threads``: its CPU threads (``-t``; default: the server's own choice).
     """
     binary, model = server_binary(), model_file()
-    assert binary is not None and model is not None, missing_reason()
+    assert binary is not None and model is not None, missing_reason("llama-server")
     port = _free_port()
     command = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
     command += ["-c", "8192", "-np", str(parallel), "--jinja", "--seed", "7", "--no-repack"]
@@ -95,15 +102,24 @@ def llama_server(*, parallel: int = 2, threads: int | None = None) -> Iterator[s
 
 @contextmanager
 def llama_cpp_python_server() -> Iterator[str]:
-    """Start llama-cpp-python's server on a free loopback port; yield its ``/v1`` base URL."""
+    """Start llama-cpp-python's server on a free loopback port; yield its ``/v1`` base URL.
+
+    It serves one request at a time (no slots), has no /health route, and its context
+    defaults to 2048 tokens. Repacking is a build option there (GGML_CPU_REPACK).
+    """
     python, model = lcp_python(), model_file()
-    assert python is not None and model is not None, lcp_missing_reason()
+    assert python is not None and model is not None, missing_reason("llama-cpp-python")
     port = _free_port()
     command = [str(python), "-m", "llama_cpp.server", "--model", str(model)]
     command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--seed", "7"]
     command += ["--verbose", "False"]
     with _serving("llama-cpp-python", command, f"http://127.0.0.1:{port}", "/v1/models") as url:
         yield url
+
+
+def serve(engine: Engine) -> AbstractContextManager[str]:
+    """Start ``engine`` (two slots for llama-server); yield its ``/v1`` base URL; stop it."""
+    return llama_server() if engine == "llama-server" else llama_cpp_python_server()
 
 
 @contextmanager

@@ -1,7 +1,8 @@
-"""typedspy against a real llama.cpp server and a real small model (opt-in: real_engine).
+"""typedspy against real llama.cpp-based servers and a real small model (opt-in: real_engine).
 
-Run with ``bash tests/conformance/real_engine.sh``; without a server binary every test here
-skips with a one-line reason.
+Every test runs once per engine (`llama.ENGINES`: llama-server and llama-cpp-python's server),
+each through its built-in profile. Run with ``bash tests/conformance/real_engine.sh``; an
+engine that is not there skips its tests with a one-line reason.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from llama import llama_server, missing_reason
+from llama import ENGINES, PROFILES, Engine, missing_reason, serve
 from tasks import REVIEWS, TEXTS, Classify, Company, Extract, Person
 
 import typedspy as ts
@@ -17,32 +18,42 @@ from typedspy.testing import RouteTicket, support_tickets
 
 pytestmark = pytest.mark.real_engine
 CALLS = 40
+TIMEOUT = 120  # seconds: no request waits on the server longer
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> Engine:
+    engine: Engine = request.param
+    return engine
 
 
 @pytest.fixture(scope="module")
-def base_url() -> Iterator[str]:
-    reason = missing_reason()
+def base_url(engine: Engine) -> Iterator[str]:
+    reason = missing_reason(engine)
     if reason is not None:
         pytest.skip(reason)
-    with llama_server() as url:
+    with serve(engine) as url:
         yield url
 
 
 @pytest.fixture
-def lm(base_url: str) -> Iterator[ts.LM]:
-    lm = ts.LM("smollm2", base_url=base_url, api_key="none", profile="llama.cpp")
+def lm(engine: Engine, base_url: str) -> Iterator[ts.LM]:
+    profile = PROFILES[engine]
+    lm = ts.LM("smollm2", base_url=base_url, api_key="none", profile=profile, timeout=TIMEOUT)
     yield lm
     lm.close()
 
 
 def _cap(lm: ts.LM) -> int:
     cap = lm.profile.max_tokens
-    assert cap is not None, "the llama.cpp profile caps structured calls"
+    assert cap is not None, f"the {lm.profile.name} profile caps structured calls"
     return cap
 
 
 def test_union_outputs_are_typed_in_at_least_95_percent_of_calls(lm: ts.LM) -> None:
-    predict = ts.Predict(Extract, lm=lm, mode="json_schema")
+    # The profile's first mode: json_schema on llama-server, json_object (with the schema) on
+    # llama-cpp-python, which refuses json_schema.
+    predict = ts.Predict(Extract, lm=lm, mode=lm.profile.modes[0])
     typed = 0
     for i in range(CALLS):
         result = predict.try_call(text=TEXTS[i % len(TEXTS)])
