@@ -21,13 +21,14 @@ from llama import ENGINES, PROFILES, Engine, missing_reason, serve
 from tasks import TEXTS, Extract
 
 import typedspy as ts
+from typedspy.profiles import Mode
 
-MODES = ("json_schema", "json_object", "prompt", "tools")
+MODES: tuple[Mode, ...] = ("json_schema", "json_object", "prompt", "tools")
 TIMEOUT = 120  # seconds: no request waits on the server longer
 
 
-def run_mode(lm: ts.LM, mode: str, calls: int) -> str:
-    predict = ts.Predict(Extract, lm=lm, mode=mode)  # type: ignore[arg-type]
+def run_mode(lm: ts.LM, mode: Mode, calls: int) -> str:
+    predict = ts.Predict(Extract, lm=lm, mode=mode)
     typed = first_try = most_tokens = 0
     slowest = 0.0
     for i in range(calls):
@@ -64,11 +65,11 @@ def run_engine(engine: Engine, calls: int) -> None:
 
 def main() -> None:
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    chosen = sys.argv[2:] or ENGINES
-    for engine in chosen:
-        if engine not in ENGINES:
-            raise SystemExit(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
-        run_engine(engine, calls)  # type: ignore[arg-type]
+    if unknown := set(sys.argv[2:]) - set(ENGINES):
+        raise SystemExit(f"unknown engine(s) {sorted(unknown)}: use {', '.join(ENGINES)}")
+    for engine in ENGINES:
+        if engine in sys.argv[2:] or len(sys.argv) < 3:
+            run_engine(engine, calls)
 
 
 if __name__ == "__main__":
