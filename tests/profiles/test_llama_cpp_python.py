@@ -28,12 +28,13 @@ class Rate(ts.Signature):
 
 
 RATED = json.dumps({"score": 4})
-# What its error handler sends for a json_schema request (llama_cpp/server/errors.py wraps
-# the FastAPI validation error of llama_cpp/server/types.py as an internal_server_error).
+# What its error handler sent for a json_schema request (llama-cpp-python 0.3.36, one real run:
+# llama_cpp/server/errors.py wraps the FastAPI validation error as an internal_server_error).
 REFUSED = error_body(
-    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input "
-    "should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': "
-    "\"'text' or 'json_object'\"}}]",
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"llama_cpp/server/app.py\", "
+    "line 376, in create_chat_completion\n    POST /v1/chat/completions",
     type="internal_server_error",
 )
 

@@ -36,11 +36,10 @@ _UNSUPPORTED_WORDINGS = re.compile(
 )
 # A request model that lists the response_format types it takes refuses any other in its
 # validation error (pydantic's literal_error at body.response_format.type, "Input should be
-# 'text' or 'json_object'"): FastAPI answers 422, llama-cpp-python's error handler 500
+# 'text' or 'json_object'"); llama-cpp-python's error handler sends it as a 500
 # (llama_cpp/server/errors.py; ADR-088).
 _REFUSED_FORMAT_TYPE = re.compile(
-    r"literal_error.{0,20}'loc': \('body', 'response_format', 'type'\)"
-    r'|literal_error.{0,20}"loc": ?\["body", ?"response_format", ?"type"\]'
+    r"""literal_error.{0,20}["']loc["']: ?[(\[]["']body["'], ?["']response_format["'], ?["']type"""
 )
 # The feature works but the request's schema or arguments are wrong: not "unsupported".
 _NOT_ABOUT_SUPPORT = re.compile(r"invalid schema for|is not permitted|invalid_json_schema")
@@ -53,7 +52,7 @@ def unsupported_feature(
     """Tell whether an HTTP error says the endpoint does not support a request feature.
 
     Args:
-        status_code: The HTTP status (400; or 422 and 500 for a request model's refusal of the
+        status_code: The HTTP status (400; or 500 for a request model's refusal of the
             ``response_format`` type).
         message: The provider's error message.
         code: The provider's error code, if any (e.g. ``"unsupported_parameter"``).
@@ -64,7 +63,7 @@ def unsupported_feature(
         ``"parallel_tool_calls"``, the blamed parameter for other ``unsupported_parameter``
         errors, or ``None`` when the error is about something else.
     """
-    if status_code in (400, 422, 500) and _REFUSED_FORMAT_TYPE.search(message):
+    if status_code in (400, 500) and _REFUSED_FORMAT_TYPE.search(message):
         return "response_format"
     if status_code != 400:
         return None
