@@ -24,7 +24,7 @@ import typedspy as ts
 from typedspy.profiles import Mode
 
 MODES: tuple[Mode, ...] = ("json_schema", "json_object", "prompt", "tools")
-TIMEOUT = 120  # seconds: no request waits on the server longer
+TIMEOUT = 300  # seconds: no request waits longer (512 tokens on a loaded 2-core machine)
 
 
 def run_mode(lm: ts.LM, mode: Mode, calls: int) -> str:

@@ -18,7 +18,7 @@ from typedspy.testing import RouteTicket, support_tickets
 
 pytestmark = pytest.mark.real_engine
 CALLS = 40
-TIMEOUT = 120  # seconds: no request waits on the server longer
+TIMEOUT = 300  # seconds: no request waits longer (512 tokens on a loaded 2-core machine)
 
 
 @pytest.fixture(scope="module", params=ENGINES)
@@ -125,3 +125,11 @@ def test_evaluate_and_labeled_few_shot_run_end_to_end(lm: ts.LM) -> None:
         assert report.calls >= 4
         for item in report.items:
             assert (item.outputs is None) == (item.failure is not None)
+
+
+def test_the_server_is_identified_without_a_profile(engine: Engine, base_url: str) -> None:
+    lm = ts.LM("smollm2", base_url=base_url, api_key="none", timeout=TIMEOUT)
+    try:
+        assert lm.identify().name == PROFILES[engine]
+    finally:
+        lm.close()

@@ -127,21 +127,6 @@ _PROFILES: dict[str, Profile] = {
         dependable_tool_calling=False,
         max_tokens=512,
     ),
-    # llama-cpp-python's server (llama_cpp/server): `response_format` is a TypedDict whose
-    # `type` is "text" or "json_object" with an optional `schema` (llama_cpp/llama_types.py
-    # ChatCompletionRequestResponseFormat), so `json_schema` is refused by its request model;
-    # the schema becomes a llama.cpp grammar, and one it cannot convert falls back to any JSON
-    # (llama_chat_format.py `_grammar_for_json_schema`, fallback_to_json): fails open.
-    "llama-cpp-python": Profile(
-        name="llama-cpp-python",
-        target="json-schema",
-        modes=("json_object", "prompt"),
-        json_object_schema=True,
-        schema_hint=True,
-        response_format_with_tools=False,
-        dependable_tool_calling=False,
-        max_tokens=512,
-    ),
     # An unknown server: the narrowest schema every server accepts, the shape in the prompt,
     # no trust in tool calling, a cap, and every remedy.
     "generic": Profile(name="generic"),
