@@ -133,3 +133,33 @@ def test_the_server_is_identified_without_a_profile(engine: Engine, base_url: st
         assert lm.identify().name == PROFILES[engine]
     finally:
         lm.close()
+
+
+# What each engine's source says it does with each capability (docs/profiles.md, ADR-085);
+# the probe must find the same on the real server.
+PROBED: dict[Engine, dict[str, str]] = {
+    "llama-server": {
+        "json_schema": "enforced",
+        "strict_rules": "ignored",
+        "json_object": "enforced",
+        "stream_usage": "enforced",
+        "max_tokens": "enforced",
+    },
+    "llama-cpp-python": {
+        "json_schema": "refused",
+        "json_object": "enforced",
+        "tools": "enforced",
+        "stream_usage": "ignored",
+        "max_tokens": "enforced",
+    },
+}
+
+
+def test_the_probe_finds_what_the_engine_enforces(engine: Engine, base_url: str) -> None:
+    lm = ts.LM("smollm2", base_url=base_url, api_key="none")
+    try:
+        report = lm.probe(timeout=TIMEOUT)
+    finally:
+        lm.close()
+    found = {capability: report.verdict(capability) for capability in PROBED[engine]}
+    assert found == PROBED[engine], str(report)
