@@ -8,7 +8,6 @@ predictions are still instances of the user's own classes.
 
 from __future__ import annotations
 
-import copy
 import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any, get_args
@@ -153,6 +152,6 @@ def with_texts(sig: type[Signature], texts: FieldTexts) -> type[Signature]:
 
 
 def _described(info: FieldInfo, text: str) -> FieldInfo:
-    described = copy.copy(info)  # a shallow copy: only its description changes
-    described.description = text or None
-    return described
+    # Pydantic's own merge: a copy whose description attribute alone is set is read back
+    # without it by Pydantic 2.12 (it rebuilds fields from the attributes it saw set).
+    return FieldInfo.merge_field_infos(info, description=text or None)
