@@ -161,8 +161,12 @@ def test_bootstrap_seeks_no_more_classes_than_it_can_show() -> None:
 def test_bootstrap_covers_every_class_it_passes_on_and_says_which_it_misses() -> None:
     teacher = BiasedAtFirst(biased=4, never="sales")
     with served(teacher) as (server, _):
-        optimizer = ts.optimize.BootstrapFewShot(
-            max_bootstrapped_demos=4, max_labeled_demos=5, max_rounds=2, verbose=False
+        optimizer = ts.optimize.BootstrapFewShot(  # one at a time: the teacher counts requests
+            max_bootstrapped_demos=4,
+            max_labeled_demos=5,
+            max_rounds=2,
+            concurrency=1,
+            verbose=False,
         )
         compiled = optimizer.compile(ts.Predict(Route, max_retries=0), INTERLEAVED)
         assert len(server.requests) <= 2 * len(INTERLEAVED)  # max_rounds passes at most
