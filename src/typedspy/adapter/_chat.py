@@ -8,7 +8,7 @@ ADR-016). Schema target, wire format and token cap come from the LM's `Profile`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -213,21 +213,41 @@ def build_request(
     """
     profile = profile if profile is not None else Profile.named("openai")
     prompt = _prompt_for(sig, mode, profile)
-    system, turns = with_history(prompt.system, history)
-    messages: list[ChatMessage] = [system]
-    for demo in demos:
-        messages.append({"role": "user", "content": _user(sig, demo, profile)})
-        messages.append({"role": "assistant", "content": format_outputs(sig, demo)})
-    messages.extend(turns)
-    messages.append({"role": "user", "content": _user(sig, inputs, profile)})
+    messages = _conversation(
+        sig, prompt.system, history, demos, inputs, profile, answer=format_outputs
+    )
     return LMRequest(
-        messages=tuple(messages),
+        messages=messages,
         response_format=prompt.response_format,
         tools=prompt.tools,
         tool_choice=prompt.tool_choice,
         parallel_tool_calls=profile.parallel_tool_calls if prompt.tools else None,
         params=profile.structured_params(params or {}, defaults=defaults or {}),
     )
+
+
+def _conversation(
+    sig: type[Signature],
+    system_text: str,
+    history: Sequence[ChatMessage],
+    demos: Sequence[Mapping[str, Any]],
+    inputs: Mapping[str, Any],
+    profile: Profile,
+    *,
+    answer: Callable[[type[Signature], Mapping[str, Any]], str],
+) -> tuple[ChatMessage, ...]:
+    """The turns of a request: system, demos, history, inputs.
+
+    Each demo is a user/assistant pair whose outputs ``answer`` writes.
+    """
+    system, turns = with_history(system_text, history)
+    messages: list[ChatMessage] = [system]
+    for demo in demos:
+        messages.append({"role": "user", "content": _user(sig, demo, profile)})
+        messages.append({"role": "assistant", "content": answer(sig, demo)})
+    messages.extend(turns)
+    messages.append({"role": "user", "content": _user(sig, inputs, profile)})
+    return tuple(messages)
 
 
 def draft_request(
@@ -258,15 +278,11 @@ def draft_request(
         "Answer in your own words; your answer must give:",
         *(_describe(n, i, True) for n, i in sig.output_fields.items()),
     ]
-    system, turns = with_history("\n".join(lines), history)
-    messages: list[ChatMessage] = [system]
-    for demo in demos:
-        messages.append({"role": "user", "content": _user(sig, demo, profile)})
-        messages.append({"role": "assistant", "content": _plain_outputs(sig, demo)})
-    messages.extend(turns)
-    messages.append({"role": "user", "content": _user(sig, inputs, profile)})
+    messages = _conversation(
+        sig, "\n".join(lines), history, demos, inputs, profile, answer=_plain_outputs
+    )
     return LMRequest(
-        messages=tuple(messages),
+        messages=messages,
         params=profile.structured_params(params or {}, defaults=defaults or {}),
     )
 
