@@ -36,12 +36,10 @@ from typedspy.lm._identify import (
     probe,
     remember,
 )
-from typedspy.lm._kwargs import call_options, create_kwargs, wire_body
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
-from typedspy.lm._params import LMDefaults, check_params
+from typedspy.lm._params import LMDefaults, call_options, check_params, create_kwargs, wire_body
 from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
 from typedspy.lm._stream import LMChunk
-from typedspy.lm._wordings import unsupported_feature
 from typedspy.profiles import ProbeReport, Profile, builtin, detect_profile, model_for_endpoint
 from typedspy.streaming import closing
 
@@ -50,7 +48,7 @@ if TYPE_CHECKING:  # the SDK is imported on first use (ADR-034): `import typedsp
 
     from typedspy.lm._openai_send import Sender
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "LM", "unsupported_feature"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "LM"]
 
 
 class LM(BaseLM):
