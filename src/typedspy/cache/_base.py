@@ -10,8 +10,13 @@ since there no request may be sent in its place.
 from __future__ import annotations
 
 import abc
+import asyncio
+import contextlib
+import logging
+import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Literal, TypeVar
 
@@ -23,12 +28,12 @@ from typedspy.cache._entry import (
     read_completion,
     read_embeddings,
 )
-from typedspy.cache._failures import FailureLog
-from typedspy.cache._flights import Flights
 from typedspy.errors import CacheError, ConfigurationError
 from typedspy.lm import EmbeddingResponse, LMResponse
 
-__all__ = ["Cache", "CacheMode", "StoreFailure"]
+__all__ = ["Cache", "CacheMode", "FailureLog", "Flights", "StoreFailure"]
+
+logger = logging.getLogger("typedspy")
 
 _Found = TypeVar("_Found", LMResponse, EmbeddingResponse)
 
@@ -39,6 +44,110 @@ CacheMode = Literal["read_write", "read", "refresh", "replay", "off"]
 from the cache, store nothing. ``"refresh"``: always fetch, overwrite the entry. ``"replay"``:
 answer from the cache only; a miss is a `CacheMissError`, an unreadable cache a `CacheError`,
 and nothing is sent (a cassette). ``"off"``: ignore the cache."""
+
+
+_MAX_CAUSES = 64  # distinct causes remembered; past it, every failure is logged at DEBUG
+
+
+class FailureLog:
+    """How many reads and writes of one cache failed; each cause warned about once.
+
+    A cache that cannot be read or written must not fail the call it serves, but it must not
+    fail silently either: the first failure of each cause is a warning on the ``typedspy``
+    logger, later ones of that cause are logged at DEBUG, so a locked file does not log once
+    per call.
+
+    Attributes:
+        name: The cache, as the messages name it.
+        count: Failures so far.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.count = 0
+        self._lock = threading.Lock()
+        self._seen: set[str] = set()
+
+    def report(
+        self, action: str, cause: str, outcome: str, *, failures: int = 1, logged: bool = True
+    ) -> None:
+        """Count ``failures`` of ``action`` (e.g. ``"reading an entry"``) and log the cause.
+
+        Args:
+            action: What failed.
+            cause: Why: the store's message or the entry's defect.
+            outcome: What the cache did instead (``"treated as a miss"``).
+            failures: How many operations failed with it.
+            logged: False to count only (the failure is raised to the caller instead).
+        """
+        with self._lock:
+            self.count += failures
+            if not logged:
+                return
+            first = cause not in self._seen and len(self._seen) < _MAX_CAUSES
+            if first:
+                self._seen.add(cause)
+        message = "%s: %s failed (%s); %s"
+        if first:
+            later = ". Later failures of this cause are logged at DEBUG."
+            logger.warning(message + later, self.name, action, cause, outcome)
+        else:
+            logger.debug(message, self.name, action, cause, outcome)
+
+
+class Flights:
+    """The keys whose requests are in flight, per event loop: identical requests send one.
+
+    A batch of 32 equal items with a cold cache would send 32 equal requests, where 32 calls one
+    after another send one and answer the rest from the cache. A call holds its key's *flight*
+    from its cache lookup until its reply is stored; an identical call arriving meanwhile waits
+    for that flight to end (answered, failed or cancelled), then looks the key up itself. One
+    that still finds nothing (the first failed, or stored nothing) sends its own request without
+    waiting again, so a failing endpoint is never tried one caller at a time.
+
+    Asyncio futures belong to one loop, so flights are kept per loop (a cache shared by threads,
+    each running its own loop, has a set for each); a loop's set goes with the loop.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._flying: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Future[None]]
+        ] = weakref.WeakKeyDictionary()
+
+    async def hold(self, key: str) -> Callable[[], None] | None:
+        """Hold ``key``'s flight (returns the call that lands it), or wait for the one in flight.
+
+        ``None`` when this task waited: it holds nothing, and runs beside any others'.
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            flying = self._flying.setdefault(loop, {})
+            ahead = flying.get(key)
+            if ahead is None:
+                flying[key] = landing = loop.create_future()
+        if ahead is not None:
+            await asyncio.wait((ahead,))  # a cancelled follower leaves the leader's future be
+            return None
+
+        def land() -> None:
+            with self._lock:
+                if flying.get(key) is landing:
+                    del flying[key]
+            if not landing.done():
+                landing.set_result(None)
+
+        return land
+
+    @contextlib.asynccontextmanager
+    async def claim(self, key: str) -> AsyncIterator[None]:
+        """Hold ``key``'s flight for the block, or wait for the one in flight to end first."""
+        land = await self.hold(key)
+        try:
+            yield
+        finally:
+            if land is not None:
+                land()
 
 
 class StoreFailure(Exception):
