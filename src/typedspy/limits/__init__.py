@@ -1,8 +1,8 @@
 """Limits on what calls may spend: `Budget`, `RateLimit`, and per-block usage meters."""
 
 from typedspy.limits._budget import Budget, Reservation
+from typedspy.limits._budget import price_of as price_of
 from typedspy.limits._meter import UsageMeter, completion_cap, estimate_tokens, metering, record
-from typedspy.limits._prices import price_of as price_of
 from typedspy.limits._rate import RateLimit, parse_reset
 
 __all__ = [

@@ -6,7 +6,7 @@ endpoint reported); a request that ends without a reply releases it. Admission c
 spent plus what the requests in flight hold, under a `threading.Lock`, so concurrent requests
 (tasks of one loop, sync calls in several threads) cannot all fit in the same remainder. A
 request that could fit once the requests in flight have settled waits for them, on its own loop;
-one that cannot fit even then is refused (ADR-056).
+one that cannot fit even then is refused (ADR-056). A ``cost`` limit prices with `price_of`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from decimal import Decimal
 
 from typedspy._types import Usage
 from typedspy.errors import BudgetExceededError, ConfigurationError, check_int
-from typedspy.limits._prices import price_of
 
-__all__ = ["Budget", "Reservation"]
+__all__ = ["Budget", "Reservation", "price_of"]
 
 # What requests in flight hold. "unpriced" counts those that run alone under a cost limit: sent
 # without a completion cap before any reply showed how long completions run.
@@ -353,3 +352,35 @@ class Reservation:
         with self._lock:
             was_open, self._open = self._open, False
         return was_open
+
+
+def price_of(usage: Usage, model: str, endpoint: str | None) -> Decimal:
+    """What ``usage`` of ``model`` costs in US dollars, per genai-prices' bundled price list.
+
+    For `Budget(cost=...)`; ``genai-prices`` is an extra (``typedspy[prices]``).
+
+    The endpoint's URL picks the provider when genai-prices knows it; otherwise the model
+    name alone is looked up.
+
+    Raises:
+        ConfigurationError: genai-prices is not installed, or knows no price for the model.
+    """
+    try:
+        from genai_prices import Usage as PriceUsage
+        from genai_prices import calc_price
+    except ImportError as exc:
+        raise ConfigurationError(
+            'Budget(cost=...) needs genai-prices: pip install "typedspy[prices]"'
+        ) from exc
+    counted = PriceUsage(input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens)
+    try:
+        return calc_price(counted, model_ref=model, provider_api_url=endpoint).total_price
+    except LookupError:
+        pass  # an endpoint genai-prices does not know (a proxy, a local server)
+    try:
+        return calc_price(counted, model_ref=model).total_price
+    except LookupError as exc:
+        raise ConfigurationError(
+            f"Budget(cost=...): genai-prices knows no price for model {model!r}; "
+            "use a token limit for this model instead"
+        ) from exc
