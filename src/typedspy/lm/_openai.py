@@ -426,11 +426,9 @@ class LM(BaseLM):
         self, request: LMRequest, body: dict[str, Any]
     ) -> AsyncIterator[LMChunk]:
         """Stream ``body``, the `request_body` of ``request``, as it is (see `astream`)."""
-        from typedspy.lm._openai_send import stream_chunks
-
         kwargs = create_kwargs(body, call_options(self.defaults, request), stream=True)
         usage: Usage | None = None
-        async with closing(stream_chunks(self._sender, kwargs, self._max_depth)) as chunks:
+        async with closing(self._sender.stream(kwargs, self._max_depth)) as chunks:
             async for data in chunks:
                 piece = LMChunk.from_dict(data)
                 usage = piece.usage or usage

@@ -34,7 +34,7 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import openai
@@ -70,15 +70,16 @@ from typedspy.lm._bound import RequestBound
 from typedspy.lm._bound import active as active_requests
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._messages import LMResponse
-from typedspy.lm._openai_transport import ResponseBodyError, http_client, sync_http_client
+from typedspy.lm._openai_transport import ResponseBodyError, http_client
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 from typedspy.lm._wordings import unsupported_feature
 from typedspy.profiles import Identification, identify_server
 from typedspy.streaming import closing
 
-__all__ = ["Sender", "rate_headers", "stream_chunks"]
+__all__ = ["Sender", "rate_headers"]
 
 C = TypeVar("C", AsyncOpenAI, OpenAI)
+T = TypeVar("T")
 
 _NO_KEY = "no-key"
 
@@ -176,7 +177,7 @@ class Sender:
 
     def _build_blocking(self) -> OpenAI:
         options = self._options()
-        options["http_client"] = sync_http_client(self._max_bytes)
+        options["http_client"] = http_client(self._max_bytes, blocking=True)
         client: OpenAI = self._built(lambda: openai.OpenAI(**options))
         _close_at_exit(client)
         return client
@@ -196,9 +197,13 @@ class Sender:
 
     async def create(self, kwargs: dict[str, Any]) -> Any:
         """Send one ``create`` (raw response), within the call's request bound; errors mapped."""
-        if self.relayed():
-            return await await_on_thread(lambda: self._create(kwargs))
-        return await self._create(kwargs)
+        return await self._home(
+            lambda: self._send(
+                lambda client: client.chat.completions.with_raw_response.create(**kwargs),
+                counted=True,
+                stream=bool(kwargs.get("stream")),
+            )
+        )
 
     async def complete(self, kwargs: dict[str, Any], max_depth: int) -> LMResponse:
         """Send one completion and read its body (decoded within ``max_depth``; rate headers)."""
@@ -220,14 +225,37 @@ class Sender:
         limits = rate_headers(raw.headers)
         return dataclasses.replace(response, headers=limits) if limits else response
 
-    async def _create(self, kwargs: dict[str, Any]) -> Any:
-        bound = active_requests()
-        # A sync call's root task sends in place, a stream excepted (see the module).
-        blocking = None if kwargs.get("stream") else self.blocking()
+    async def embed(self, name: str, texts: list[str]) -> tuple[Any, Any]:
+        """Send one embeddings request: the raw response and its parsed body; errors mapped."""
+        raw = await self._home(
+            lambda: self._send(
+                lambda client: client.embeddings.with_raw_response.create(
+                    model=name, input=texts, encoding_format="float"
+                ),
+                counted=False,
+                stream=False,
+            )
+        )
+        return raw, raw.parse()
+
+    async def _home(self, send: Callable[[], Awaitable[T]]) -> T:
+        """``send()``, on the background loop when the injected client is relayed (see module)."""
+        if self.relayed():
+            return await await_on_thread(send)
+        return await send()
+
+    async def _send(self, post: Callable[[Any], Any], *, counted: bool, stream: bool) -> Any:
+        """``post(client)`` with the client that sends (see module); SDK errors translated.
+
+        A sync call's root task sends in place, a stream excepted. A completion is ``counted``
+        under the call's request bound (`_within`, `_count`).
+        """
+        bound = active_requests() if counted else None
+        blocking = None if stream else self.blocking()
         chosen: Any = blocking if blocking is not None else await self.aclient()
         client, retries = _within(bound, chosen)
         try:
-            sent = client.chat.completions.with_raw_response.create(**kwargs)
+            sent = post(client)
             raw = sent if blocking is not None else await sent
         except openai.OpenAIError as exc:
             _count(bound, exc, retries)
@@ -240,37 +268,18 @@ class Sender:
         _count(bound, raw, retries)
         return raw
 
-    def relay(self, stream: Callable[[], AsyncIterator[Any]]) -> AsyncIterator[Any] | None:
-        """``stream()`` consumed on the background loop when the injected client is relayed."""
-        return relay_from_thread(stream) if self.relayed() else None
+    def stream(self, kwargs: dict[str, Any], max_depth: int) -> AsyncIterator[Mapping[str, Any]]:
+        """The decoded chunks of one streamed request (``kwargs`` already ask for a stream).
 
-    async def embed(self, name: str, texts: list[str]) -> tuple[Any, Any]:
-        """Send one embeddings request: the raw response and its parsed body; errors mapped."""
+        Consumed on the background loop when the injected client is relayed (see module).
+        """
         if self.relayed():
-            return await await_on_thread(lambda: self._embed(name, texts))
-        return await self._embed(name, texts)
-
-    async def _embed(self, name: str, texts: list[str]) -> tuple[Any, Any]:
-        blocking = self.blocking()
-        client: Any = blocking if blocking is not None else await self.aclient()
-        try:
-            sent = client.embeddings.with_raw_response.create(
-                model=name, input=texts, encoding_format="float"
-            )
-            raw = sent if blocking is not None else await sent
-            return raw, raw.parse()
-        except openai.OpenAIError as exc:
-            raise self.failure(exc) from exc
-        except RuntimeError as exc:
-            if (explained := self.other_loop(exc)) is None:
-                raise
-            raise explained from exc
+            return relay_from_thread(lambda: _chunks(self, kwargs, max_depth))
+        return _chunks(self, kwargs, max_depth)
 
     async def models(self, timeout: float, max_depth: int) -> Identification:
         """Who answers, from one ``GET /models``: no SDK retry, never an error (ADR-084)."""
-        if self.relayed():
-            return await await_on_thread(lambda: self._models(timeout, max_depth))
-        return await self._models(timeout, max_depth)
+        return await self._home(lambda: self._models(timeout, max_depth))
 
     async def _models(self, timeout: float, max_depth: int) -> Identification:
         try:
@@ -337,14 +346,6 @@ class Sender:
 # --- streams -------------------------------------------------------------------------------------
 
 
-def stream_chunks(
-    sender: Sender, kwargs: dict[str, Any], max_depth: int
-) -> AsyncIterator[Mapping[str, Any]]:
-    """The decoded chunks of one streamed request (``kwargs`` already ask for a stream)."""
-    relayed = sender.relay(lambda: _chunks(sender, kwargs, max_depth))
-    return relayed if relayed is not None else _chunks(sender, kwargs, max_depth)
-
-
 async def _chunks(
     sender: Sender, kwargs: dict[str, Any], max_depth: int
 ) -> AsyncIterator[Mapping[str, Any]]:
@@ -355,8 +356,8 @@ async def _chunks(
             stream = raw.parse(to=openai.AsyncStream[object])
         except openai.OpenAIError as exc:
             raise sender.translate(exc) from exc
-        _check_streamed(sender.model, raw.headers.get("content-type", ""), sender.redact)
-        chunks = _read_chunks(stream, sender.model, sender.translate, sender.redact, max_depth)
+        _check_streamed(sender, raw.headers.get("content-type", ""))
+        chunks = _read_chunks(stream, sender, max_depth)
         async with closing(chunks):  # closed here, never left to the loop's finalizer hook
             async for data in chunks:
                 yield data
@@ -414,12 +415,12 @@ def _chunk_too_deep(max_depth: int) -> JSONLimitError:
     )
 
 
-def _check_streamed(model: str, content_type: str, redact: Callable[[str], str]) -> None:
+def _check_streamed(sender: Sender, content_type: str) -> None:
     """Refuse a streamed request answered with something else than SSE (``stream`` ignored)."""
     if "text/event-stream" not in content_type.lower():
         raise LMResponseError(
-            f"{model}: asked to stream, the endpoint answered with "
-            f"{redact(content_type[:80]) or 'no content type'!r} instead of "
+            f"{sender.model}: asked to stream, the endpoint answered with "
+            f"{sender.redact(content_type[:80]) or 'no content type'!r} instead of "
             "'text/event-stream' (does it ignore stream=true?)"
         )
 
@@ -432,32 +433,29 @@ def _limit_error(model: str, exc: JSONLimitError, what: str) -> LMResponseLimitE
 
 
 async def _read_chunks(
-    stream: AsyncIterator[object],
-    model: str,
-    translate: Callable[[openai.OpenAIError], Exception],
-    redact: Callable[[str], str],
-    max_depth: int,
+    stream: AsyncIterator[object], sender: Sender, max_depth: int
 ) -> AsyncIterator[Mapping[str, Any]]:
     """The decoded chunks of ``stream``; raises when none of them held a choice.
 
     The SDK decodes each chunk; one nested past ``max_depth`` is refused here (a walk over its
     few containers, ADR-048), one past what the decoder can read when it raises.
     """
-    chose = False
+    model, chose = sender.model, False
     while True:
         try:
             data = await stream.__anext__()
         except StopAsyncIteration:
             break
         except openai.OpenAIError as exc:
-            raise translate(exc) from exc
+            raise sender.translate(exc) from exc
         except RecursionError:  # a chunk nested past what the SDK's json.loads can read
             raise _limit_error(model, _chunk_too_deep(max_depth), "streamed a chunk") from None
         except ValueError as exc:  # a data line that is not JSON
             if "digits" in str(exc) and not isinstance(exc, json.JSONDecodeError):
                 raise _limit_error(model, number_too_long("", 0), "streamed a chunk") from None
+            said = sender.redact(str(exc))[:200]
             raise LMResponseError(
-                f"{model}: the endpoint streamed a chunk that is not JSON: {redact(str(exc))[:200]}"
+                f"{model}: the endpoint streamed a chunk that is not JSON: {said}"
             ) from exc
         if isinstance(data, (dict, list)) and depth_exceeded(data, max_depth):
             raise _limit_error(model, too_deep(max_depth), "streamed a chunk")

@@ -30,7 +30,6 @@ __all__ = [
     "ResponseBodyError",
     "SyncCappedTransport",
     "http_client",
-    "sync_http_client",
 ]
 
 _STEP = 64 * 1024  # decoded bytes produced per decompression step
@@ -268,27 +267,19 @@ class SyncCappedTransport(_http.BaseTransport):  # type: ignore[misc]
         self._inner.close()
 
 
-def http_client(max_response_bytes: int) -> Any:
-    """The SDK's default async HTTP client, every route on a `CappedTransport`.
+def http_client(max_response_bytes: int, *, blocking: bool = False) -> Any:
+    """The SDK's default HTTP client (``blocking`` or async), every route on a capped transport.
 
     Direct requests and those through the environment's proxies alike (`_proxy_mounts`).
     """
+    inner: Any = _http.HTTPTransport if blocking else _http.AsyncHTTPTransport
+    wrap: Any = SyncCappedTransport if blocking else CappedTransport
+    client: Any = openai.DefaultHttpxClient if blocking else openai.DefaultAsyncHttpxClient
 
-    def capped(**options: Any) -> CappedTransport:
-        inner = _http.AsyncHTTPTransport(limits=_limits(), **options)
-        return CappedTransport(inner, max_response_bytes)
+    def capped(**options: Any) -> Any:
+        return wrap(inner(limits=_limits(), **options), max_response_bytes)
 
-    return openai.DefaultAsyncHttpxClient(transport=capped(), mounts=_proxy_mounts(capped))
-
-
-def sync_http_client(max_response_bytes: int) -> Any:
-    """The SDK's default blocking HTTP client, every route on a `SyncCappedTransport`."""
-
-    def capped(**options: Any) -> SyncCappedTransport:
-        inner = _http.HTTPTransport(limits=_limits(), **options)
-        return SyncCappedTransport(inner, max_response_bytes)
-
-    return openai.DefaultHttpxClient(transport=capped(), mounts=_proxy_mounts(capped))
+    return client(transport=capped(), mounts=_proxy_mounts(capped))
 
 
 def _proxy_mounts(capped: Callable[..., Any]) -> dict[str, Any]:
