@@ -8,7 +8,6 @@ through `complete` and `stream`.
 
 from __future__ import annotations
 
-from typedspy.pipeline._embed import embed as embed
 from typedspy.pipeline._exchange import Exchange as Exchange
 from typedspy.pipeline._exchange import Rendered as Rendered
 from typedspy.pipeline._exchange import Stage as Stage
@@ -17,6 +16,7 @@ from typedspy.pipeline._exchange import rendering as rendering
 from typedspy.pipeline._exchange import stream as stream
 from typedspy.pipeline._history import HISTORY as HISTORY
 from typedspy.pipeline._history import Entry, inspect_history, last_exchanges
+from typedspy.pipeline._stages import embed as embed
 from typedspy.pipeline._stages import notify as notify
 
 __all__ = ["Entry", "inspect_history", "last_exchanges"]

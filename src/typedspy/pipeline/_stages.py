@@ -1,13 +1,17 @@
-"""The stages of the pipeline, in their one order (`ORDER`; see `typedspy.pipeline._exchange`)."""
+"""The stages of the pipeline, in their one order (`ORDER`; see `typedspy.pipeline._exchange`).
+
+Embedding requests (`KNNFewShot`, `embed`) pass the same cache, budget and rate limit as chats.
+"""
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from typedspy._deadline import note_request
-from typedspy.cache import Cache, cache_key
+from typedspy.cache import Cache, cache_key, embedding_key
 from typedspy.errors import CacheMissError, LMRateLimitError
 from typedspy.limits import (
     Budget,
@@ -20,14 +24,16 @@ from typedspy.limits import (
 from typedspy.lm import BaseLM, EmbeddingResponse, LMResponse
 from typedspy.pipeline._exchange import Exchange, Stage
 from typedspy.pipeline._history import HISTORY, Entry
-from typedspy.settings import Settings
+from typedspy.settings import Settings, get_settings
 
-__all__ = ["ORDER", "Admit", "Bound", "CacheStage", "Observe", "Record", "notify"]
+__all__ = ["ORDER", "Admit", "Bound", "CacheStage", "Observe", "Record", "embed", "notify"]
 
 logger = logging.getLogger("typedspy")
 
 _READS = ("read_write", "read", "replay")
 _WRITES = ("read_write", "refresh")
+
+_Reply = TypeVar("_Reply", LMResponse, EmbeddingResponse)
 
 
 class Observe(Stage):
@@ -114,15 +120,24 @@ class CacheStage(Stage):
         self.key = key = cache_key(lm, exchange.request, salt=self.salt, body=exchange.body)
         if self.mode == "read_write":
             self.land = await self.cache.hold(key)
+        return await self.look_up(key, self.cache.aget, "response", lm.model)
+
+    async def look_up(
+        self, key: str, read: Callable[..., Awaitable[_Reply | None]], what: str, model: str
+    ) -> _Reply | None:
+        """The reply ``read`` finds under ``key`` in a reading mode; a miss in ``"replay"`` raises.
+
+        ``what`` (``"response"``, ``"embeddings"``) and ``model`` name it in the miss's message.
+        """
         if self.mode not in _READS:
             return None
-        hit = await self.cache.aget(key, strict=self.mode == "replay")
+        hit = await read(key, strict=self.mode == "replay")
         if hit is not None:
             record(hit.usage, cached=True)
             return hit
         if self.mode == "replay":
             raise CacheMissError(
-                f"cache_mode='replay': no cached response for this {lm.model} request "
+                f"cache_mode='replay': no cached {what} for this {model} request "
                 f"(key {key[:16]}...); record it first with cache_mode='read_write'",
                 key=key,
             )
@@ -246,3 +261,40 @@ ORDER: tuple[type[Stage], ...] = (
     Bound,
 )
 """The stages every request passes, in this order; the transport (the LM) comes last."""
+
+
+async def embed(lm: BaseLM, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
+    """Embed ``texts`` (one request) under the current settings' cache, budget and limit.
+
+    Raises:
+        CacheMissError: ``cache_mode="replay"`` and the request is not cached.
+        CacheError: ``cache_mode="replay"`` and the cache could not be read.
+        BudgetExceededError: The budget refuses the request (it is not sent).
+        LMError: The endpoint could not be used.
+    """
+    settings = get_settings()
+    note_request("waiting for embeddings")
+    name = model or lm.model
+    cache = CacheStage.configured(settings)
+    key = None
+    if cache is not None:
+        key = embedding_key(lm, texts, name, salt=cache.salt)
+        hit = await cache.look_up(key, cache.cache.aget_embeddings, "embeddings", name)
+        if hit is not None:
+            return hit.vectors
+    estimate = max(1, sum(len(t) for t in texts) // 4)
+    admit = Admit.configured(settings)
+    if admit is not None:
+        await admit.admit(lm, name, estimate, cap=0)  # an embedding completes nothing
+    try:
+        reply = await lm.aembed_response(texts, model=model)
+        if admit is not None:
+            await admit.settle(reply)
+    except BaseException as exc:
+        if admit is not None:
+            admit.failed(exc)
+        raise
+    record(reply.usage)
+    if cache is not None and key is not None and cache.mode in _WRITES:
+        await cache.cache.aput_embeddings(key, reply)
+    return reply.vectors
