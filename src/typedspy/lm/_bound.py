@@ -23,7 +23,7 @@ from typedspy._scope import REQUEST_BOUND, current
 from typedspy.errors import RequestLimitError
 from typedspy.streaming import closing
 
-__all__ = ["RequestBound", "active", "counted", "counted_stream"]
+__all__ = ["RequestBound", "counted", "counted_stream"]
 
 T = TypeVar("T")
 
@@ -76,11 +76,6 @@ class RequestBound:
         self.sent += requests
         if self.parent is not None:
             self.parent.add(requests)
-
-
-def active() -> RequestBound | None:
-    """The bound of the call running in this context, if any."""
-    return current().request_bound
 
 
 async def counted(bound: RequestBound | None, send: Callable[[], Awaitable[T]]) -> T:

@@ -55,6 +55,7 @@ from typedspy._runtime import (
     own_loop_running,
     relay_from_thread,
 )
+from typedspy._scope import current
 from typedspy.errors import (
     ConfigurationError,
     LMConnectionError,
@@ -67,7 +68,6 @@ from typedspy.errors import (
     LMUnsupportedFeatureError,
 )
 from typedspy.lm._bound import RequestBound
-from typedspy.lm._bound import active as active_requests
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._messages import LMResponse
 from typedspy.lm._openai_transport import ResponseBodyError, http_client
@@ -250,7 +250,7 @@ class Sender:
         A sync call's root task sends in place, a stream excepted. A completion is ``counted``
         under the call's request bound (`_within`, `_count`).
         """
-        bound = active_requests() if counted else None
+        bound = current().request_bound if counted else None
         blocking = None if stream else self.blocking()
         chosen: Any = blocking if blocking is not None else await self.aclient()
         client, retries = _within(bound, chosen)
