@@ -197,13 +197,7 @@ class Sender:
 
     async def create(self, kwargs: dict[str, Any]) -> Any:
         """Send one ``create`` (raw response), within the call's request bound; errors mapped."""
-        return await self._home(
-            lambda: self._send(
-                lambda client: client.chat.completions.with_raw_response.create(**kwargs),
-                counted=True,
-                stream=bool(kwargs.get("stream")),
-            )
-        )
+        return await self._home(lambda: self._send(kwargs))
 
     async def complete(self, kwargs: dict[str, Any], max_depth: int) -> LMResponse:
         """Send one completion and read its body (decoded within ``max_depth``; rate headers)."""
@@ -227,35 +221,27 @@ class Sender:
 
     async def embed(self, name: str, texts: list[str]) -> tuple[Any, Any]:
         """Send one embeddings request: the raw response and its parsed body; errors mapped."""
-        raw = await self._home(
-            lambda: self._send(
-                lambda client: client.embeddings.with_raw_response.create(
-                    model=name, input=texts, encoding_format="float"
-                ),
-                counted=False,
-                stream=False,
-            )
-        )
+        kwargs = {"model": name, "input": texts, "encoding_format": "float"}
+        raw = await self._home(lambda: self._send(kwargs, embeddings=True))
         return raw, raw.parse()
 
-    async def _home(self, send: Callable[[], Awaitable[T]]) -> T:
+    def _home(self, send: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         """``send()``, on the background loop when the injected client is relayed (see module)."""
-        if self.relayed():
-            return await await_on_thread(send)
-        return await send()
+        return await_on_thread(send) if self.relayed() else send()
 
-    async def _send(self, post: Callable[[Any], Any], *, counted: bool, stream: bool) -> Any:
-        """``post(client)`` with the client that sends (see module); SDK errors translated.
+    async def _send(self, kwargs: dict[str, Any], *, embeddings: bool = False) -> Any:
+        """One ``create`` of chat completions (or ``embeddings``) with the client that sends.
 
-        A sync call's root task sends in place, a stream excepted. A completion is ``counted``
-        under the call's request bound (`_within`, `_count`).
+        A sync call's root task sends in place, a stream excepted (see module). A completion is
+        counted under the call's request bound (`_within`, `_count`); SDK errors are translated.
         """
-        bound = current().request_bound if counted else None
-        blocking = None if stream else self.blocking()
+        bound = None if embeddings else current().request_bound
+        blocking = None if kwargs.get("stream") else self.blocking()
         chosen: Any = blocking if blocking is not None else await self.aclient()
         client, retries = _within(bound, chosen)
+        resource = client.embeddings if embeddings else client.chat.completions
         try:
-            sent = post(client)
+            sent = resource.with_raw_response.create(**kwargs)
             raw = sent if blocking is not None else await sent
         except openai.OpenAIError as exc:
             _count(bound, exc, retries)
