@@ -153,8 +153,19 @@ class Sender:
         if blocking is not None:
             blocking.close()
 
-    def _options(self) -> dict[str, Any]:
+    def _build(self) -> AsyncOpenAI:
+        client: AsyncOpenAI = self._built(openai.AsyncOpenAI, blocking=False)
+        return client
+
+    def _build_blocking(self) -> OpenAI:
+        client: OpenAI = self._built(openai.OpenAI, blocking=True)
+        _close_at_exit(client)
+        return client
+
+    def _built(self, kind: Callable[..., Any], *, blocking: bool) -> Any:
+        """A client of ``kind`` from `LM`'s options, its bodies capped while read."""
         options: dict[str, Any] = {"max_retries": self._max_retries}
+        options["http_client"] = http_client(self._max_bytes, blocking=blocking)
         if self._base_url is not None:
             options["base_url"] = self._base_url
         if self._api_key is not None:
@@ -167,24 +178,8 @@ class Sender:
             options["api_key"] = _NO_KEY
         if self._timeout is not None:
             options["timeout"] = self._timeout
-        return options
-
-    def _build(self) -> AsyncOpenAI:
-        options = self._options()
-        options["http_client"] = http_client(self._max_bytes)  # bodies capped while read
-        client: AsyncOpenAI = self._built(lambda: openai.AsyncOpenAI(**options))
-        return client
-
-    def _build_blocking(self) -> OpenAI:
-        options = self._options()
-        options["http_client"] = http_client(self._max_bytes, blocking=True)
-        client: OpenAI = self._built(lambda: openai.OpenAI(**options))
-        _close_at_exit(client)
-        return client
-
-    def _built(self, build: Callable[[], Any]) -> Any:
         try:
-            return build()
+            return kind(**options)
         except openai.OpenAIError as exc:
             scrub_chain(exc, self.redact)
             raise ConfigurationError(
