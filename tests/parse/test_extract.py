@@ -8,11 +8,10 @@ from typedspy.parse._extract import (
     MAX_CANDIDATES,
     Candidate,
     Extraction,
-    decode_section,
     extract_candidates,
-    split_marker_sections,
 )
 from typedspy.parse._lenient import NonFinite
+from typedspy.parse._sections import decode_section, split_marker_sections
 
 
 def values(text: str) -> list[object]:

@@ -10,11 +10,10 @@ from hypothesis import strategies as st
 from typedspy.parse._extract import (
     MAX_CANDIDATES,
     Extraction,
-    decode_section,
     extract_candidates,
-    split_marker_sections,
 )
 from typedspy.parse._lenient import LenientDecodeError, NonFinite, decode_lenient, scan_value
+from typedspy.parse._sections import decode_section, split_marker_sections
 
 # Few examples each, to keep the whole file within a few seconds; generating nested JSON values
 # costs hypothesis far more time than extracting them.

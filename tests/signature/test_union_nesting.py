@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 import typedspy as ts
 from typedspy._types import FieldError
-from typedspy.parse._report import field_errors
+from typedspy.parse import field_errors
 from typedspy.schema import compile_schema
 from typedspy.signature import OutputField, Signature
 

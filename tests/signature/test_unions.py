@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from typedspy._types import FieldError
-from typedspy.parse._report import field_errors
+from typedspy.parse import field_errors
 from typedspy.schema import compile_schema
 from typedspy.signature import OutputField, Signature
 

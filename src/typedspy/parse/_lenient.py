@@ -1,21 +1,167 @@
 """A bounded, lenient JSON decoder for what language models actually emit.
 
-Strict JSON goes through the C decoder of :mod:`json`; anything else through an iterative parser
-(explicit stack, depth limit, no recursion) that also accepts trailing commas, single and curly
-quotes, Python literals, comments, unquoted keys, stray BOM / zero-width characters and NaN /
-Infinity tokens. Nothing but `LenientDecodeError` escapes, whatever the ``str`` input.
+Strict JSON goes through the C decoder of :mod:`json` (`scan_strict`, also the candidate search's
+fast path); anything else through an iterative parser (explicit stack, depth limit, no recursion)
+that also accepts trailing commas, single and curly quotes, Python literals, comments, unquoted
+keys, stray BOM / zero-width characters and NaN / Infinity tokens. Nothing but
+`LenientDecodeError` escapes, whatever the ``str`` input.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
-from typedspy._json import active_depth, depth_limit, number_too_long
-from typedspy.parse._json_values import LenientDecodeError, NonFinite, depth_message
-from typedspy.parse._strict_json import finite_or_not, scan_strict, strict_truncated
+from typedspy._json import active_depth, depth_limit, nesting_exceeds, number_too_long
 
-__all__ = ["LenientDecodeError", "NonFinite", "decode_lenient", "scan_value"]
+__all__ = ["LenientDecodeError", "NonFinite", "decode_lenient", "scan_strict", "scan_value"]
+
+ErrorKind = Literal["syntax", "truncated", "depth", "digits"]
+
+
+@dataclass(frozen=True, repr=False, slots=True)
+class NonFinite:
+    """A ``NaN``, ``Infinity`` or ``-Infinity`` token, or a number too large for a float.
+
+    Not a float, so numeric Pydantic fields reject it rather than accept a value the model most
+    likely did not mean.
+
+    Attributes:
+        token: ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``.
+    """
+
+    token: str
+
+    def __post_init__(self) -> None:
+        if self.token not in ("NaN", "Infinity", "-Infinity"):
+            raise ValueError(f"not a non-finite token: {self.token!r}")
+
+    def __repr__(self) -> str:
+        return self.token
+
+
+class LenientDecodeError(Exception):
+    """The text is not a JSON value, even leniently.
+
+    Attributes:
+        message: What went wrong, and at which offset.
+        offset: Where the decoder gave up.
+        kind: ``"truncated"`` (the text ended mid-value), ``"depth"`` (nesting deeper than
+            the active ``max_json_depth``), ``"digits"`` (a number with more digits than
+            Python converts: ``max_number_digits``) or ``"syntax"``.
+        path: The keys and indices leading to the value at fault, when known (a number with
+            more digits than Python converts names its field).
+    """
+
+    def __init__(self, message: str, offset: int, kind: ErrorKind = "syntax") -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.kind: ErrorKind = kind
+        self.path: tuple[str | int, ...] = ()
+
+
+# -- the strict fast path: JSON through the C decoder, when it suffices --
+
+_TRUNCATION_MESSAGES = {
+    "Expecting value": "expected a value",
+    "Expecting ',' delimiter": "expected ',' or a closing bracket",
+    "Expecting ':' delimiter": "expected ':' after a property name",
+    "Expecting property name enclosed in double quotes": "expected a property name",
+}
+
+
+class _NotStrictError(Exception):
+    """A NaN / Infinity token: accepted by json, but a repair here."""
+
+
+def _reject_constant(token: str) -> object:
+    raise _NotStrictError(token)
+
+
+def _finite_or_not(token: str) -> object:
+    value = float(token)
+    return value if math.isfinite(value) else NonFinite("Infinity" if value > 0 else "-Infinity")
+
+
+_STRICT = json.JSONDecoder(parse_float=_finite_or_not, parse_constant=_reject_constant)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def scan_strict(
+    text: str, start: int, stop: int | None = None, *, sliced: bool = False
+) -> tuple[object, int] | None:
+    """Decode strict JSON at ``text[start]`` with the C decoder, exactly as `scan_value` would.
+
+    Args:
+        text: The text to read.
+        start: Where the value starts (no whitespace is skipped).
+        stop: The value must end at or before this offset (default: the end of ``text``).
+        sliced: Decode a copy of ``text[start:stop]``. json's error path counts the newlines
+            before the failure, so without a copy a failure costs O(``start``).
+
+    Returns:
+        ``(value, end)``, or None when the lenient parser is needed (invalid or non-strict JSON,
+        a lone surrogate escape, nesting deeper than the active ``max_json_depth``).
+    """
+    stop = len(text) if stop is None else stop
+    if nesting_exceeds(text, active_depth(), start, stop):
+        return None  # the lenient parser reports it, with the offset; json would recurse
+    try:
+        if sliced:
+            value, end = _STRICT.raw_decode(text[start:stop])
+            end += start
+        else:
+            value, end = _STRICT.raw_decode(text, start)
+    except (ValueError, RecursionError, _NotStrictError):
+        return None
+    if end > stop:
+        return None
+    if text.find("\\u", start, end) >= 0 and _SURROGATE_ESCAPE.search(text, start, end):
+        return None  # json keeps lone surrogates; they become U+FFFD here
+    return value, end
+
+
+def _strict_truncated(text: str, start: int) -> tuple[object, int] | None:
+    """Settle a truncated strict-JSON root object at C speed; None when it is another case.
+
+    Raises:
+        LenientDecodeError: The text is strict JSON cut off where no brace can be supplied.
+    """
+    if nesting_exceeds(text, active_depth(), start):
+        return None  # the lenient parser reports it; json would recurse that deep
+    body = text[start:]
+    try:
+        _STRICT.raw_decode(body)
+        return None
+    except json.JSONDecodeError as exc:
+        unterminated = exc.msg.startswith("Unterminated string")
+        if not unterminated and exc.pos < len(body):
+            return None  # not strict JSON (or not cut off): the lenient parser decides
+        where, what = start + exc.pos, _TRUNCATION_MESSAGES.get(exc.msg, exc.msg)
+    except (ValueError, RecursionError, _NotStrictError):
+        return None
+    if unterminated:
+        message = f"truncated JSON: unterminated string at offset {where}"
+        raise LenientDecodeError(message, where, "truncated")
+    trimmed = body.rstrip()
+    trimmed = trimmed[:-1] if trimmed.endswith(",") else trimmed
+    # A number running into the end of the text may have lost digits, so it is not complete.
+    if not body[-1].isdigit():
+        try:
+            value, end = _STRICT.raw_decode(trimmed + "}")
+        except (ValueError, RecursionError, _NotStrictError):
+            value, end = None, -1
+        if end == len(trimmed) + 1 and isinstance(value, dict) and value:
+            return (value, len(text)) if scan_strict(trimmed + "}", 0) else None
+    raise LenientDecodeError(f"truncated JSON: {what} at offset {where}", where, "truncated")
+
+
+# -- the lenient parser --
 
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
@@ -174,7 +320,9 @@ class _Parser:
         if ch != "{" and ch != "[":
             return self.scalar(pos)
         if len(frames) >= self.max_depth:
-            raise LenientDecodeError(depth_message(self.max_depth, pos), pos, "depth")
+            limit = self.max_depth
+            message = f"nesting deeper than {limit} levels (max_json_depth) at offset {pos}"
+            raise LenientDecodeError(message, pos, "depth")
         frame = _Frame(pos, ch == "{")
         pos = self.skip(pos + 1)
         if pos < stop and text[pos] == frame.closer:
@@ -270,7 +418,7 @@ class _Parser:
                 limit = number_too_long(text, pos, pos)  # the path: see `parse`
                 message = f"{limit.args[0].split(': ', 1)[1]} (offset {pos})"
                 raise LenientDecodeError(message, pos, "digits") from None
-        return finite_or_not(match.group()), end
+        return _finite_or_not(match.group()), end
 
 
 def scan_value(
@@ -308,7 +456,7 @@ def scan_value(
         if strict is not None:
             return strict[0], strict[1], parser.repaired
         if allow_truncated_root and limit == len(text) and text[pos] == "{":
-            cut = strict_truncated(text, pos)
+            cut = _strict_truncated(text, pos)
             if cut is not None:
                 return cut[0], cut[1], True
     value, end = parser.parse(pos, allow_truncated_root)

@@ -17,22 +17,23 @@ text belongs to, and what the outputs look like so far:
 * ``[[ ## field ## ]]`` marker output is read section by section; text before the JSON object
   (prose, a ```json fence) belongs to no field.
 
-This module attributes the text; `FieldValues` (``_field_values.py``) turns each field's text
-into its value.
+This module attributes the text (`JsonScan` for a JSON object: only the structure is scanned,
+and resumably: each call is given only the text added since the last one, so a stream is scanned
+once in all, however it is chunked); ``_partial_values.py`` turns each field's text into its
+value.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from typedspy._json import MAX_JSON_DEPTH, depth_limit
-from typedspy.parse._field_values import FieldValues
-from typedspy.parse._members import ObjectValues
-from typedspy.parse._scan import JsonScan
-from typedspy.parse._sections import _MARKER
+from typedspy.parse._partial_values import FieldValues, ObjectValues
+from typedspy.parse._sections import MARKER
 from typedspy.signature import Signature
 
 __all__ = ["PartialParser", "Segment"]
@@ -43,6 +44,10 @@ Segment = tuple[str | None, str]
 # A proper prefix of a ``[[ ## name ## ]]`` marker, at the very end of the text.
 _MARKER_PREFIX = re.compile(r"\[(?:\[ *(?:#(?:# *(?:\w+ *(?:#(?:# *\]?)?)?)?)?)?)?")
 _MARKER_WINDOW = 100  # how far back a marker that is still arriving can start
+# What `JsonScan` skips in one step: a string's body, and text with no structure in it.
+_STRING_BODY = re.compile(r'[^"\\]*')
+_PLAIN = re.compile(r'[^"{}\[\],:]*')
+_KEY_LIMIT = 4096  # a longer key names no field: only its first characters are kept
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -183,7 +188,7 @@ class PartialParser:
     def _detect(self) -> None:
         text, start = self._text, self._emitted - self._base
         brace = text.find("{", start)
-        marker = _MARKER.search(text, start)
+        marker = MARKER.search(text, start)
         if marker is not None and (brace < 0 or marker.start() < brace):
             self._mode = "markers"
         elif brace >= 0:
@@ -250,7 +255,7 @@ class PartialParser:
         """Attribute the text up to ``end``; each section's text goes to `_sections` too."""
         changes: list[tuple[int, str | None]] = []
         base, pos = self._base, self._emitted
-        for marker in _MARKER.finditer(self._text, pos - base, end - base):
+        for marker in MARKER.finditer(self._text, pos - base, end - base):
             self._section_text(self._text[pos - base : marker.start()])
             name = marker.group(1)
             self._section = None if name == "completed" else name
@@ -276,3 +281,118 @@ def _append(out: list[Segment], owner: str | None, text: str) -> None:
         out[-1] = (owner, out[-1][1] + text)
     else:
         out.append((owner, text))
+
+
+# -- where the members of a streamed JSON object start and end --
+
+
+class JsonScan:
+    """Where the members of the top-level object start and end (values are left to jiter)."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start  # index of the opening brace
+        self.end = -1  # index after the closing brace, once seen
+        self.pos = start  # how far the text was scanned
+        self.member: str | None = None  # the depth-1 key whose value is being written
+        self._stack: list[str] = []
+        self._in_string = False
+        self._escaped = False
+        self._key: list[str] | None = None  # the pieces of the object key being read
+        self._key_length = 0
+        self._expect_key = False
+        self._last_key: str | None = None  # the latest depth-1 key
+
+    def scan(
+        self, text: str, offset: int, fields: Mapping[str, Any]
+    ) -> list[tuple[int, str | None]]:
+        """Scan ``text`` (it starts at index ``offset`` of the whole) on from the last call.
+
+        Returns ``(index, field)`` wherever attribution changes.
+        """
+        changes: list[tuple[int, str | None]] = []
+        i, n = max(self.pos - offset, 0), len(text)
+        while i < n and self.end < 0:
+            if self._in_string:
+                i = self._string(text, i)
+            else:
+                i = self._structure(text, i, offset, fields, changes)
+        self.pos = offset + min(i, n)
+        return changes
+
+    def _string(self, text: str, i: int) -> int:
+        """Skip string content from ``i``; the index after what was consumed."""
+        if self._escaped:
+            self._escaped = False
+            self._keep(text, i, i + 1)
+            return i + 1
+        end = _STRING_BODY.match(text, i).end()  # type: ignore[union-attr]
+        self._keep(text, i, end)
+        if end >= len(text):
+            return end
+        if text[end] == "\\":
+            self._escaped = True
+            self._keep(text, end, end + 1)
+            return end + 1
+        self._in_string = False
+        if self._key is not None:
+            if len(self._stack) == 1:
+                self._last_key = _decode_key("".join(self._key))
+            self._key = None
+        return end + 1
+
+    def _keep(self, text: str, start: int, end: int) -> None:
+        """Keep the key's characters in ``text[start:end]`` (when a key is being read)."""
+        key = self._key
+        if key is not None and end > start and self._key_length < _KEY_LIMIT:
+            key.append(text[start : min(end, start + _KEY_LIMIT)])
+            self._key_length += end - start
+
+    def _structure(
+        self,
+        text: str,
+        i: int,
+        offset: int,
+        fields: Mapping[str, Any],
+        changes: list[tuple[int, str | None]],
+    ) -> int:
+        """Read the next structural character from ``i``; the index after it."""
+        i = _PLAIN.match(text, i).end()  # type: ignore[union-attr]
+        if i >= len(text):
+            return i
+        char, stack = text[i], self._stack
+        if char == '"':
+            self._in_string = True
+            if self._expect_key and stack and stack[-1] == "{":
+                self._key, self._key_length = [], 0
+        elif char in "{[":
+            stack.append(char)
+            self._expect_key = char == "{"
+        elif char in "}]":
+            if stack:
+                stack.pop()
+            self._expect_key = False
+            if not stack:
+                self.end, self.member = offset + i + 1, None
+                changes.append((offset + i, None))
+        elif char == ":":
+            self._expect_key = False
+            if len(stack) == 1:
+                self.member = self._last_key
+                key = self._last_key
+                changes.append((offset + i + 1, key if key in fields else None))
+        elif char == ",":
+            self._expect_key = bool(stack) and stack[-1] == "{"
+            if len(stack) == 1:
+                self.member = None
+                changes.append((offset + i, None))
+        return i + 1
+
+
+def _decode_key(raw: str) -> str:
+    if "\\" not in raw:
+        return raw
+    try:
+        key = json.loads(f'"{raw}"')
+    except ValueError:
+        return raw
+    return key if isinstance(key, str) else raw

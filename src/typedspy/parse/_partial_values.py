@@ -1,32 +1,201 @@
-"""Partial JSON shaped like an output field's annotation, for values still being streamed.
+"""The values of streamed output fields, kept member by member (ADR-031).
 
-A model (or the union member named by ``_type``, once that name is complete) is built
-unvalidated from the keys seen so far; lists are shaped item by item; anything else is shown as
-jiter's partial mode read it.
+`JsonScan` says where each top-level member's value starts and ends (or the markers say where
+each ``[[ ## field ## ]]`` section does); `ObjectValues` is given each member's value text as it
+arrives. A member that ends is decoded and validated once, and never read again; only the member
+still being written is re-read, and once its text is long, only after it grew by an eighth.
+So the work per piece of text does not grow with the text before it: a completed member
+costs nothing more, and re-reading a long open value is spread over the text that grew it.
+
+`FieldValues` turns each field's text into its value:
+
+* a complete field is validated exactly as the final validation does (the signature's output
+  model, field by field), once; a field that fails is left out (the final validation reports it);
+* the field in progress is read as far as it goes by jiter's partial mode and shaped by its
+  annotation (`partial_value`): a model (or the union member named by ``_type``, once that name
+  is complete) is built unvalidated from the keys seen so far; lists are shaped item by item;
+  anything else is shown as jiter read it;
+* a value nested past ``max_json_depth`` is not shown.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from jiter import from_json
 from pydantic import BaseModel
 
-from typedspy.parse._members import UNSET
-from typedspy.signature import TYPE_KEY, is_model, is_union, resolve_name, wire_names
+from typedspy._json import depth_exceeded
+from typedspy.parse._sections import section_value
+from typedspy.parse._validate import JITER_DEPTH
+from typedspy.signature import TYPE_KEY, Signature, is_model, is_union, resolve_name, wire_names
 
-__all__ = ["OPEN_TYPE", "drop_open_type", "partial_section", "partial_value"]
+__all__ = ["FieldValues", "ObjectValues"]
 
-_UNSET: Any = UNSET
+UNSET: Any = object()
+READ_EVERY_PIECE = 2_048
+"""An open value up to this many characters is re-read at every piece; a longer one once it
+grew by an eighth since its last reading (and always at the end of the stream)."""
+_TAIL = 256  # how much of the open value's end the ``_type`` check looks at
+
+
+class ObjectValues:
+    """Completed members (validated) and the member being written (partial) of one object.
+
+    Args:
+        complete: A complete field's validated value from its text (`UNSET`: left out).
+        partial: The open field's partial value from its text and the end of its text
+            (`UNSET`: nothing to show yet).
+    """
+
+    def __init__(
+        self,
+        complete: Callable[[str, str], Any],
+        partial: Callable[[str, str, str], Any],
+    ) -> None:
+        self._complete_value = complete
+        self._partial = partial
+        self._complete: dict[str, Any] = {}
+        self._key: str | None = None  # the field being written, if any
+        self._parts: list[str] = []
+        self._length = 0
+        self._tail = ""
+        self._read_at = -1  # the open value's length when it was last read
+        self._open: Any = UNSET
+
+    def open(self, key: str) -> None:
+        """The value of field ``key`` starts."""
+        self._key, self._parts, self._length, self._tail = key, [], 0, ""
+        self._read_at, self._open = -1, UNSET
+
+    def add(self, text: str) -> None:
+        """More of the open value's text."""
+        self._parts.append(text)
+        self._length += len(text)
+        self._tail = (self._tail + text[-_TAIL:])[-_TAIL:]
+
+    def close(self) -> None:
+        """The open value ended: decode and validate it, once."""
+        key = self._key
+        if key is None:
+            return
+        self._key, self._open = None, UNSET
+        text, self._parts = "".join(self._parts), []
+        value = self._complete_value(key, text)
+        if value is UNSET:  # invalid: left out (the final validation reports it)
+            self._complete.pop(key, None)
+        else:
+            self._complete[key] = value
+
+    def values(self, *, final: bool = False) -> dict[str, Any]:
+        """The completed fields, then the open one as far as it was last read."""
+        values = dict(self._complete)
+        key = self._key
+        if key is None:
+            return values
+        length = self._length
+        if final or length <= READ_EVERY_PIECE or length - self._read_at >= length >> 3:
+            self._read_at = length
+            self._open = self._read(key)
+        if self._open is not UNSET:
+            values[key] = self._open
+        elif key in values:  # a repeated key being written again: the last one wins
+            del values[key]
+        return values
+
+    def _read(self, key: str) -> Any:
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]  # joined once, not at every reading
+        return self._partial(key, self._parts[0] if self._parts else "", self._tail)
+
+
+class FieldValues:
+    """Complete (validated, cached) and partial (shaped) values of a signature's output fields.
+
+    Args:
+        sig: The signature whose output fields are read.
+        max_json_depth: Deepest nesting shown.
+    """
+
+    def __init__(self, sig: type[Signature], max_json_depth: int) -> None:
+        self.max_json_depth = max_json_depth
+        self._fields = sig.output_fields
+        self._model = sig.output_model
+        self._instance = self._model.model_construct()
+        self._done: dict[str, tuple[Any, Any]] = {}
+
+    def member(self, name: str, text: str) -> Any:
+        """A complete JSON member's value, validated (`UNSET` when it is not one)."""
+        try:
+            raw = from_json(text.encode(), allow_inf_nan=False)
+        except ValueError:
+            return UNSET
+        if self._too_deep(raw, inside=1):
+            return UNSET  # the final validation reports it
+        return self._validated(name, raw)
+
+    def open_member(self, name: str, text: str, tail: str) -> Any:
+        """The JSON member being written, read as far as it goes, shaped by its annotation."""
+        try:
+            data = from_json(
+                b"[" + text.encode(), partial_mode="trailing-strings", allow_inf_nan=False
+            )
+        except ValueError:  # not JSON (yet, or at all): nothing to show for it
+            return UNSET
+        if not isinstance(data, list) or not data or self._too_deep(data[0], inside=1):
+            return UNSET
+        _drop_open_type(data[0], tail)
+        return partial_value(self._fields[name].annotation, data[0])
+
+    def section(self, name: str, text: str) -> Any:
+        """A complete ``[[ ## name ## ]]`` section's value, validated."""
+        body = text.strip()
+        ok, decoded, _ = section_value(self._fields[name].annotation, body)
+        return self._validated(name, decoded, key=body) if ok else UNSET
+
+    def open_section(self, name: str, text: str, tail: str) -> Any:
+        """The section being written: its text, or its partial JSON value."""
+        value = _partial_section(self._fields[name].annotation, text.strip())
+        return UNSET if self._too_deep(value, inside=0) else value
+
+    def _too_deep(self, value: Any, *, inside: int) -> bool:
+        """Whether ``value``, ``inside`` levels down the output, nests past the limit."""
+        # jiter refuses nesting past about 200 levels by itself: only a lower limit is checked.
+        limit = self.max_json_depth - inside
+        return self.max_json_depth < JITER_DEPTH and depth_exceeded(value, limit)
+
+    def _validated(self, name: str, raw: Any, *, key: Any = UNSET) -> Any:
+        """A complete field's value, validated by the output model itself (cached)."""
+        key = raw if key is UNSET else key
+        cached = self._done.get(name)
+        if cached is not None and type(cached[0]) is type(key) and cached[0] == key:
+            return cached[1]
+        try:
+            self._model.__pydantic_validator__.validate_assignment(self._instance, name, raw)
+            value = self._instance.__dict__[name]
+        except Exception:  # invalid (or a user validator raised): the final validation reports it
+            value = UNSET
+        self._done[name] = (key, value)
+        return value
+
+
+# -- partial JSON shaped like a field's annotation --
+
 # The text ends inside the value of a "_type" key: the member's name is not complete yet.
-OPEN_TYPE = re.compile(r'"_type"\s*:\s*"[^"]*$')
+_OPEN_TYPE = re.compile(r'"_type"\s*:\s*"[^"]*$')
 _SEQUENCES = (list, tuple, set, frozenset)
 
 
-def drop_open_type(value: Any) -> None:
-    """Remove the ``_type`` whose name is still arriving (the last key on the right edge)."""
+def _drop_open_type(value: Any, tail: str) -> None:
+    """Remove the ``_type`` whose name is still arriving (the last key on the right edge).
+
+    Only when ``tail``, the end of the value's text, ends inside a ``_type`` value.
+    """
+    if not _OPEN_TYPE.search(tail):
+        return
     while True:
         if isinstance(value, dict) and value:
             last = next(reversed(value))
@@ -40,7 +209,7 @@ def drop_open_type(value: Any) -> None:
             return
 
 
-def partial_section(annotation: Any, body: str) -> Any:
+def _partial_section(annotation: Any, body: str) -> Any:
     """The section being written: its text for a ``str`` field, else its partial JSON value."""
     options = _shape(annotation)[0]
     if str in options and all(o in (str, type(None)) for o in options):
@@ -51,9 +220,8 @@ def partial_section(annotation: Any, body: str) -> Any:
     try:
         data = from_json(body.encode(), partial_mode="trailing-strings", allow_inf_nan=False)
     except ValueError:
-        return _UNSET
-    if OPEN_TYPE.search(body, max(0, len(body) - 256)):
-        drop_open_type(data)
+        return UNSET
+    _drop_open_type(data, body[-_TAIL:])
     return partial_value(annotation, data)
 
 

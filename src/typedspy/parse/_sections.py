@@ -1,14 +1,16 @@
-"""DSPy-style ``[[ ## field ## ]]`` sections: splitting a completion into fields."""
+"""DSPy-style ``[[ ## field ## ]]`` sections: a completion split into fields, and their values."""
 
 from __future__ import annotations
 
 import re
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from typedspy.parse._lenient import LenientDecodeError, decode_lenient
 
-__all__ = ["decode_section", "split_marker_sections"]
+__all__ = ["MARKER", "decode_section", "section_value", "split_marker_sections"]
 
-_MARKER = re.compile(r"\[\[ *## *(\w+) *## *\]\]")
+MARKER = re.compile(r"\[\[ *## *(\w+) *## *\]\]")
 _FENCE_TAG = re.compile(r"[ \t]*(?:[A-Za-z][\w+.#-]*)?[ \t\r]*")
 _INLINE_TAG = re.compile(r"[A-Za-z][\w+.#-]*\s+(?=[\[{\"'])")
 
@@ -31,7 +33,7 @@ def split_marker_sections(text: str) -> dict[str, str] | None:
         name: str | None = None
         body = 0
         seen = False
-        for marker in _MARKER.finditer(text):
+        for marker in MARKER.finditer(text):
             seen = True
             if name is not None:
                 sections[name] = text[body : marker.start()].strip()
@@ -81,3 +83,22 @@ def decode_section(text: str) -> tuple[bool, object, str | None]:
         return False, None, exc.message
     except Exception as exc:  # documented as never raising
         return False, None, f"could not decode section: {type(exc).__name__}: {exc}"
+
+
+def section_value(annotation: Any, text: str) -> tuple[bool, object, str | None]:
+    """A marker section's value: text for ``str`` (and ``Optional[str]``), else JSON.
+
+    A ``Literal`` section that is not JSON is taken as the bare text (``high``, not
+    ``"high"``), for validation to check.
+    """
+    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ()
+    non_null = [a for a in members if a is not type(None)]
+    if annotation is str:
+        return True, text, None
+    if non_null == [str]:
+        return True, None if text in ("null", "None") else text, None
+    ok, value, message = decode_section(text)
+    literal = non_null[0] if len(non_null) == 1 else annotation
+    if not ok and get_origin(literal) is Literal:
+        return True, text, None
+    return ok, value, message

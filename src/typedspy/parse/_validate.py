@@ -1,25 +1,43 @@
-"""`parse_outputs`: completion text to typed outputs, as a result value; it never raises."""
+"""Validation against a signature's outputs, reported as compact `FieldError`s; nothing raises.
+
+`parse_outputs` turns completion text into typed outputs, as a result value. `field_value`
+validates one value a user gave for a field (a demo, an example's label): a value may be anything
+a prediction of that field can hold: the user's own model instances at any depth of unions,
+tagged dicts, or what `to_jsonable` writes. A signature's output model validates union members
+through tagged shadow classes, which take dicts, not the user's instances nested inside another
+member (issue 20); so a value holding models that fails as given is validated again in its JSON
+form, tagged as the prompt shows it. `field_errors` turns Pydantic's errors into `FieldError`s:
+union choices out of the path, no URLs.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from typedspy._json import active_depth, depth_limit
 from typedspy._types import FailureKind, FieldError
-from typedspy.parse._extract import decode_section, extract_candidates, split_marker_sections
-from typedspy.parse._report import field_errors
-from typedspy.signature import Signature, decode_json_once
+from typedspy.parse._extract import extract_candidates
+from typedspy.parse._sections import section_value, split_marker_sections
+from typedspy.signature import TAG_PREFIX, Signature, decode_json_once, to_jsonable
 
-__all__ = ["ParseFailure", "ParseResult", "parse_outputs", "validate_outputs"]
+__all__ = [
+    "JITER_DEPTH",
+    "ParseFailure",
+    "ParseResult",
+    "field_errors",
+    "field_value",
+    "parse_outputs",
+    "validate_outputs",
+]
 
 # Pydantic's JSON reader (jiter) refuses nesting past about 200 levels by itself; a lower
 # max_json_depth must be checked before its fast path can accept a value.
-_JITER_DEPTH = 200
+JITER_DEPTH = 200
 
 
 @dataclass(frozen=True)
@@ -77,7 +95,7 @@ def _fast_path_ok(text: str) -> bool:
         return False
     max_depth = active_depth()
     # Nesting cannot pass the bracket count; past it the full path checks the depth itself.
-    return max_depth >= _JITER_DEPTH or text.count("{") + text.count("[") <= max_depth
+    return max_depth >= JITER_DEPTH or text.count("{") + text.count("[") <= max_depth
 
 
 def validate_outputs(model: type[BaseModel], value: object) -> ParseResult:
@@ -112,25 +130,6 @@ def _crashed(exc: Exception) -> ParseResult:
     return _failure("validation_failed", [FieldError((), message)])
 
 
-def _section_value(annotation: Any, text: str) -> tuple[bool, object, str | None]:
-    """A marker section's value: text for ``str`` (and ``Optional[str]``), else JSON.
-
-    A ``Literal`` section that is not JSON is taken as the bare text (``high``, not
-    ``"high"``), for validation to check.
-    """
-    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ()
-    non_null = [a for a in members if a is not type(None)]
-    if annotation is str:
-        return True, text, None
-    if non_null == [str]:
-        return True, None if text in ("null", "None") else text, None
-    ok, value, message = decode_section(text)
-    literal = non_null[0] if len(non_null) == 1 else annotation
-    if not ok and get_origin(literal) is Literal:
-        return True, text, None
-    return ok, value, message
-
-
 def _from_sections(sig: type[Signature], sections: dict[str, str]) -> ParseResult | None:
     outputs = sig.output_fields
     if not outputs.keys() & sections.keys():
@@ -140,7 +139,7 @@ def _from_sections(sig: type[Signature], sections: dict[str, str]) -> ParseResul
     for name, info in outputs.items():
         if name not in sections:
             continue
-        ok, decoded, message = _section_value(info.annotation, sections[name])
+        ok, decoded, message = section_value(info.annotation, sections[name])
         if ok:
             data[name] = decoded
         else:
@@ -215,3 +214,77 @@ def parse_outputs(
             return _too_deep_to_validate()
         except Exception as exc:  # a user validator may raise anything; the pipeline does not
             return _crashed(exc)
+
+
+# -- Pydantic errors as FieldErrors; a user's value for one field --
+
+_SHOW_INPUT = {
+    "literal_error",
+    "enum",
+    "int_parsing",
+    "float_parsing",
+    "bool_parsing",
+    "int_from_float",
+    "string_pattern_mismatch",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+}
+
+
+def _trim(value: object, limit: int = 40) -> str:
+    """A short JSON rendering of a value, cut at ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def field_errors(exc: ValidationError) -> list[FieldError]:
+    """One `FieldError` per Pydantic error, with paths as the model sees its output."""
+    out = []
+    for err in exc.errors(include_url=False):
+        path = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(TAG_PREFIX)))
+        message = err["msg"]
+        if err["type"] in _SHOW_INPUT:
+            message = f"{message}, got {_trim(err.get('input'))}"
+        out.append(FieldError(path, message))
+    return out
+
+
+def field_value(
+    model: type[BaseModel], name: str, value: Any, annotation: Any
+) -> tuple[Any, list[FieldError]]:
+    """``value`` validated as field ``name`` of ``model``: the typed value, or the problems.
+
+    ``annotation`` is the field's type as the user declared it (the signature's, not the
+    tagged model's). Paths in the problems start at ``name``.
+    """
+    holder = model.model_construct()
+    try:
+        model.__pydantic_validator__.validate_assignment(holder, name, value)
+    except ValidationError as exc:
+        if not _holds_models(value):
+            return value, field_errors(exc)
+        try:
+            tagged = to_jsonable(value, annotation)
+            model.__pydantic_validator__.validate_assignment(holder, name, tagged)
+        except ValidationError as again:  # its paths name the nested field at fault
+            return value, field_errors(again)
+        except (TypeError, ValueError):
+            return value, field_errors(exc)
+    return getattr(holder, name), []
+
+
+def _holds_models(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, BaseModel):
+        return True
+    if depth > 8:
+        return False
+    if isinstance(value, dict):
+        return any(_holds_models(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_models(v, depth + 1) for v in value)
+    return False
