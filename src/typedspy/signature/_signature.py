@@ -24,8 +24,9 @@ from typing_extensions import dataclass_transform
 
 from typedspy.errors import SchemaError
 from typedspy.signature._declared import check_output_types, check_resolved, unsupported_type
+from typedspy.signature._dispatch import TYPE_KEY, decode_json_once, is_model
 from typedspy.signature._fields import FieldRole, InputField, OutputField, role_of, without_role
-from typedspy.signature._unions import TYPE_KEY, TypeRewriter, decode_json_once, is_model
+from typedspy.signature._unions import TypeRewriter
 
 __all__ = ["Signature", "SignatureSpec", "build_signature", "set_member_docs"]
 

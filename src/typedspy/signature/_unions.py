@@ -41,7 +41,6 @@ from typedspy.signature._dispatch import (
     TAG_PREFIX,
     TYPE_KEY,
     UnionInfo,
-    decode_json_once,
     is_model,
     is_union,
     pairs_to_dict,
@@ -53,18 +52,7 @@ from typedspy.signature._dispatch import (
 
 _NO_SCHEMA_ANY: Any = cast(Any, SkipJsonSchema)[Any]  # the no-match choice: not in schemas
 
-__all__ = [
-    "NOMATCH_TAG",
-    "OTHER_TAG",
-    "TAG_PREFIX",
-    "TYPE_KEY",
-    "TypeRewriter",
-    "UnionInfo",
-    "decode_json_once",
-    "is_model",
-    "user_discriminated",
-    "wire_names",
-]
+__all__ = ["TypeRewriter"]
 
 
 class TypeRewriter:
