@@ -82,15 +82,9 @@ from typedspy.errors._lm import (
     LMTimeoutError,
     LMUnsupportedFeatureError,
 )
-from typedspy.errors._options import (
-    check_instance as check_instance,
-)
-from typedspy.errors._options import (
-    check_int as check_int,
-)
-from typedspy.errors._options import (
-    check_number as check_number,
-)
+from typedspy.errors._options import check_instance as check_instance
+from typedspy.errors._options import check_int as check_int
+from typedspy.errors._options import check_number as check_number
 from typedspy.errors._output import (
     ContentFilterError,
     OutputDecodeError,

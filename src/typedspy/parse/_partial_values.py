@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 from jiter import from_json
 from pydantic import BaseModel
@@ -229,7 +229,7 @@ def _options(annotation: Any) -> tuple[Any, ...]:
     """The members of a union (``Annotated`` stripped), or the annotation itself."""
     while get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
-    if is_union(annotation) or get_origin(annotation) is Union:
+    if is_union(annotation):
         return tuple(o for arg in get_args(annotation) for o in _options(arg))
     return (annotation,)
 

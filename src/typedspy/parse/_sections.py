@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from typedspy.parse._lenient import LenientDecodeError, decode_lenient
+from typedspy.signature import is_union
 
 __all__ = ["MARKER", "decode_section", "section_value", "split_marker_sections"]
 
@@ -91,7 +91,7 @@ def section_value(annotation: Any, text: str) -> tuple[bool, object, str | None]
     A ``Literal`` section that is not JSON is taken as the bare text (``high``, not
     ``"high"``), for validation to check.
     """
-    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ()
+    members = get_args(annotation) if is_union(annotation) else ()
     non_null = [a for a in members if a is not type(None)]
     if annotation is str:
         return True, text, None

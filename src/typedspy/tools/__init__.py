@@ -19,10 +19,9 @@ from typedspy.tools._approvals import approve as approve
 from typedspy.tools._approvals import confirmation_id as confirmation_id
 from typedspy.tools._approvals import reject as reject
 from typedspy.tools._confirm import confirm_first
-from typedspy.tools._decorator import tool
 from typedspy.tools._names import tool_name
 from typedspy.tools._resume_state import ResumeState
-from typedspy.tools._tool import Tool
+from typedspy.tools._tool import Tool, tool
 from typedspy.tools._toolset import ToolLike as ToolLike
 from typedspy.tools._toolset import Toolset
 

@@ -3,6 +3,7 @@
 A Signature is a tool whose handler is the model (DSPy.rb ADR-018): `Predict(Sig)` is the
 LLM-backed implementation, a `Module` subclass with ``signature = Sig`` a code-backed one, and
 both export the same OpenAI and MCP tool definitions because those come from the signature only.
+``@ts.tool`` makes one of a plain function.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import importlib
 import inspect
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, SupportsIndex
+from typing import Any, SupportsIndex, overload
 
 from pydantic import BaseModel
 
@@ -27,7 +28,7 @@ from typedspy.tools._introspect import signature_from_function
 from typedspy.tools._names import check_tool_name, tool_name
 from typedspy.tools._values import check_arguments, check_result
 
-__all__ = ["Tool"]
+__all__ = ["Tool", "tool"]
 
 
 class Tool:
@@ -373,3 +374,47 @@ def _lookup(module: str, qualname: str) -> Any:
     for part in qualname.split("."):
         target = getattr(target, part, None)
     return target
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a function a tool; bare (``@ts.tool``) or configured (``@ts.tool(name=...)``).
+
+    The schema comes from the type hints and the descriptions from the Google-style docstring,
+    as in `Tool.from_function`. The result is a `Tool`: call it with keyword arguments
+    (synchronously) or ``await search.acall({...})``.
+
+    Example:
+        ```python
+        @ts.tool
+        async def search(query: str, limit: int = 5) -> list[str]:
+            \"\"\"Search the index; `query` is what to look for.\"\"\"
+            ...
+        ```
+
+    Args:
+        fn: The function (when used bare).
+        name: The tool name; the function's name when None.
+        description: Overrides the docstring's description.
+
+    Raises:
+        ToolError: As for `Tool.from_function`.
+    """
+    if fn is not None:
+        return Tool.from_function(fn, name=name, description=description)
+
+    def wrap(function: Callable[..., Any]) -> Tool:
+        return Tool.from_function(function, name=name, description=description)
+
+    return wrap

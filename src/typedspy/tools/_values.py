@@ -7,9 +7,8 @@ against the output model. Both report problems as `FieldError`s naming the field
 
 from __future__ import annotations
 
-import types
 from collections.abc import Mapping
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
@@ -18,7 +17,7 @@ from typedspy._types import FieldError
 from typedspy.errors import ToolArgumentsError, ToolError
 from typedspy.parse import LenientDecodeError, decode_lenient, field_errors
 from typedspy.prediction import Prediction
-from typedspy.signature import Signature
+from typedspy.signature import Signature, is_union
 
 __all__ = ["check_arguments", "check_result"]
 
@@ -165,9 +164,8 @@ def _null_means_default(info: FieldInfo) -> bool:
 def _accepts_none(annotation: Any) -> bool:
     if annotation is None or annotation is type(None) or annotation is Any:
         return True
-    origin = get_origin(annotation)
-    if origin is Annotated:
+    if get_origin(annotation) is Annotated:
         return _accepts_none(get_args(annotation)[0])
-    if origin is Union or origin is types.UnionType:
+    if is_union(annotation):
         return any(_accepts_none(arg) for arg in get_args(annotation))
     return False
