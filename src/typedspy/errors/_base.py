@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import InitVar, dataclass
 
 __all__ = [
     "ConfigurationError",
@@ -14,8 +15,19 @@ __all__ = [
 ]
 
 
+@dataclass(eq=False, repr=False)
 class TypedspyError(Exception):
-    """Root of every error typedspy raises."""
+    """Root of every error typedspy raises.
+
+    An error whose constructor only keeps keyword details declares them as the fields of a
+    keyword-only dataclass (``@dataclass(eq=False, repr=False, kw_only=True)``): the message
+    stays the one positional argument, and equality, hashing and repr stay the exception's own.
+    """
+
+    message: InitVar[str] = ""
+
+    def __post_init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 class ConfigurationError(TypedspyError, ValueError):

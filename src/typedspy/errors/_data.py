@@ -138,6 +138,7 @@ class SavedStateError(ConfigurationError):
         self.errors = tuple(errors)
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ResumeStateError(TypedspyError, ValueError):
     """A saved `ResumeState` was refused: nothing of it was used, and no tool ran.
 
@@ -150,6 +151,4 @@ class ResumeStateError(TypedspyError, ValueError):
             path such as ``"tool_call"`` for a malformed state, ``""`` for the text as a whole.
     """
 
-    def __init__(self, message: str, *, path: str = "") -> None:
-        super().__init__(message)
-        self.path = path
+    path: str = ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from typedspy.errors._base import TypedspyError
 
 __all__ = [
@@ -28,6 +30,7 @@ class LMTimeoutError(LMConnectionError):
     """The request timed out (after the SDK's own retries)."""
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class LMRateLimitError(LMError):
     """The endpoint answered 429 (after the SDK's own retries, which honour Retry-After).
 
@@ -36,11 +39,10 @@ class LMRateLimitError(LMError):
             when it said; a batch's `RateLimit` pauses every item for that long.
     """
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+    retry_after: float | None = None
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class LMStatusError(LMError):
     """The endpoint answered with an HTTP error status.
 
@@ -50,15 +52,12 @@ class LMStatusError(LMError):
         param: The request parameter the provider blamed, when it named one.
     """
 
-    def __init__(
-        self, message: str, *, status_code: int, code: str | None = None, param: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.code = code
-        self.param = param
+    status_code: int
+    code: str | None = None
+    param: str | None = None
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class LMUnsupportedFeatureError(LMStatusError):
     """The endpoint rejected a request feature it does not support.
 
@@ -66,23 +65,15 @@ class LMUnsupportedFeatureError(LMStatusError):
         feature: What it rejected: ``"response_format"``, ``"json_schema"``, ``"tools"``, ...
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        feature: str,
-        status_code: int = 400,
-        code: str | None = None,
-        param: str | None = None,
-    ) -> None:
-        super().__init__(message, status_code=status_code, code=code, param=param)
-        self.feature = feature
+    feature: str
+    status_code: int = 400
 
 
 class LMResponseError(LMError):
     """The endpoint replied with something that is not a usable completion (no choices, ...)."""
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class LMResponseLimitError(LMResponseError):
     """A reply past one of the reading limits: the read or the decoding was stopped there.
 
@@ -93,7 +84,5 @@ class LMResponseLimitError(LMResponseError):
         allowed: The limit's value.
     """
 
-    def __init__(self, message: str, *, limit: str, allowed: int) -> None:
-        super().__init__(message)
-        self.limit = limit
-        self.allowed = allowed
+    limit: str
+    allowed: int

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
 
@@ -23,6 +24,7 @@ __all__ = [
 ]
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class BudgetExceededError(TypedspyError):
     """A `Budget` ran out: the request that would have gone past it was not sent.
 
@@ -34,16 +36,13 @@ class BudgetExceededError(TypedspyError):
         usage: Tokens the budget had counted when it refused.
     """
 
-    def __init__(
-        self, message: str, *, limit: str, allowed: int | Decimal, requests: int, usage: Usage
-    ) -> None:
-        super().__init__(message)
-        self.limit = limit
-        self.allowed = allowed
-        self.requests = requests
-        self.usage = usage
+    limit: str
+    allowed: int | Decimal
+    requests: int
+    usage: Usage
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ItemTimeoutError(TypedspyError, TimeoutError):
     """A batch item ran longer than the batch's per-item ``timeout`` and was cancelled.
 
@@ -51,11 +50,10 @@ class ItemTimeoutError(TypedspyError, TimeoutError):
         timeout: The per-item limit, in seconds.
     """
 
-    def __init__(self, message: str, *, timeout: float) -> None:
-        super().__init__(message)
-        self.timeout = timeout
+    timeout: float
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class DeadlineExceededError(TypedspyError, TimeoutError):
     """A deadline ran out: the call (or the streamed request) was stopped.
 
@@ -72,30 +70,17 @@ class DeadlineExceededError(TypedspyError, TimeoutError):
         stage: What was running when time ran out (``"waiting for a response"``, ...).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        limit: str,
-        seconds: float,
-        elapsed: float,
-        requests: int = 0,
-        attempts: int = 0,
-        tool_calls: int = 0,
-        streamed: int = 0,
-        stage: str = "",
-    ) -> None:
-        super().__init__(message)
-        self.limit = limit
-        self.seconds = seconds
-        self.elapsed = elapsed
-        self.requests = requests
-        self.attempts = attempts
-        self.tool_calls = tool_calls
-        self.streamed = streamed
-        self.stage = stage
+    limit: str
+    seconds: float
+    elapsed: float
+    requests: int = 0
+    attempts: int = 0
+    tool_calls: int = 0
+    streamed: int = 0
+    stage: str = ""
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class BatchStoppedError(TypedspyError):
     """A batch item was never run: the batch had reached ``max_errors`` failures.
 
@@ -103,9 +88,7 @@ class BatchStoppedError(TypedspyError):
         max_errors: The batch's limit.
     """
 
-    def __init__(self, message: str, *, max_errors: int) -> None:
-        super().__init__(message)
-        self.max_errors = max_errors
+    max_errors: int
 
 
 class CacheError(TypedspyError):
@@ -153,6 +136,7 @@ class BatchFileError(TypedspyError):
         self.lines = tuple(lines)
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class RequestLimitError(TypedspyError):
     """A call reached ``max_requests``: the request that would go past it was not sent.
 
@@ -164,13 +148,12 @@ class RequestLimitError(TypedspyError):
         requests: Requests the call had sent.
     """
 
-    def __init__(self, message: str, *, allowed: int, requests: int) -> None:
-        super().__init__(message)
-        self.limit = "max_requests"
-        self.allowed = allowed
-        self.requests = requests
+    allowed: int
+    requests: int
+    limit: str = field(default="max_requests", init=False)
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ResumeConflictError(TypedspyError):
     """A paused run cannot be resumed with this answer: its pause was claimed before.
 
@@ -184,12 +167,11 @@ class ResumeConflictError(TypedspyError):
         action: The earlier answer's action.
     """
 
-    def __init__(self, message: str, *, pause_id: str, action: str) -> None:
-        super().__init__(message)
-        self.pause_id = pause_id
-        self.action = action
+    pause_id: str
+    action: str
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class VerificationError(TypedspyError):
     """A saved program no longer reaches the score it was saved with (`ts.optimize.verify`).
 
@@ -202,17 +184,7 @@ class VerificationError(TypedspyError):
         report: The `typedspy.optimize.VerifyReport` (None for ``"devset_changed"``).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        reason: Literal["score_dropped", "devset_changed"],
-        expected: float | str,
-        got: float | str,
-        report: object = None,
-    ) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.expected = expected
-        self.got = got
-        self.report = report
+    reason: Literal["score_dropped", "devset_changed"]
+    expected: float | str
+    got: float | str
+    report: object = None
