@@ -9,14 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, PydanticInvalidForJsonSchema, TypeAdapter
+from pydantic import BaseModel, PydanticInvalidForJsonSchema
 
 from typedspy.errors import SchemaError
 from typedspy.schema._generate import JSONSchema, neutral_schema
 from typedspy.schema._render import render_shape
 from typedspy.schema.targets.json_schema import to_json_schema
 from typedspy.schema.targets.openai_strict import to_openai_strict
-from typedspy.signature import Signature, TypeRewriter
+from typedspy.signature import Signature, TypeRewriter, no_json_schema
 
 __all__ = ["SCHEMA_COMPILER_VERSION", "CompiledSchema", "Target", "compile_schema"]
 
@@ -79,26 +79,6 @@ def _output_model(obj: type) -> type[BaseModel]:
     raise SchemaError(f"compile_schema takes a Signature subclass or a Pydantic model, not {obj!r}")
 
 
-def _no_json_schema(
-    name: str, model: type[BaseModel], exc: PydanticInvalidForJsonSchema
-) -> SchemaError:
-    """The error for outputs Pydantic has no JSON schema for, naming the first such field."""
-    field = None
-    for candidate, info in model.model_fields.items():
-        annotation: Any = info.annotation
-        try:
-            TypeAdapter(annotation).json_schema()
-        except PydanticInvalidForJsonSchema:
-            field = candidate
-            break
-    reason = str(exc).split("\n", 1)[0]
-    return SchemaError(
-        f"{name}{f'.{field}' if field else ''}: no JSON schema for this output ({reason}); "
-        "outputs must be JSON data: models, lists, dicts, str, numbers, bool, Literal, enums",
-        path=(field,) if field else (),
-    )
-
-
 def _inline_root(schema: JSONSchema) -> JSONSchema:
     """A recursive model's schema is a bare ``$ref``; the wire root must be the object itself."""
     ref = schema.get("$ref")
@@ -148,7 +128,7 @@ def compile_schema(obj: type, target: Target | str = "openai-strict") -> Compile
     try:
         neutral = _inline_root(neutral_schema(model))
     except PydanticInvalidForJsonSchema as exc:
-        raise _no_json_schema(name, model, exc) from exc
+        raise no_json_schema(name, model.model_fields, exc) from exc
     # The json-schema target edits its input in place; keep a copy for the prompt shape.
     shape_source = None if target == "json-schema" else copy.deepcopy(neutral)
     schema = convert(neutral, name=name)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import collections.abc
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, ForwardRef, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
+    PydanticInvalidForJsonSchema,
     PydanticSchemaGenerationError,
     PydanticUndefinedAnnotation,
     TypeAdapter,
@@ -25,7 +26,7 @@ from pydantic.fields import FieldInfo
 from typedspy.errors import SchemaError
 from typedspy.signature._dispatch import is_model
 
-__all__ = ["check_output_types", "check_resolved", "unsupported_type"]
+__all__ = ["check_output_types", "check_resolved", "no_json_schema", "unsupported_type"]
 
 _Path = tuple[str, ...]
 
@@ -122,18 +123,44 @@ def unsupported_type(
     name: str, fields: Mapping[str, FieldInfo], exc: PydanticSchemaGenerationError
 ) -> SchemaError:
     """The error for fields Pydantic cannot validate (an arbitrary class), naming the first."""
-    field = None
-    for candidate, info in fields.items():
+    reason = str(exc).split(". ", 1)[0]
+    message = (
+        f"{reason}; a field's type must be one Pydantic validates (a model, a dataclass, str, "
+        "numbers, ...) or define __get_pydantic_core_schema__"
+    )
+    return _at_first_field(name, fields, TypeAdapter, PydanticSchemaGenerationError, message)
+
+
+def no_json_schema(
+    name: str, fields: Mapping[str, FieldInfo], exc: PydanticInvalidForJsonSchema
+) -> SchemaError:
+    """The error for outputs Pydantic has no JSON schema for, naming the first such field."""
+    reason = str(exc).split("\n", 1)[0]
+    message = (
+        f"no JSON schema for this output ({reason}); outputs must be JSON data: models, lists, "
+        "dicts, str, numbers, bool, Literal, enums"
+    )
+    return _at_first_field(
+        name,
+        fields,
+        lambda tp: TypeAdapter(tp).json_schema(),
+        PydanticInvalidForJsonSchema,
+        message,
+    )
+
+
+def _at_first_field(
+    name: str,
+    fields: Mapping[str, FieldInfo],
+    probe: Callable[[Any], object],
+    error: type[Exception],
+    message: str,
+) -> SchemaError:
+    """``message`` as a `SchemaError` naming the first field whose type ``probe`` fails on."""
+    for field, info in fields.items():
         annotation: Any = info.annotation
         try:
-            TypeAdapter(annotation)
-        except PydanticSchemaGenerationError:
-            field = candidate
-            break
-    reason = str(exc).split(". ", 1)[0]
-    return SchemaError(
-        f"{name}{f'.{field}' if field else ''}: {reason}; a field's type must be one Pydantic "
-        "validates (a model, a dataclass, str, numbers, ...) or define "
-        "__get_pydantic_core_schema__",
-        path=(field,) if field else (),
-    )
+            probe(annotation)
+        except error:
+            return SchemaError(f"{name}.{field}: {message}", path=(field,))
+    return SchemaError(f"{name}: {message}")
