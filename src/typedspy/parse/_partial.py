@@ -25,11 +25,10 @@ value.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Callable, Mapping
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from typedspy._json import MAX_JSON_DEPTH, depth_limit
 from typedspy.parse._partial_values import FieldValues, ObjectValues
@@ -48,22 +47,6 @@ _MARKER_WINDOW = 100  # how far back a marker that is still arriving can start
 _STRING_BODY = re.compile(r'[^"\\]*')
 _PLAIN = re.compile(r'[^"{}\[\],:]*')
 _KEY_LIMIT = 4096  # a longer key names no field: only its first characters are kept
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _within_depth(
-    method: Callable[Concatenate[PartialParser, P], R],
-) -> Callable[Concatenate[PartialParser, P], R]:
-    """Run a public method with the parser's ``max_json_depth`` active (ADR-048)."""
-
-    @functools.wraps(method)
-    def run(self: PartialParser, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with depth_limit(self.max_json_depth):
-            return method(self, *args, **kwargs)
-
-    return run
 
 
 class PartialParser:
@@ -130,7 +113,6 @@ class PartialParser:
             name = self._section
         return name if name in self._fields else None
 
-    @_within_depth
     def feed(self, piece: str) -> list[Segment]:
         """Take the next piece of the completion; return it split by the field it belongs to.
 
@@ -138,40 +120,41 @@ class PartialParser:
         back until it is complete (see `flush`); the segments returned over a whole stream
         (flush included) add up to the whole text.
         """
-        start = self._size
-        self._size += len(piece)
-        self._pieces.append(piece)
-        if self._scan is not None:  # a JSON object: only the new piece is looked at
-            return self._object_segments(piece, start)
-        self._text += piece
-        if self._mode is None:
-            self._detect()
-        if self._scan is not None:
-            held, self._text = self._text[self._emitted - self._base :], ""
-            return self._object_segments(held, self._emitted)
-        end = self._held_back()  # a marker may be arriving (before the mode is known, too)
-        if self._mode == "markers":
-            out = self._marker_segments(end)
-        else:
-            out = self._segments(end, [])
-        self._text, self._base = self._text[self._emitted - self._base :], self._emitted
-        return out
+        with depth_limit(self.max_json_depth):  # ADR-048 (so are `flush` and `values`)
+            start = self._size
+            self._size += len(piece)
+            self._pieces.append(piece)
+            if self._scan is not None:  # a JSON object: only the new piece is looked at
+                return self._object_segments(piece, start)
+            self._text += piece
+            if self._mode is None:
+                self._detect()
+            if self._scan is not None:
+                held, self._text = self._text[self._emitted - self._base :], ""
+                return self._object_segments(held, self._emitted)
+            end = self._held_back()  # a marker may be arriving (before the mode is known, too)
+            if self._mode == "markers":
+                out = self._marker_segments(end)
+            else:
+                out = self._segments(end, [])
+            self._text, self._base = self._text[self._emitted - self._base :], self._emitted
+            return out
 
-    @_within_depth
     def flush(self) -> list[Segment]:
         """The text still held back (the stream ended): attributed as it stands."""
         self._final = True
         if self._emitted >= self._size:
             return []
-        return self._marker_segments(self._size, final=True)
+        with depth_limit(self.max_json_depth):
+            return self._marker_segments(self._size, final=True)
 
-    @_within_depth
     def values(self) -> dict[str, Any]:
         """The outputs as far as the text fed so far shows them (see the module docstring)."""
-        if self._mode == "json":
-            self._values = self._object.values(final=self._final)
-        elif self._mode == "markers":
-            self._values = self._sections.values(final=self._final)
+        with depth_limit(self.max_json_depth):
+            if self._mode == "json":
+                self._values = self._object.values(final=self._final)
+            elif self._mode == "markers":
+                self._values = self._sections.values(final=self._final)
         return dict(self._values)
 
     def news(self) -> dict[str, Any] | None:
