@@ -86,7 +86,23 @@ def check_result(
         ToolError: The result has no usable shape or fails validation (``errors`` set).
     """
     fields = signature.output_fields
-    data = _output_data(tool, signature, result, result_models)
+    data: Mapping[str, Any]
+    if isinstance(result, Prediction):
+        data = dict(result)
+    elif isinstance(result, result_models):
+        data = {name: getattr(result, name) for name in fields if hasattr(result, name)}
+    # A single output's own name among the keys means "these are the outputs"; otherwise a
+    # mapping is that output's bare value (a dict-typed output).
+    elif isinstance(result, Mapping) and (len(fields) != 1 or next(iter(fields)) in result):
+        data = result
+    elif len(fields) == 1:
+        data = {next(iter(fields)): result}
+    else:
+        raise ToolError(
+            f"{tool} returned {type(result).__name__}; return a Prediction, a "
+            f"{signature.output_model.__name__}, or a dict with {', '.join(fields)}",
+            tool=tool,
+        )
     try:
         model = signature.output_model.model_validate(data)
     except ValidationError as exc:
@@ -98,30 +114,6 @@ def check_result(
             errors=errors,
         ) from exc
     return {name: getattr(model, name) for name in fields}
-
-
-def _output_data(
-    tool: str,
-    signature: type[Signature],
-    result: object,
-    result_models: tuple[type[BaseModel], ...],
-) -> Mapping[str, Any]:
-    fields = signature.output_fields
-    if isinstance(result, Prediction):
-        return dict(result)
-    if isinstance(result, result_models):
-        return {name: getattr(result, name) for name in fields if hasattr(result, name)}
-    # A single output's own name among the keys means "these are the outputs"; otherwise a
-    # mapping is that output's bare value (a dict-typed output).
-    if isinstance(result, Mapping) and (len(fields) != 1 or next(iter(fields)) in result):
-        return result
-    if len(fields) == 1:
-        return {next(iter(fields)): result}
-    raise ToolError(
-        f"{tool} returned {type(result).__name__}; return a Prediction, a "
-        f"{signature.output_model.__name__}, or a dict with {', '.join(fields)}",
-        tool=tool,
-    )
 
 
 def _decode(tool: str, arguments: object) -> dict[str, Any]:
