@@ -18,7 +18,7 @@ import typedspy as ts
 from typedspy.limits import UsageMeter, metering
 from typedspy.settings import get_settings
 from typedspy.testing import FakeLM
-from typedspy.tools import ConfirmationRequired, Tool, approve, confirm_first, confirmation_id, tool
+from typedspy.tools import ConfirmationRequired, ResumeState, Tool, confirm_first, confirmation_id, tool
 
 SRC = Path(__file__).parents[1] / "src" / "typedspy"
 
@@ -76,13 +76,19 @@ def test_blocks_closed_out_of_order_each_restore_only_their_own() -> None:
     assert meter.requests == 1
 
 
+def approve_delete() -> None:
+    # A person's yes to deleting a.txt, recorded in the current context (no `resume` block).
+    cid = confirmation_id("delete_file", {"path": "a.txt"})
+    ResumeState(question="Delete a.txt?", confirmation_id=cid, response="yes").apply()
+
+
 def test_an_approval_made_inside_a_settings_block_outlives_it() -> None:
     runs: list[str] = []
     delete = make_delete(runs)
 
     async def scenario() -> None:
         with ts.context(max_retries=0):
-            approve(confirmation_id("delete_file", {"path": "a.txt"}))
+            approve_delete()
         assert await delete.acall({"path": "a.txt"}) == {"result": "deleted a.txt"}
 
     asyncio.run(asyncio.wait_for(scenario(), 10))
@@ -98,7 +104,7 @@ def test_an_approval_consumed_under_a_deadline_stays_consumed() -> None:
             return await delete.acall({"path": "a.txt"})
 
     async def scenario() -> None:
-        approve(confirmation_id("delete_file", {"path": "a.txt"}))
+        approve_delete()
         with ts.context(deadline=30):  # each step of the call sets the deadline, then restores it
             await Cleanup().acall()
         with pytest.raises(ConfirmationRequired):  # the one approval was used up

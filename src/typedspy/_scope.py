@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from typedspy._deadline import Bound
     from typedspy.limits import UsageMeter
     from typedspy.lm import RequestBound
-    from typedspy.tools import Decision
+    from typedspy.tools import ResumeState
 
 __all__ = [
     "APPROVALS",
@@ -58,7 +58,7 @@ class Scope(NamedTuple):
     deadline: Bound | None  # the module call's
     stream_deadline: Bound | None  # the streamed request's
     json_depth: int | None  # `depth_limit`'s; None: the default
-    approvals: Mapping[str, Decision]  # decisions on paused tool calls, by confirmation id
+    approvals: Mapping[str, ResumeState]  # answers to paused tool calls, by confirmation id
     rendering: bool  # `render`: the first request is shown, not sent
 
 
@@ -126,5 +126,5 @@ REQUEST_BOUND: Field[RequestBound | None] = Field("request_bound")
 DEADLINE: Field[Bound | None] = Field("deadline")
 STREAM_DEADLINE: Field[Bound | None] = Field("stream_deadline")
 JSON_DEPTH: Field[int | None] = Field("json_depth")
-APPROVALS: Field[Mapping[str, Decision]] = Field("approvals")
+APPROVALS: Field[Mapping[str, ResumeState]] = Field("approvals")
 RENDERING: Field[bool] = Field("rendering")

@@ -23,11 +23,8 @@ from typedspy.tools import (
     ResumeState,
     Tool,
     Toolset,
-    approvals,
-    approve,
     confirm_first,
     confirmation_id,
-    reject,
     resume,
     tool,
 )
@@ -361,13 +358,13 @@ def test_confirmation_required_pickles_with_its_data() -> None:
 def test_approvals_are_isolated_between_concurrent_tasks() -> None:
     calls = Calls()
     delete = make_delete(calls)
-    cid = pause(delete, {"path": "/a"}).confirmation_id
+    paused = pause(delete, {"path": "/a"})
     approved = asyncio.Event()
     checked = asyncio.Event()
     outcomes: dict[str, str] = {}
 
     async def approver() -> None:
-        approve(cid)  # recorded in this task's context only
+        ResumeState(paused, "yes").apply()  # recorded in this task's context only
         approved.set()
         await checked.wait()
         await delete.acall({"path": "/a"})
@@ -393,15 +390,15 @@ def test_approvals_are_isolated_between_concurrent_tasks() -> None:
 def test_approvals_scope_forgets_its_decisions_on_exit() -> None:
     calls = Calls()
     delete = make_delete(calls)
-    cid = pause(delete, {"path": "/a"}).confirmation_id
+    paused = pause(delete, {"path": "/a"})
 
     def scenario() -> None:
-        with approvals():
-            approve(cid)
+        with resume():
+            ResumeState(paused, "yes").apply()
         with pytest.raises(ConfirmationRequired):
             delete(path="/a")
-        approve(cid)  # outside a scope: kept in this context until used
-        with approvals():  # an inner scope inherits it
+        ResumeState(paused, "yes").apply()  # outside a scope: kept in this context until used
+        with resume():  # an inner scope inherits it
             delete(path="/a")
         delete(path="/a")  # ... and consuming it inside did not consume the outer one
 
@@ -411,11 +408,11 @@ def test_approvals_scope_forgets_its_decisions_on_exit() -> None:
 
 def test_reject_with_feedback_function() -> None:
     delete = make_delete(Calls())
-    cid = pause(delete, {"path": "/a"}).confirmation_id
+    paused = pause(delete, {"path": "/a"})
 
     def scenario() -> None:
-        with approvals():
-            reject(cid, "not that one")
+        with resume():
+            ResumeState(paused, "not that one").apply()
             with pytest.raises(ConfirmationRejected, match="not that one"):
                 delete(path="/a")
 

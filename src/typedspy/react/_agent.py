@@ -56,7 +56,7 @@ from typedspy.schema import compile_schema
 from typedspy.settings import resolve_lm
 from typedspy.signature import Signature, to_jsonable
 from typedspy.streaming import StreamEvent, closing
-from typedspy.tools import ResumeState, Tool, Toolset, approvals
+from typedspy.tools import ResumeState, Tool, Toolset, resume
 
 __all__ = ["MAX_TOOL_CALLS", "ReAct", "ReActMode", "answer_once", "resumed_step", "show_edits"]
 
@@ -420,7 +420,7 @@ async def _answer(run: Run[Any], call: TrajectoryCall, state: ResumeState) -> tu
             f"The user did not run this call to {call.name} and said: {state.feedback}",
             True,
         )
-    with approvals(state):  # the decision is consumed by this call, or dropped on exit
+    with resume(state):  # the decision is consumed by this call, or dropped on exit
         observation, failed = await run.run_checked(call)
     if not show_edits(call, state):
         return observation, failed

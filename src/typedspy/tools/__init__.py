@@ -12,12 +12,8 @@ from typedspy.tools._approvals import (
 
 # The package's interface to typedspy's other packages (not public API): they import from the
 # package, never from its modules (ADR-034, checked by import-linter).
-from typedspy.tools._approvals import Decision as Decision
 from typedspy.tools._approvals import ResumeAction as ResumeAction
-from typedspy.tools._approvals import approvals as approvals
-from typedspy.tools._approvals import approve as approve
 from typedspy.tools._approvals import confirmation_id as confirmation_id
-from typedspy.tools._approvals import reject as reject
 from typedspy.tools._confirm import confirm_first
 from typedspy.tools._names import tool_name
 from typedspy.tools._resume_state import ResumeState

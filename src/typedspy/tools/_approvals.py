@@ -30,14 +30,11 @@ __all__ = [
     "ConfirmMark",
     "ConfirmationRejected",
     "ConfirmationRequired",
-    "Decision",
     "Question",
     "ResumeAction",
-    "approvals",
-    "approve",
     "confirmation_id",
     "confirmation_mark",
-    "reject",
+    "record",
     "require_confirmation",
     "resume",
 ]
@@ -142,48 +139,19 @@ def confirmation_id(tool: str, arguments: Mapping[str, Any]) -> str:
 # -- decisions in the current context ------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Decision:
-    """A person's answer to one paused call, kept until the call consumes it."""
-
-    action: ResumeAction
-    arguments: Mapping[str, Any] | None = None
-    feedback: str | None = None
-
-
-def _record(cid: str, decision: Decision) -> None:
+def record(state: ResumeState) -> None:
+    """Keep ``state``'s answer in the current context until the call it answers consumes it."""
     # Replace, never mutate: a mapping shared with a parent or sibling context stays unchanged.
-    APPROVALS.set(MappingProxyType({**current().approvals, cid: decision}))
-
-
-def approve(confirmation_id: str, arguments: Mapping[str, Any] | None = None) -> None:
-    """Approve one call in the current context; the next matching call runs and consumes it.
-
-    Args:
-        confirmation_id: From `ConfirmationRequired.confirmation_id`.
-        arguments: Edited arguments, merged over the original ones and validated again before
-            the tool runs; None runs the call as the model made it.
-    """
-    action: ResumeAction = "approve" if arguments is None else "edit"
-    _record(confirmation_id, Decision(action, dict(arguments) if arguments is not None else None))
-
-
-def reject(confirmation_id: str, feedback: str | None = None) -> None:
-    """Reject one call in the current context: its next attempt raises `ConfirmationRejected`.
-
-    Args:
-        confirmation_id: From `ConfirmationRequired.confirmation_id`.
-        feedback: Text for the model instead of running the tool (carried by the error).
-    """
-    _record(confirmation_id, Decision("feedback" if feedback else "reject", feedback=feedback))
+    APPROVALS.set(MappingProxyType({**current().approvals, state.confirmation_id: state}))
 
 
 @contextlib.contextmanager
-def approvals(*states: ResumeState) -> Iterator[None]:
-    """Scope decisions: those made inside are forgotten on exit; outer ones are inherited.
+def resume(*states: ResumeState) -> Iterator[None]:
+    """Resume paused calls: ``with ts.tools.resume(state): await tool.acall(args)``.
 
-    Args:
-        *states: Answers to apply on entry (each as `ResumeState.apply`).
+    Each state's answer is recorded on entry (`ResumeState.apply`); the call with the paused
+    arguments then runs (or raises `ConfirmationRejected`) once. Decisions made inside the
+    block are forgotten on exit; outer ones are inherited.
     """
     saved = APPROVALS.set(current().approvals)
     try:
@@ -192,15 +160,6 @@ def approvals(*states: ResumeState) -> Iterator[None]:
         yield
     finally:
         APPROVALS.restore(saved)
-
-
-def resume(*states: ResumeState) -> contextlib.AbstractContextManager[None]:
-    """Resume paused calls: ``with ts.tools.resume(state): await tool.acall(args)``.
-
-    The same as `approvals` with the states applied; the call with the paused arguments then
-    runs (or raises `ConfirmationRejected`) once.
-    """
-    return approvals(*states)
 
 
 def require_confirmation(
@@ -233,14 +192,12 @@ def require_confirmation(
         )
     APPROVALS.set(MappingProxyType({k: v for k, v in decisions.items() if k != cid}))
     if decision.action in ("reject", "feedback"):
-        what = f"with feedback: {decision.feedback}" if decision.feedback else "by the user"
+        feedback = decision.feedback
+        what = f"with feedback: {feedback}" if feedback else "by the user"
         raise ConfirmationRejected(
-            f"{tool} was rejected {what}",
-            confirmation_id=cid,
-            tool=tool,
-            feedback=decision.feedback,
+            f"{tool} was rejected {what}", confirmation_id=cid, tool=tool, feedback=feedback
         )
-    return decision.arguments
+    return decision.edited_arguments
 
 
 def _question(tool: str, arguments: Mapping[str, Any], question: Question | None) -> str:

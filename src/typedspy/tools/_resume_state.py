@@ -33,7 +33,7 @@ from typedspy._types import first_error, format_path
 from typedspy.errors import ConfigurationError, ResumeStateError
 from typedspy.settings import get_settings
 from typedspy.signature import to_jsonable
-from typedspy.tools._approvals import ConfirmationRequired, ResumeAction, approve, reject
+from typedspy.tools._approvals import ConfirmationRequired, ResumeAction, record
 
 __all__ = ["Answer", "ResumeState"]
 
@@ -164,14 +164,12 @@ class ResumeState(BaseModel):
         )
 
     def apply(self) -> None:
-        """Record this answer in the current context (what `resume` does on entry)."""
-        action = self.action
-        if action == "approve":
-            approve(self.confirmation_id)
-        elif action == "edit":
-            approve(self.confirmation_id, self.edited_arguments)
-        else:
-            reject(self.confirmation_id, self.feedback)
+        """Record this answer in the current context (what `resume` does on entry).
+
+        The next call with the paused arguments consumes it: it runs (with the edits, if any),
+        or raises `ConfirmationRejected` carrying the feedback.
+        """
+        record(self)
 
     # -- saving: signed JSON --
 
