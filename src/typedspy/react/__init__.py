@@ -1,8 +1,8 @@
 """`ReAct`: a bounded tool-using agent over a signature, above both the modules and the tools.
 
-Four modules: the agent and its resumption (`_agent`), one run and its tool calls (`_run`),
-what a step sends and how its reply is read (`_steps`), the trajectory, a paused run and the
-store of answered pauses (`_state`). Run state is made of Pydantic models; answered pauses are
+Three modules: the agent and what each step sends and how its reply is read (`_agent`), one
+run, its tool calls, its pauses and their resumption (`_run`), the trajectory, a paused run and
+the store of answered pauses (`_state`). Run state is made of Pydantic models; answered pauses are
 remembered in a `ResumeStore` so an approval applies once (ADR-036, ADR-043).
 """
 

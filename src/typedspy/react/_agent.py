@@ -1,38 +1,72 @@
-"""`ReAct`: a bounded tool-using loop over a signature, with a trajectory and a typed answer.
+"""`ReAct`: a bounded tool-using loop over a signature, and what each of its steps sends.
 
-Each step asks the model for tool calls (native tool calling with a strict ``finish``
-function, or, for endpoints without tools, a ``_type``-tagged union of tool arguments through
-`Predict`), runs them, and records what they returned. ``finish`` ends the run with the
-signature's outputs; running out of steps ends it with an answer extracted from the trajectory.
-A tool that needs a person's confirmation pauses the run (`ConfirmationRequired`); passing the
-answer back as ``resume_state`` continues at the same call without repeating earlier ones.
+Each step asks the model for tool calls, runs them, and records what they returned. ``finish``
+ends the run with the signature's outputs; running out of steps ends it with an answer
+extracted from the trajectory. A tool that needs a person's confirmation pauses the run
+(`ConfirmationRequired`); passing the answer back as ``resume_state`` continues at the same
+call without repeating earlier ones: a new `Run` set back to where the saved one paused
+(`Run.resumed`), whose first events are the paused call's, answered once (`Run.resume`). A
+saved state's signature covers the pause id (ADR-052): a state cannot be given a new id to
+pass for another pause.
 
-A resumed run is a new `Run` set back to where the saved one paused (`restore`); its first
-events are the paused call's, answered once, then the rest of that step's calls
-(`resumed_step`). A saved state's signature covers the pause id (ADR-052): a state cannot be
-given a new id to pass for another pause.
+A step is native or a union step. Native tool calling: the conversation (system, inputs, then
+the trajectory as assistant ``tool_calls`` and ``role: tool`` messages) with every tool plus a
+strict ``finish`` function whose parameters are the signature's output schema, sent as an
+attempt of the engine's loop (`NativeStep`). A native step streams its completion when the run
+streams; the arguments of a ``finish`` call are the task's outputs, so while they arrive they
+are parsed like `Predict`'s output (`OutputDelta` and `PartialPrediction` events). Should that
+``finish`` fail validation, the run goes on and a later ``finish`` streams its partial outputs
+afresh. Fallback for endpoints without tool calling: a signature whose one output ``next`` is a
+``_type``-tagged union of each tool's arguments and a ``finish`` member holding the outputs,
+asked through `Predict` (`union_step`), so constrained decoding guarantees a well-formed step
+(ADR-037). Either way the step is read into the trajectory, and its calls, ``finish``
+included, run through `Run.run_calls`.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
+import operator
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, cast, get_args
 
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic.fields import FieldInfo
 from typing_extensions import ParamSpec, TypeVar, Unpack
 
-from typedspy.engine import Done, check_inputs, run_attempts, signature_of, stepping_down
+from typedspy._types import FailureKind, Usage
+from typedspy.adapter import field_section, format_inputs, function_tool, user_content, with_history
+from typedspy.engine import (
+    Attempts,
+    Done,
+    Pick,
+    check_inputs,
+    run_attempts,
+    signature_of,
+    stepping_down,
+)
 from typedspy.errors import (
     ConfigurationError,
     LMUnsupportedFeatureError,
-    ResumeConflictError,
+    OutputDecodeError,
+    OutputValidationError,
     SchemaError,
     check_instance,
     check_int,
 )
-from typedspy.lm import BaseLM, ChatMessage, RequestParams, check_params
+from typedspy.lm import (
+    BaseLM,
+    ChatMessage,
+    LMChunk,
+    LMRequest,
+    LMResponse,
+    RequestParams,
+    StreamAccumulator,
+    check_params,
+)
 from typedspy.modules import History, Predict, history_messages
+from typedspy.parse import split_reasoning
 from typedspy.program import Module
 from typedspy.react._run import (
     FINISH,
@@ -40,25 +74,38 @@ from typedspy.react._run import (
     AgentEvent,
     AgentPrediction,
     Run,
-    finished,
-    started,
+    as_arguments,
 )
 from typedspy.react._state import (
-    PausedRun,
     ResumeStore,
     Trajectory,
     TrajectoryCall,
     TrajectoryStep,
+    bounded,
     default_resume_store,
 )
-from typedspy.react._steps import NativeStep, extraction_signature, step_signature, union_step
 from typedspy.schema import compile_schema
 from typedspy.settings import resolve_lm
-from typedspy.signature import Signature, to_jsonable
+from typedspy.signature import (
+    InputField,
+    OutputField,
+    Signature,
+    build_signature,
+    to_jsonable,
+    without_role,
+)
 from typedspy.streaming import StreamEvent, closing
-from typedspy.tools import ResumeState, Tool, Toolset, resume
+from typedspy.tools import ResumeState, Tool, Toolset
 
-__all__ = ["MAX_TOOL_CALLS", "ReAct", "ReActMode", "answer_once", "resumed_step", "show_edits"]
+__all__ = [
+    "MAX_TOOL_CALLS",
+    "NativeStep",
+    "ReAct",
+    "ReActMode",
+    "extraction_signature",
+    "step_signature",
+    "union_step",
+]
 
 
 logger = logging.getLogger("typedspy")
@@ -258,9 +305,9 @@ class ReAct(Module, Generic[SigT, InputsT]):
             turns = history_messages(history)
             run = Run(self, lm, checked, turns, Trajectory(), lm.profile.agent_step(self.mode))
         else:
-            run, point = self._resume(lm, resume_state, inputs, history)
+            run, point = Run.resumed(self, lm, resume_state, inputs, history)
             store = self.resume_store if self.resume_store is not None else default_resume_store()
-            async with closing(resumed_step(run, point, resume_state, store)) as calls:
+            async with closing(run.resume(point, resume_state, store)) as calls:
                 async for event in calls:
                     yield event
         for index in range(run.step + (resume_state is not None), self.max_iters):
@@ -277,37 +324,6 @@ class ReAct(Module, Generic[SigT, InputsT]):
                     yield extracted
             return
         yield run.prediction(run.answer, finished=True)
-
-    # -- setting up a run --
-
-    def _resume(
-        self,
-        lm: BaseLM,
-        state: ResumeState,
-        inputs: Mapping[str, Any],
-        history: History | Sequence[ChatMessage] | None,
-    ) -> tuple[Run[SigT], PausedRun]:
-        """The paused run, set up again at its step, and where it paused.
-
-        Its tokens carry on; tools the paused run did not have are removed, and tools it had
-        (added by module callbacks) that the agent lacks now are named in a warning.
-        """
-        point = PausedRun.read(state, self.signature)
-        checked = check_inputs(self.signature, inputs or point.inputs)
-        trajectory = Trajectory(point.trajectory)
-        turns = history_messages(history)
-        run = Run(self, lm, checked, turns, trajectory, point.mode, point.step, point.usage)
-        for tool in list(run.tools):
-            if tool.name not in point.tools:
-                run.tools.remove(tool.name)
-        missing = sorted(set(point.tools) - {t.name for t in run.tools})
-        if missing:
-            logger.warning(
-                "resuming %s without tools added during the paused run: %s",
-                self.signature.__name__,
-                ", ".join(missing),
-            )
-        return run, point
 
     # -- one step --
 
@@ -332,7 +348,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
 
     async def _ask(
         self, run: Run[SigT], stream: bool
-    ) -> AsyncIterator[StreamEvent | Done[TrajectoryStep | None]]:
+    ) -> AsyncIterator[StreamEvent | Done[TrajectoryStep]]:
         if run.mode == "union":
             yield Done(await union_step(run, stream=stream))
             return
@@ -361,80 +377,282 @@ class ReAct(Module, Generic[SigT, InputsT]):
         return True
 
 
-async def resumed_step(
-    run: Run[Any], point: PausedRun, state: ResumeState, store: ResumeStore
-) -> AsyncIterator[StreamEvent]:
-    """The paused call answered (once, see `answer_once`), then the rest of its step's calls."""
-    step = run.trajectory[run.step]
-    call = step.calls[point.call]
-    yield started(call)
-    call.observation, failed = await answer_once(run, call, state, point.pause_id, store)
-    yield finished(call, failed)
-    async with closing(run.run_calls(step, point.call + 1)) as calls:
-        async for event in calls:
-            yield event
+_NO_CALL = (
+    "You replied without calling a tool. Call one of the tools, or call `finish` with the "
+    "final outputs."
+)
 
 
-async def answer_once(
-    run: Run[Any], call: TrajectoryCall, state: ResumeState, pause_id: str, store: ResumeStore
-) -> tuple[str, bool]:
-    """The paused call's observation (and whether it failed), once per pause.
+_AGENT_RULES = (
+    "Work step by step with the tools; each result comes back to you as the tool's reply. "
+    "Call one tool at a time. When you know the outputs, call `finish` with them: its "
+    "arguments are the final answer."
+)
 
-    The first resumption claims ``pause_id`` and applies the person's answer; a second one
-    with the same answer replays the recorded observation without running the tool.
+
+_FINISH_DESCRIPTION = (
+    "Give the final answer and stop. Call this once you know the outputs; its arguments are "
+    "the outputs."
+)
+
+
+_UNION_RULES = (
+    "You are an agent working step by step. `trajectory` lists the tool calls made so far and "
+    "what they returned. Choose the next step: in `next`, either call one tool (its `_type` is "
+    "the tool's name, the other properties its arguments) or, when you know the outputs, "
+    "`finish` with the final outputs."
+)
+
+
+_EXTRACT_RULES = (
+    "An agent worked on this task with tools; `trajectory` lists its steps and what the tools "
+    "returned. It ran out of steps before giving its answer: give the outputs now, based on "
+    "what it found."
+)
+
+
+def _system_prompt(sig: type[Signature]) -> str:
+    lines = [sig.instructions, "", *field_section("Inputs:", sig.input_fields)]
+    lines += [*field_section("Outputs (the arguments of `finish`):", sig.output_fields), ""]
+    lines.append(_AGENT_RULES)
+    return "\n".join(lines)
+
+
+def _plain_fields(fields: Mapping[str, FieldInfo]) -> dict[str, Any]:
+    return {n: (i.annotation, without_role(i)) for n, i in fields.items()}
+
+
+def _member(name: str, doc: str, fields: Mapping[str, FieldInfo]) -> type[BaseModel]:
+    # The class is named after the tool, so the union's `_type` tag is the tool's own name,
+    # the same name the model sees for it in native tool calling.
+    model: type[BaseModel] = create_model(
+        name,
+        __doc__=doc or None,
+        __config__=ConfigDict(protected_namespaces=()),
+        **_plain_fields(fields),
+    )
+    return model
+
+
+def _with_trajectory(sig: type[Signature], description: str) -> dict[str, tuple[Any, FieldInfo]]:
+    """The task's inputs, plus ``trajectory``: the steps as text."""
+    inputs: dict[str, tuple[Any, FieldInfo]] = {
+        n: (i.annotation, i) for n, i in sig.input_fields.items()
+    }
+    inputs[TRAJECTORY_FIELD] = (str, InputField(description=description))
+    return inputs
+
+
+def step_signature(
+    sig: type[Signature], tools: Sequence[Tool]
+) -> tuple[type[Signature], dict[type[BaseModel], str]]:
+    """The fallback step: inputs + ``trajectory`` text -> ``reasoning`` and ``next``.
+
+    Returns:
+        The signature, and each union member class mapped to its tool name (``finish`` too).
 
     Raises:
-        ResumeConflictError: The pause was answered differently before, or the earlier
-            resumption has not recorded its outcome.
+        ConfigurationError: The task has an input named ``reasoning`` or ``next``.
     """
-    known = await store.claim(pause_id, state.action)
-    if known is None:
-        observation, failed = await _answer(run, call, state)
-        await store.record(pause_id, observation, failed)
-        return observation, failed
-    if known.action != state.action:
-        raise ResumeConflictError(
-            f"this pause of {call.name} was already answered with {known.action!r}; "
-            f"it cannot now be answered with {state.action!r}",
-            pause_id=pause_id,
-            action=known.action,
+    taken = sorted({"reasoning", "next"} & set(sig.input_fields))
+    if taken:
+        raise ConfigurationError(
+            f"{sig.__name__}: the ReAct fallback step uses the output names 'reasoning' and "
+            f"'next'; rename the input(s) {', '.join(taken)}"
         )
-    if known.observation is None:
-        raise ResumeConflictError(
-            f"this pause of {call.name} is being resumed elsewhere, or its resumption "
-            "stopped while the tool ran; the tool is not run again",
-            pause_id=pause_id,
-            action=known.action,
+    members: dict[type[BaseModel], str] = {}
+    for tool in tools:
+        members[_member(tool.name, tool.description, tool.signature.input_fields)] = tool.name
+    finish_doc = "The final answer: the outputs of the task."
+    members[_member(FINISH, finish_doc, sig.output_fields)] = FINISH
+    choice: Any = functools.reduce(operator.or_, members)
+    listing = "\n".join(f"- {t.name}: {t.description}" for t in tools) or "- (none)"
+    instructions = (
+        f"{sig.instructions}\n\n{_UNION_RULES}\n\nTools:\n{listing}\n- {FINISH}: {finish_doc}"
+    )
+    inputs = _with_trajectory(sig, "the steps so far: tool calls and what they returned")
+    outputs: dict[str, tuple[Any, FieldInfo]] = {
+        "reasoning": (str, OutputField(description="what you know so far and what to do next")),
+        "next": (choice, OutputField(description="one tool call, or finish")),
+    }
+    step = build_signature(f"{sig.__name__}Step", inputs, outputs, instructions)
+    return step, members
+
+
+def extraction_signature(sig: type[Signature]) -> type[Signature]:
+    """Inputs + ``trajectory`` text -> the signature's outputs, for a run out of steps."""
+    inputs = _with_trajectory(sig, "the agent's steps: tool calls and what they returned")
+    outputs = {n: (i.annotation, i) for n, i in sig.output_fields.items()}
+    return build_signature(
+        f"{sig.__name__}Extract", inputs, outputs, f"{sig.instructions}\n\n{_EXTRACT_RULES}"
+    )
+
+
+class NativeStep:
+    """A run's next native step, as the attempt loop's driver (`typedspy.engine.Driver`).
+
+    While streaming, the output is the arguments of the first ``finish`` call, or the content
+    when the step sent the outputs' ``response_format``; a reply is read into the trajectory.
+    A runaway step gets the profile's re-ask through the loop, its note and parameters sent as
+    a `Predict` retry's are.
+
+    Where the profile lets ``response_format`` go with tools (``response_format_with_tools``,
+    ADR-043: OpenAI and Azure), the step also carries the outputs' schema as
+    ``response_format`` and ``tool_choice`` is ``"auto"``: the model calls tools, or answers in
+    content that the schema shapes (``finish`` stays offered). Elsewhere (vLLM applies
+    ``response_format`` to tool steps too, so the model could never call a tool) no
+    ``response_format`` is sent and ``tool_choice`` is ``"required"``: every reply is a tool
+    call or ``finish``, and a plain-text reply is never an answer.
+    """
+
+    what = "a ReAct step"
+
+    def __init__(self, run: Run[Any]) -> None:
+        self.run = run
+        self.signature = run.signature
+        self._content = run.lm.profile.response_format_with_tools
+
+    def request(self) -> LMRequest:
+        """The conversation (system, inputs, the trajectory as tool messages) and the tools.
+
+        Media inputs go as content parts; the parameters get the profile's ``max_tokens`` cap
+        unless they or the LM's defaults set one (`Profile.structured_params`, as `Predict`).
+        """
+        run, sig = self.run, self.run.signature
+        profile = run.lm.profile
+        system, turns = with_history(_system_prompt(sig), run.history)
+        content = user_content(sig, run.inputs, profile, format_inputs(sig, run.inputs))
+        tools = [tool.to_openai_tool(profile.target) for tool in run.active_tools()]
+        finish = compile_schema(sig, profile.target)
+        tools.append(function_tool(FINISH, _FINISH_DESCRIPTION, finish))
+        return LMRequest(
+            messages=(
+                system,
+                *turns,
+                {"role": "user", "content": content},
+                *run.trajectory.to_messages(),
+            ),
+            response_format=finish.response_format if self._content else None,
+            tools=tuple(tools),
+            tool_choice="auto" if self._content else "required",
+            parallel_tool_calls=run.parallel_tool_calls,
+            params=profile.structured_params(run.agent.lm_kwargs, defaults=run.lm.defaults),
         )
-    logger.info("pause %s was resumed before: %s is not run again", pause_id, call.name)
-    show_edits(call, state)
-    return known.observation, known.failed
+
+    def pick(self) -> Pick:
+        return _finish_arguments(content=self._content)
+
+    def reasoning_tags(self) -> tuple[str, str] | None:
+        # Split off the content as `read` does (ADR-027).
+        return self.run.lm.profile.reasoning_tags if self._content else None
+
+    def output(self, response: LMResponse) -> tuple[str | None, str | None]:
+        # Its last tool call's arguments, else its content: a step cut off at the token limit
+        # was cut there, so a runaway loop shows in its tail.
+        if response.tool_calls:
+            return response.tool_calls[-1].arguments, None
+        return response.text or "", None
+
+    def usable_when_cut(self, text: str, kind: FailureKind) -> bool:
+        return False  # a step cut off is re-asked or ends the run
+
+    def received(self, response: LMResponse) -> None:
+        self.run.record(response.usage, response)
+
+    def spent(self, attempts: Attempts) -> Usage:
+        return self.run.usage
+
+    def read(
+        self,
+        attempts: Attempts,
+        number: int,
+        response: LMResponse,
+        text: str | None,
+        reasoning: str | None,
+    ) -> Done[TrajectoryStep]:
+        """The reply as a step of the trajectory, whose calls are to run.
+
+        The attempt loop has ended the run already on a refused, filtered or cut-off reply.
+        """
+        run = self.run
+        number = run.step + 1
+        if response.tool_calls:
+            calls = [
+                TrajectoryCall(id=c.id or f"call_{number}_{n}", name=c.name, arguments=c.arguments)
+                for n, c in enumerate(response.tool_calls, 1)
+            ]
+            step = TrajectoryStep(reasoning=response.text or None, calls=calls)
+        elif response.text and self._content:
+            # An answer in content, shaped by the step's response_format: like `finish`.
+            answer, thought = split_reasoning(response.text, run.lm.profile.reasoning_tags)
+            call = TrajectoryCall(id=f"call_{number}_answer", name=FINISH, arguments=answer)
+            step = TrajectoryStep(reasoning=thought, calls=[call])
+        else:
+            step = TrajectoryStep(reasoning=response.text, note=_NO_CALL)
+        run.trajectory.append(step)
+        return Done(step)
 
 
-async def _answer(run: Run[Any], call: TrajectoryCall, state: ResumeState) -> tuple[str, bool]:
-    """The paused call's observation, from the person's answer (and whether it failed)."""
-    if state.action == "reject":
-        return f"The user rejected this call to {call.name}; it was not run.", True
-    if state.action == "feedback":
-        return (
-            f"The user did not run this call to {call.name} and said: {state.feedback}",
-            True,
+def _finish_arguments(*, content: bool = False) -> Pick:
+    """Picks the task's outputs: the first ``finish`` call's arguments, or the content."""
+    finish: int | None = None
+
+    def pick(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
+        nonlocal finish
+        pieces: list[str] = [chunk.text] if content and chunk.text else []
+        for piece in chunk.tool_calls:
+            if finish is None and accumulator.call_name(piece.index) == FINISH:
+                finish = piece.index
+            if piece.index == finish:
+                pieces.append(piece.arguments)
+        return "".join(pieces)
+
+    return pick
+
+
+async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep:
+    """One step through `Predict` over a signature whose output is the tagged union.
+
+    Returns the step: its one call (a tool's, or ``finish`` with the outputs), or, when the
+    output could not be used, no call and a note that says why. With ``stream``, the request
+    streams; its partial events (of the step signature, not the task's) are not passed on.
+    """
+    step_sig, members = _stepper(run, tuple(run.active_tools()))
+    predict: Predict[Signature] = Predict(step_sig, **run.agent.lm_kwargs)
+    pred: Any = None
+    try:
+        async with closing(run.predicted(predict, stream)) as events:
+            async for event in events:
+                pred = event
+    except (OutputDecodeError, OutputValidationError) as exc:
+        # One unreadable step should not end the run: the model sees why and tries again.
+        run.record(exc.usage, None)
+        step = TrajectoryStep(note=bounded(f"Your previous step could not be used: {exc}"))
+    else:
+        run.record(pred.usage, pred.completion)
+        choice = pred["next"]
+        name = members[type(choice)]
+        fields = (
+            run.signature.output_fields
+            if name == FINISH
+            else run.tools.get(name).signature.input_fields
         )
-    with resume(state):  # the decision is consumed by this call, or dropped on exit
-        observation, failed = await run.run_checked(call)
-    if not show_edits(call, state):
-        return observation, failed
-    return f"(The user edited the arguments before approving the call.) {observation}", failed
+        shown = as_arguments(
+            {n: to_jsonable(getattr(choice, n), i.annotation) for n, i in fields.items()}
+        )
+        call = TrajectoryCall(id=f"call_{run.step + 1}_1", name=name, arguments=shown)
+        step = TrajectoryStep(reasoning=pred["reasoning"] or None, calls=[call])
+    run.trajectory.append(step)
+    return step
 
 
-def show_edits(call: TrajectoryCall, state: ResumeState) -> bool:
-    """Show the call with the person's edits, if any (and say whether there were any)."""
-    edited = state.edited_arguments
-    if edited is None:
-        return False
-    # What ran: the edits over the paused call's validated arguments, as the tools layer
-    # merges them; the model then reads the call as it was really made.
-    original = state.tool_call.get("arguments")
-    merged = {**(original if isinstance(original, Mapping) else {}), **edited}
-    call.arguments = json.dumps(to_jsonable(merged), ensure_ascii=False, separators=(",", ":"))
-    return True
+def _stepper(
+    run: Run[Any], tools: tuple[Tool, ...]
+) -> tuple[type[Signature], dict[type[BaseModel], str]]:
+    # Rebuilt only when a module callback changed the tools since the last step.
+    for known, step_sig, members in run.union_steps:
+        if len(known) == len(tools) and all(a is b for a, b in zip(known, tools, strict=True)):
+            return step_sig, members
+    step_sig, members = step_signature(run.signature, tools)
+    run.union_steps.append((tools, step_sig, members))
+    return step_sig, members

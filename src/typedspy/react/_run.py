@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
+import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
@@ -38,17 +40,18 @@ from typedspy._json import depth_limit
 from typedspy._json import loads as bounded_loads
 from typedspy._types import Attempt, Usage
 from typedspy.adapter import render_value
-from typedspy.engine import Attempts
+from typedspy.engine import Attempts, check_inputs
 from typedspy.errors import (
     ConfigurationError,
     InputError,
+    ResumeConflictError,
     SchemaError,
     TokenBudgetExceededError,
     ToolArgumentsError,
     ToolNotFoundError,
 )
 from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, counted_stream
-from typedspy.modules import Predict
+from typedspy.modules import History, Predict, history_messages
 from typedspy.parse import parse_outputs
 from typedspy.prediction import Prediction
 from typedspy.program import Module
@@ -56,6 +59,7 @@ from typedspy.react._state import (
     ACCEPTED,
     CONTEXT_KEY,
     PausedRun,
+    ResumeStore,
     Trajectory,
     TrajectoryCall,
     TrajectoryStep,
@@ -73,7 +77,14 @@ from typedspy.streaming import (
     ToolCallStarted,
     closing,
 )
-from typedspy.tools import ConfirmationRejected, ConfirmationRequired, Tool, Toolset
+from typedspy.tools import (
+    ConfirmationRejected,
+    ConfirmationRequired,
+    ResumeState,
+    Tool,
+    Toolset,
+    resume,
+)
 
 if TYPE_CHECKING:
     from typedspy.react._agent import ReAct
@@ -85,11 +96,15 @@ __all__ = [
     "AgentPrediction",
     "ModuleContext",
     "Run",
+    "as_arguments",
     "finished",
     "is_module_callback",
     "module_callback",
     "started",
 ]
+
+
+logger = logging.getLogger("typedspy")
 
 
 SigT = TypeVar("SigT", bound=Signature)
@@ -446,6 +461,102 @@ class Run(Generic[SigT]):
         )
         exc.tool_call["id"] = call.id
 
+    # -- resuming a paused run --
+
+    @classmethod
+    def resumed(
+        cls,
+        agent: ReAct[SigT, ...],
+        lm: BaseLM,
+        state: ResumeState,
+        inputs: Mapping[str, Any],
+        history: History | Sequence[ChatMessage] | None,
+    ) -> tuple[Run[SigT], PausedRun]:
+        """The run ``state`` answers, set up again at its step, and where it paused.
+
+        Its tokens carry on; tools the paused run did not have are removed, and tools it had
+        (added by module callbacks) that the agent lacks now are named in a warning.
+        """
+        point = PausedRun.read(state, agent.signature)
+        checked = check_inputs(agent.signature, inputs or point.inputs)
+        trajectory = Trajectory(point.trajectory)
+        turns = history_messages(history)
+        run = cls(agent, lm, checked, turns, trajectory, point.mode, point.step, point.usage)
+        for tool in list(run.tools):
+            if tool.name not in point.tools:
+                run.tools.remove(tool.name)
+        missing = sorted(set(point.tools) - {t.name for t in run.tools})
+        if missing:
+            logger.warning(
+                "resuming %s without tools added during the paused run: %s",
+                agent.signature.__name__,
+                ", ".join(missing),
+            )
+        return run, point
+
+    async def resume(
+        self, point: PausedRun, state: ResumeState, store: ResumeStore
+    ) -> AsyncIterator[StreamEvent]:
+        """The paused call answered (once per pause), then the rest of its step's calls."""
+        step = self.trajectory[self.step]
+        call = step.calls[point.call]
+        yield started(call)
+        call.observation, failed = await self._answer_once(call, state, point.pause_id, store)
+        yield finished(call, failed)
+        async with closing(self.run_calls(step, point.call + 1)) as calls:
+            async for event in calls:
+                yield event
+
+    async def _answer_once(
+        self, call: TrajectoryCall, state: ResumeState, pause_id: str, store: ResumeStore
+    ) -> tuple[str, bool]:
+        """The paused call's observation (and whether it failed), once per pause.
+
+        The first resumption claims ``pause_id`` and applies the person's answer; a second one
+        with the same answer replays the recorded observation without running the tool.
+
+        Raises:
+            ResumeConflictError: The pause was answered differently before, or the earlier
+                resumption has not recorded its outcome.
+        """
+        known = await store.claim(pause_id, state.action)
+        if known is None:
+            observation, failed = await self._answer(call, state)
+            await store.record(pause_id, observation, failed)
+            return observation, failed
+        if known.action != state.action:
+            raise ResumeConflictError(
+                f"this pause of {call.name} was already answered with {known.action!r}; "
+                f"it cannot now be answered with {state.action!r}",
+                pause_id=pause_id,
+                action=known.action,
+            )
+        if known.observation is None:
+            raise ResumeConflictError(
+                f"this pause of {call.name} is being resumed elsewhere, or its resumption "
+                "stopped while the tool ran; the tool is not run again",
+                pause_id=pause_id,
+                action=known.action,
+            )
+        logger.info("pause %s was resumed before: %s is not run again", pause_id, call.name)
+        _show_edits(call, state)
+        return known.observation, known.failed
+
+    async def _answer(self, call: TrajectoryCall, state: ResumeState) -> tuple[str, bool]:
+        """The paused call's observation, from the person's answer (and whether it failed)."""
+        if state.action == "reject":
+            return f"The user rejected this call to {call.name}; it was not run.", True
+        if state.action == "feedback":
+            return (
+                f"The user did not run this call to {call.name} and said: {state.feedback}",
+                True,
+            )
+        with resume(state):  # the decision is consumed by this call, or dropped on exit
+            observation, failed = await self.run_checked(call)
+        if not _show_edits(call, state):
+            return observation, failed
+        return f"(The user edited the arguments before approving the call.) {observation}", failed
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -526,3 +637,21 @@ def _single_value(result: Any) -> Any:
     if isinstance(result, Mapping) and len(result) == 1:
         return next(iter(result.values()))
     return result
+
+
+def _show_edits(call: TrajectoryCall, state: ResumeState) -> bool:
+    """Show the call with the person's edits, if any (and say whether there were any)."""
+    edited = state.edited_arguments
+    if edited is None:
+        return False
+    # What ran: the edits over the paused call's validated arguments, as the tools layer
+    # merges them; the model then reads the call as it was really made.
+    original = state.tool_call.get("arguments")
+    merged = {**(original if isinstance(original, Mapping) else {}), **edited}
+    call.arguments = as_arguments(to_jsonable(merged))
+    return True
+
+
+def as_arguments(data: Any) -> str:
+    """JSON-ready data as the compact JSON arguments of a tool call."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
