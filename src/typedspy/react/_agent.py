@@ -649,10 +649,8 @@ async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep:
 def _stepper(
     run: Run[Any], tools: tuple[Tool, ...]
 ) -> tuple[type[Signature], dict[type[BaseModel], str]]:
-    # Rebuilt only when a module callback changed the tools since the last step.
-    for known, step_sig, members in run.union_steps:
-        if len(known) == len(tools) and all(a is b for a, b in zip(known, tools, strict=True)):
-            return step_sig, members
-    step_sig, members = step_signature(run.signature, tools)
-    run.union_steps.append((tools, step_sig, members))
-    return step_sig, members
+    # Rebuilt only when a module callback changed the tools since the last step (a `Tool`
+    # compares by identity).
+    if tools not in run.union_steps:
+        run.union_steps[tools] = step_signature(run.signature, tools)
+    return run.union_steps[tools]

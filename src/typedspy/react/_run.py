@@ -208,8 +208,8 @@ class Run(Generic[SigT]):
     token_budget: int | None = field(init=False)
     requests: RequestBound | None = field(init=False)
     attempts: Attempts = field(init=False)
-    union_steps: list[tuple[tuple[Tool, ...], type[Signature], dict[type[BaseModel], str]]] = field(
-        default_factory=list
+    union_steps: dict[tuple[Tool, ...], tuple[type[Signature], dict[type[BaseModel], str]]] = field(
+        default_factory=dict
     )
 
     def __post_init__(self) -> None:
@@ -421,7 +421,7 @@ class Run(Generic[SigT]):
             message = f"The user rejected this call to {call.name}; it was not run. {exc}"
             return bounded(message), True
         if isinstance(exc, Exception):  # any failure of the user's tool is news for the model
-            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
+            return _failure(call, exc)
         raise exc
 
     async def _observe(self, call: TrajectoryCall, tool: Tool, result: Any) -> tuple[str, bool]:
@@ -438,7 +438,7 @@ class Run(Generic[SigT]):
             self._pause(exc, call)
             raise
         except Exception as exc:  # a failing callback is reported like a failing tool
-            return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
+            return _failure(call, exc)
         if said is None:
             return f"{call.name} done.", False
         return render_value(said), False
@@ -630,6 +630,11 @@ def started(call: TrajectoryCall) -> ToolCallStarted:
 def finished(call: TrajectoryCall, failed: bool) -> ToolCallFinished:
     """The event after ``call`` ran (or was refused): what the model will read."""
     return ToolCallFinished(call.id, call.name, call.observation or "", error=failed)
+
+
+def _failure(call: TrajectoryCall, exc: Exception) -> tuple[str, bool]:
+    """The observation of a tool (or module callback) that raised ``exc``."""
+    return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
 
 
 def _single_value(result: Any) -> Any:

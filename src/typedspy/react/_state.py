@@ -32,7 +32,7 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError, model_validator
 
 from typedspy._types import Usage, first_error
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, check_int
 from typedspy.lm import ChatMessage
 from typedspy.signature import Signature
 from typedspy.tools import ResumeState
@@ -319,8 +319,7 @@ class MemoryResumeStore:
     """
 
     def __init__(self, max_entries: int = 10_000) -> None:
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
-            raise ConfigurationError(f"max_entries must be an int >= 1, not {max_entries!r}")
+        check_int("MemoryResumeStore", "max_entries", max_entries, optional=False)
         self.max_entries = max_entries
         self._records: OrderedDict[str, ResumeRecord] = OrderedDict()
         self._lock = threading.Lock()
