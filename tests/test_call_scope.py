@@ -18,7 +18,14 @@ import typedspy as ts
 from typedspy.limits import UsageMeter, metering
 from typedspy.settings import get_settings
 from typedspy.testing import FakeLM
-from typedspy.tools import ConfirmationRequired, ResumeState, Tool, confirm_first, confirmation_id, tool
+from typedspy.tools import (
+    ConfirmationRequired,
+    ResumeState,
+    Tool,
+    confirm_first,
+    confirmation_id,
+    tool,
+)
 
 SRC = Path(__file__).parents[1] / "src" / "typedspy"
 

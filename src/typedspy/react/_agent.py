@@ -5,7 +5,7 @@ ends the run with the signature's outputs; running out of steps ends it with an 
 extracted from the trajectory. A tool that needs a person's confirmation pauses the run
 (`ConfirmationRequired`); passing the answer back as ``resume_state`` continues at the same
 call without repeating earlier ones: a new `Run` set back to where the saved one paused
-(`Run.resumed`), whose first events are the paused call's, answered once (`Run.resume`). A
+(`restore`), whose first events are the paused call's, answered once (`Run.resume`). A
 saved state's signature covers the pause id (ADR-052): a state cannot be given a new id to
 pass for another pause.
 
@@ -75,6 +75,7 @@ from typedspy.react._run import (
     AgentPrediction,
     Run,
     as_arguments,
+    restore,
 )
 from typedspy.react._state import (
     ResumeStore,
@@ -305,7 +306,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
             turns = history_messages(history)
             run = Run(self, lm, checked, turns, Trajectory(), lm.profile.agent_step(self.mode))
         else:
-            run, point = Run.resumed(self, lm, resume_state, inputs, history)
+            run, point = restore(self, lm, resume_state, inputs, history)
             store = self.resume_store if self.resume_store is not None else default_resume_store()
             async with closing(run.resume(point, resume_state, store)) as calls:
                 async for event in calls:

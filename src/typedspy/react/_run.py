@@ -100,6 +100,7 @@ __all__ = [
     "finished",
     "is_module_callback",
     "module_callback",
+    "restore",
     "started",
 ]
 
@@ -463,37 +464,6 @@ class Run(Generic[SigT]):
 
     # -- resuming a paused run --
 
-    @classmethod
-    def resumed(
-        cls,
-        agent: ReAct[SigT, ...],
-        lm: BaseLM,
-        state: ResumeState,
-        inputs: Mapping[str, Any],
-        history: History | Sequence[ChatMessage] | None,
-    ) -> tuple[Run[SigT], PausedRun]:
-        """The run ``state`` answers, set up again at its step, and where it paused.
-
-        Its tokens carry on; tools the paused run did not have are removed, and tools it had
-        (added by module callbacks) that the agent lacks now are named in a warning.
-        """
-        point = PausedRun.read(state, agent.signature)
-        checked = check_inputs(agent.signature, inputs or point.inputs)
-        trajectory = Trajectory(point.trajectory)
-        turns = history_messages(history)
-        run = cls(agent, lm, checked, turns, trajectory, point.mode, point.step, point.usage)
-        for tool in list(run.tools):
-            if tool.name not in point.tools:
-                run.tools.remove(tool.name)
-        missing = sorted(set(point.tools) - {t.name for t in run.tools})
-        if missing:
-            logger.warning(
-                "resuming %s without tools added during the paused run: %s",
-                agent.signature.__name__,
-                ", ".join(missing),
-            )
-        return run, point
-
     async def resume(
         self, point: PausedRun, state: ResumeState, store: ResumeStore
     ) -> AsyncIterator[StreamEvent]:
@@ -556,6 +526,36 @@ class Run(Generic[SigT]):
         if not _show_edits(call, state):
             return observation, failed
         return f"(The user edited the arguments before approving the call.) {observation}", failed
+
+
+def restore(
+    agent: ReAct[SigT, ...],
+    lm: BaseLM,
+    state: ResumeState,
+    inputs: Mapping[str, Any],
+    history: History | Sequence[ChatMessage] | None,
+) -> tuple[Run[SigT], PausedRun]:
+    """The run ``state`` answers, set up again at its step, and where it paused (`Run.resume`).
+
+    Its tokens carry on; tools the paused run did not have are removed, and tools it had
+    (added by module callbacks) that the agent lacks now are named in a warning.
+    """
+    point = PausedRun.read(state, agent.signature)
+    checked = check_inputs(agent.signature, inputs or point.inputs)
+    trajectory = Trajectory(point.trajectory)
+    turns = history_messages(history)
+    run = Run(agent, lm, checked, turns, trajectory, point.mode, point.step, point.usage)
+    for tool in list(run.tools):
+        if tool.name not in point.tools:
+            run.tools.remove(tool.name)
+    missing = sorted(set(point.tools) - {t.name for t in run.tools})
+    if missing:
+        logger.warning(
+            "resuming %s without tools added during the paused run: %s",
+            agent.signature.__name__,
+            ", ".join(missing),
+        )
+    return run, point
 
 
 F = TypeVar("F", bound=Callable[..., Any])
