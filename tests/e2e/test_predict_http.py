@@ -390,6 +390,29 @@ def test_prediction_is_typed_with_attribute_mapping_and_dict_access(
         _ = pred.missing
 
 
+class Basket(ts.Signature):
+    """List what the shopper asked for."""
+
+    request: str = ts.InputField()
+    items: list[str] = ts.OutputField()
+    usage: str = ts.OutputField(description="what the items are for")
+
+
+def test_an_output_named_like_a_prediction_attribute_is_read_by_key_or_typed_view(
+    llm: respx.MockRouter,
+) -> None:
+    # ADR-089: the Prediction's own names win on attribute access; the output is not lost.
+    reply = json.dumps({"items": ["eggs", "flour"], "usage": "a cake"})
+    llm.post("/chat/completions").mock(return_value=ok(reply, usage=usage(30, 9)))
+    pred = ts.Predict(Basket, lm=make_lm())(request="a cake")
+
+    assert pred["items"] == pred.outputs.items == ["eggs", "flour"]
+    assert pred["usage"] == pred.outputs.usage == "a cake"
+    assert list(pred.items()) == [("items", ["eggs", "flour"]), ("usage", "a cake")]
+    assert pred.usage == ts.prediction.Usage(30, 9, 39)
+    assert pred.to_dict() == {"items": ["eggs", "flour"], "usage": "a cake"}
+
+
 def test_acall_in_a_running_loop_and_lm_from_context(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=ok(GOOD))
     lm = make_lm(model="from-context")
