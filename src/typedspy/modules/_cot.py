@@ -117,27 +117,15 @@ class ChainOfThought(Predict[SigT, InputsT]):
         *,
         output: Any = None,
         reasoning_description: str = _DEFAULT_REASONING,
-        lm: BaseLM | None = None,
-        mode: ModeSetting | None = None,
-        max_retries: int | None = None,
-        demos: Sequence[Mapping[str, Any]] | None = None,
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
+        **options: Any,
     ) -> None:
         base: type[Signature] = signature_of(signature, output)
         self.original_signature = base
         # The prediction's signature is the derived one (``reasoning`` first); `outputs` reads
-        # as the caller's signature statically, and its fields are there at run time.
+        # as the caller's signature statically, and its fields are there at run time. The other
+        # options are `Predict`'s, checked there.
         derived: Any = with_reasoning(base, reasoning_description)
-        super().__init__(
-            derived,
-            lm=lm,
-            mode=mode,
-            max_retries=max_retries,
-            demos=demos,
-            token_budget=token_budget,
-            **lm_kwargs,
-        )
+        super().__init__(derived, **options)
 
     if TYPE_CHECKING:
         # The calls return `Reasoned` predictions: ``pred.reasoning`` is typed ``str``.
