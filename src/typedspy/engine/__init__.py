@@ -11,12 +11,11 @@ native step through its own driver. Not public API: typedspy's modules import it
 from __future__ import annotations
 
 from typedspy.engine._attempts import Attempts, Done, Driver, Event, run_attempts
-from typedspy.engine._draft import Draft, DraftPlan, run_draft
+from typedspy.engine._draft import Draft, DraftPlan, plan_draft, run_draft
 from typedspy.engine._fallback import over_chain
 from typedspy.engine._finish import ends_call, raise_for_finish, truncation_error
 from typedspy.engine._inputs import check_inputs, signature_class, signature_of
-from typedspy.engine._output import CallPlan, run_call
-from typedspy.engine._plan import plan_call, plan_draft
+from typedspy.engine._output import CallPlan, plan_call, run_call
 from typedspy.engine._send import Pick, content, first_call_arguments, parsed_events, send
 from typedspy.engine._stepdown import MAX_STEP_DOWNS, stepping_down
 

@@ -8,18 +8,22 @@ retry: only the second request's output is validated and fed back.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from typedspy._types import Attempt, FailureKind, FieldError, Usage
+from typedspy.adapter import draft_request
 from typedspy.engine._attempts import Attempts, Done, run_attempts
-from typedspy.engine._output import reply_output
+from typedspy.engine._output import reply_output, request_bound
 from typedspy.engine._send import Pick, content
 from typedspy.errors import OutputDecodeError
-from typedspy.lm import LMRequest, LMResponse, RequestBound
+from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound
+from typedspy.retry import RetryPolicy
 from typedspy.signature import Signature
 from typedspy.streaming import closing
 
-__all__ = ["Draft", "DraftPlan", "run_draft"]
+__all__ = ["Draft", "DraftPlan", "plan_draft", "run_draft"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,29 @@ class DraftPlan:
             raw=text or "",
             errors=(failure,),
         )
+
+
+def plan_draft(
+    signature: type[Signature],
+    lm: BaseLM,
+    inputs: Mapping[str, Any],
+    history: Sequence[ChatMessage],
+    *,
+    demos: Sequence[Mapping[str, Any]],
+    params: Mapping[str, Any],
+) -> DraftPlan:
+    """The first request of a ``think_then_format`` call: one attempt, no retry (ADR-086)."""
+    request = draft_request(
+        signature,
+        inputs,
+        profile=lm.profile,
+        demos=demos,
+        history=history,
+        params=params,
+        defaults=lm.defaults,
+    )
+    attempts = Attempts(lm, RetryPolicy(max_retries=0), requests=request_bound(signature))
+    return DraftPlan(signature, request, attempts)
 
 
 async def run_draft(plan: DraftPlan) -> Draft:

@@ -1,6 +1,7 @@
-"""A call of a signature: the output driver of the attempt loop, and its typed failures.
+"""A call of a signature: its plan (the request, the prompt), the output driver of the attempt
+loop, and its typed failures.
 
-Each attempt's reply is parsed and validated; a decode or validation failure is classified
+`plan_call` builds the request from the signature, inputs, demos and history. Each attempt's reply is parsed and validated; a decode or validation failure is classified
 (ADR-027) and fed back to the model, within the retry bound; the bound reached, the call raises
 an `OutputError` that carries every attempt. `Predict` (and so `ChainOfThought`, LLM-backed
 tools, ReAct's union steps and extraction) and Batch API files run their calls here.
@@ -8,12 +9,12 @@ tools, ReAct's union steps and extraction) and Batch API files run their calls h
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from typedspy._types import Attempt, FailureKind, FieldError, Usage
-from typedspy.adapter import Mode, output_schema
+from typedspy.adapter import Mode, build_request, output_schema, written_as_outputs
 from typedspy.engine._attempts import Attempts, Done, Event, run_attempts
 from typedspy.engine._failures import enforcement_kind, log_failure, remedy_turn
 from typedspy.engine._send import Pick, content, first_call_arguments
@@ -23,15 +24,19 @@ from typedspy.errors import (
     OutputValidationError,
     TokenBudgetExceededError,
 )
-from typedspy.lm import LMRequest, LMResponse, ToolCall
+from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound, ToolCall
 from typedspy.parse import ParseFailure, ParseResult, parse_outputs, split_reasoning
 from typedspy.prediction import Prediction
 from typedspy.profiles import LoopRemedy
-from typedspy.retry import RetryableFailure, feedback_messages
+from typedspy.retry import RetryableFailure, RetryPolicy, feedback_messages
+from typedspy.settings import get_settings
 from typedspy.signature import Signature
 from typedspy.streaming import closing
 
-__all__ = ["CallPlan", "reply_output", "run_call"]
+if TYPE_CHECKING:
+    from typedspy.engine._draft import Draft
+
+__all__ = ["CallPlan", "plan_call", "reply_output", "request_bound", "run_call"]
 
 
 @dataclass
@@ -162,6 +167,55 @@ class CallPlan:
         return kind
 
 
+def plan_call(
+    signature: type[Signature],
+    lm: BaseLM,
+    mode: Mode,
+    inputs: Mapping[str, Any],
+    history: Sequence[ChatMessage],
+    *,
+    demos: Sequence[Mapping[str, Any]],
+    params: Mapping[str, Any],
+    max_retries: int | None,
+    token_budget: int | None,
+    prediction: type[Prediction[Any]] = Prediction,
+    draft: Draft | None = None,
+) -> CallPlan:
+    """The `CallPlan` for one call on ``lm`` in ``mode``; unset limits come from the settings.
+
+    With a ``draft`` (a ``think_then_format`` call's free answer, ADR-086), the request ends
+    with it and the turn asking to write it as the outputs, and the call's attempts and request
+    bound go on from the draft's.
+    """
+    settings = get_settings()
+    request = build_request(
+        signature,
+        inputs,
+        mode=mode,
+        profile=lm.profile,
+        demos=demos,
+        history=history,
+        params=params,
+        defaults=lm.defaults,
+    )
+    retries = max_retries if max_retries is not None else settings.max_retries
+    budget = token_budget if token_budget is not None else settings.token_budget
+    policy = RetryPolicy(max_retries=retries, wait=settings.retry_wait)
+    if draft is None:
+        attempts = Attempts(lm, policy, requests=request_bound(signature))
+    else:
+        request = replace(request, messages=request.messages + written_as_outputs(draft.text))
+        attempts = Attempts(lm, policy, requests=draft.requests, made=list(draft.made))
+    return CallPlan(
+        signature=signature,
+        mode=mode,
+        base=request,
+        attempts=attempts,
+        budget=budget,
+        prediction=prediction,
+    )
+
+
 async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
     """Run attempts until one validates; yield events, then the `Prediction`.
 
@@ -181,6 +235,12 @@ async def run_call(plan: CallPlan, *, stream: bool) -> AsyncIterator[Event]:
         raise _output_error(
             OutputDecodeError if all_decode else OutputValidationError, plan, result.errors
         ) from None
+
+
+def request_bound(signature: type[Signature]) -> RequestBound | None:
+    """The ``max_requests`` bound of one call (ADR-029), or None."""
+    limit = get_settings().max_requests
+    return None if limit is None else RequestBound(limit, signature.__name__)
 
 
 def reply_output(
