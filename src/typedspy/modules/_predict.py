@@ -1,10 +1,18 @@
-"""`Predict`: one signature, one model, typed validated outputs with bounded retry."""
+"""`Predict`: one signature, one model, typed validated outputs with bounded retry.
+
+``mode="auto"`` (the default setting) starts with the first mode of the LM's profile. When the
+endpoint rejects ``response_format``, the call steps down the profile's list (the profile
+remembers it, so later calls start lower) and runs again; an explicit mode never steps down.
+``mode="think_then_format"`` first asks for a free answer, then runs ``auto`` with that answer
+to write as the outputs (ADR-086).
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import UnionType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, cast, get_args, overload
 
 from typing_extensions import ParamSpec, TypeAliasType, TypeVar, Unpack
 
@@ -18,25 +26,33 @@ from typedspy.engine import (
     over_chain,
     plan_call,
     plan_draft,
+    run_call,
+    run_draft,
     signature_of,
+    stepping_down,
 )
 from typedspy.errors import (
     ConfigurationError,
+    LMUnsupportedFeatureError,
     check_instance,
     check_int,
 )
 from typedspy.lm import BaseLM, ChatMessage, FallbackLM, RequestParams, check_params
 from typedspy.modules._history import History, history_messages
-from typedspy.modules._modes import MODES, checked_mode, run_stepping_down, start_mode
 from typedspy.modules._state import checked_demos, predictor_state, read_predictor_state
 from typedspy.prediction import Prediction
 from typedspy.program import Module, PredictorState
 from typedspy.schema import compile_schema
-from typedspy.settings import ModeSetting, resolve_lm
+from typedspy.settings import ModeSetting, get_settings, resolve_lm
 from typedspy.signature import FieldTexts, Returns, Signature, with_texts
 from typedspy.streaming import OutputDelta, PartialPrediction, RetryStarted, closing
 
 __all__ = ["Predict"]
+
+logger = logging.getLogger("typedspy")
+MODES: tuple[str, ...] = get_args(ModeSetting)
+TWO_STEP = "think_then_format"
+_STEPS_DOWN = ("auto", TWO_STEP)  # the modes whose structured request follows the profile
 
 SigT = TypeVar("SigT", bound=Signature, default=Signature)  # a string signature: any
 OutT = TypeVar("OutT")
@@ -249,20 +265,57 @@ class Predict(Module, Generic[SigT, InputsT]):
             async for event in events:
                 yield event
 
-    def _execute_on(
+    async def _execute_on(
         self,
         lm: BaseLM,
         checked: dict[str, Any],
         turns: Sequence[ChatMessage],
         stream: bool,
     ) -> AsyncIterator[Event]:
-        return run_stepping_down(
-            lm,
-            lambda mode, draft: self._plan(lm, mode, checked, turns, draft),
-            draft=lambda: self._draft(lm, checked, turns),
-            asked=self._mode,
-            stream=stream,
+        """The call on ``lm`` (one of a chain's, for a `FallbackLM`), stepping down while refused.
+
+        It is planned for the start mode (`_start_mode`); in ``think_then_format`` the free
+        answer comes first (`run_draft`, not streamed), the structured call gets it, and the
+        `Prediction` has it as ``extras["free_answer"]``. The mode asked for is read when the
+        call starts and again when the endpoint refuses (only ``"auto"`` and
+        ``"think_then_format"`` step down).
+
+        Raises:
+            LMUnsupportedFeatureError: Refused with an explicit mode, refused for another
+                feature than ``response_format``, or refused in the profile's last mode.
+        """
+        await lm.aidentify()  # ADR-084: the profile is read from here on
+        drafted = (
+            await run_draft(self._draft(lm, checked, turns)) if self._mode() == TWO_STEP else None
         )
+        mode: Mode = self._start_mode(lm)
+
+        def step_down(exc: LMUnsupportedFeatureError) -> bool:
+            nonlocal mode
+            if self._mode() not in _STEPS_DOWN or exc.feature != "response_format":
+                return False
+            step = lm.profile.next_mode(mode)  # remembered by the LM's profile
+            if step is None:
+                return False
+            logger.warning(
+                "%s rejected response_format %s (%s); falling back to %s for this LM",
+                lm.model,
+                mode,
+                exc,
+                step,
+            )
+            mode = step
+            return True
+
+        events = stepping_down(
+            lambda: run_call(self._plan(lm, mode, checked, turns, drafted), stream=stream),
+            step_down,
+        )
+        async with closing(events):
+            async for event in events:
+                if drafted is not None and isinstance(event, Prediction):
+                    event.extras["free_answer"] = drafted.text
+                yield event
 
     async def aforward(
         self, *, history: History | Sequence[ChatMessage] | None = None, **inputs: Any
@@ -293,10 +346,23 @@ class Predict(Module, Generic[SigT, InputsT]):
         return resolve_lm(self.lm)
 
     def _mode(self) -> str:
-        return checked_mode(self.mode)
+        """The mode asked for: ``mode``, else the ``mode`` setting.
+
+        Raises:
+            ConfigurationError: It is not one of `MODES`.
+        """
+        mode = self.mode or get_settings().mode
+        if mode not in MODES:
+            raise ConfigurationError(f"unknown mode {mode!r}; use one of {list(MODES)}")
+        return mode
 
     def _start_mode(self, lm: BaseLM) -> Mode:
-        return start_mode(self._mode(), lm)
+        """The mode the structured request starts in: the one asked for, or the profile's.
+
+        ``"auto"`` and ``"think_then_format"`` (its second request) start in the profile's mode.
+        """
+        mode = self._mode()
+        return lm.profile.auto_mode() if mode in _STEPS_DOWN else cast("Mode", mode)
 
     def _plan(
         self,
