@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typedspy.engine._attempts import Attempts, Done, Driver, Event, run_attempts
 from typedspy.engine._draft import Draft, DraftPlan, plan_draft, run_draft
+from typedspy.engine._failures import raise_for_finish, truncation_error
 from typedspy.engine._fallback import over_chain
-from typedspy.engine._finish import ends_call, raise_for_finish, truncation_error
 from typedspy.engine._inputs import check_inputs, signature_class, signature_of
 from typedspy.engine._output import CallPlan, plan_call, run_call
 from typedspy.engine._send import Pick, content, first_call_arguments, parsed_events, send
@@ -31,7 +31,6 @@ __all__ = [
     "Pick",
     "check_inputs",
     "content",
-    "ends_call",
     "first_call_arguments",
     "over_chain",
     "parsed_events",

@@ -19,11 +19,12 @@ from typedspy._types import Attempt, FailureKind, FieldError, Usage
 from typedspy.engine._failures import (
     TRUNCATION_KINDS,
     log_failure,
+    raise_for_finish,
     remedy_turn,
     runaway_remedy,
+    truncation_error,
     truncation_kind,
 )
-from typedspy.engine._finish import raise_for_finish, truncation_error
 from typedspy.engine._send import Pick, send
 from typedspy.errors import TruncatedOutputError
 from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound

@@ -1,9 +1,13 @@
-"""Typed failure kinds for what servers do silently, and the profile's bounded remedies (ADR-027).
+"""Typed failure kinds, the profile's bounded remedies (ADR-027), the finish-reason policy.
 
 A failed attempt is classified once, here: a schema the server accepted but did not enforce
 (``not_enforced``), a truncation that is a whitespace loop, a repetition loop, or a genuinely
 long answer. Each kind is logged under its name; the remedies are the profile's, at most one
 per kind and call, and only while the retry bound allows.
+
+A refusal, a content filter or a truncation without a remedy ends the call: asking again the
+same way fixes none of them (ADR-004), so they raise instead of retrying. Predict and ReAct
+raise the same errors from here.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ import logging
 from typing import Any
 
 from typedspy._json import loads as bounded_loads
-from typedspy._types import FailureKind
-from typedspy.lm import BaseLM
+from typedspy._types import Attempt, FailureKind, Usage
+from typedspy.errors import ContentFilterError, RefusalError, TruncatedOutputError
+from typedspy.lm import BaseLM, LMResponse
 from typedspy.parse import runaway_kind
 from typedspy.profiles import LoopRemedy, Mode, Profile
 from typedspy.schema import validate_instance
@@ -22,9 +27,11 @@ __all__ = [
     "TRUNCATION_KINDS",
     "enforcement_kind",
     "log_failure",
+    "raise_for_finish",
     "remedy_for",
     "remedy_turn",
     "runaway_remedy",
+    "truncation_error",
     "truncation_kind",
 ]
 
@@ -34,6 +41,10 @@ TRUNCATION_KINDS: frozenset[FailureKind] = frozenset(
     {"truncated", "whitespace_loop", "repetition_loop"}
 )
 _LABEL = "[Automated feedback from typedspy's output validation, not a message from the user.]"
+_WHY = {
+    "whitespace_loop": "the model looped on whitespace (the grammar allows it)",
+    "repetition_loop": "the model repeated itself",
+}
 
 
 def truncation_kind(text: str | None) -> FailureKind:
@@ -105,4 +116,62 @@ def log_failure(lm: BaseLM, signature: str, number: int, kind: FailureKind, what
         lm.profile.name,
         what,
         extra={"typedspy_kind": kind},
+    )
+
+
+def raise_for_finish(
+    name: str,
+    response: LMResponse,
+    *,
+    what: str,
+    usage: Usage,
+    attempts: tuple[Attempt, ...],
+    raw: str,
+) -> None:
+    """Raise the error for a refused or filtered completion; return otherwise.
+
+    A completion cut off at the token limit is decided before (`runaway_remedy`, then
+    `truncation_error`).
+
+    Args:
+        name: The signature's name, first in every message.
+        response: The completion.
+        what: What was filtered (``"the completion"``, ``"a ReAct step"``).
+        usage: The call's usage so far.
+        attempts: The call's attempts so far.
+        raw: The output text.
+    """
+    if response.refusal is not None:
+        raise RefusalError(
+            f"{name}: the model refused: {response.refusal}",
+            refusal=response.refusal,
+            attempts=attempts,
+            usage=usage,
+        )
+    if response.finish_reason == "content_filter":
+        raise ContentFilterError(
+            f"{name}: the provider's content filter stopped {what}",
+            attempts=attempts,
+            usage=usage,
+            raw=raw,
+        )
+
+
+def truncation_error(
+    name: str,
+    what: str,
+    tokens: int,
+    kind: FailureKind,
+    *,
+    attempts: tuple[Attempt, ...],
+    usage: Usage,
+    raw: str,
+) -> TruncatedOutputError:
+    """The `TruncatedOutputError` for ``what`` cut off after ``tokens`` tokens."""
+    why = _WHY.get(kind, "raise max_tokens or shorten the output (retrying would truncate again)")
+    return TruncatedOutputError(
+        f"{name}: {what} hit the token limit after {tokens} tokens ({kind}): {why}",
+        attempts=attempts,
+        usage=usage,
+        raw=raw,
     )

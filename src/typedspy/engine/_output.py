@@ -1,7 +1,7 @@
-"""A call of a signature: its plan (the request, the prompt), the output driver of the attempt
-loop, and its typed failures.
+"""A call of a signature: its plan, the output driver of the attempt loop, its typed failures.
 
-`plan_call` builds the request from the signature, inputs, demos and history. Each attempt's reply is parsed and validated; a decode or validation failure is classified
+`plan_call` builds the request (the prompt) from the signature, inputs, demos and history.
+Each attempt's reply is parsed and validated; a decode or validation failure is classified
 (ADR-027) and fed back to the model, within the retry bound; the bound reached, the call raises
 an `OutputError` that carries every attempt. `Predict` (and so `ChainOfThought`, LLM-backed
 tools, ReAct's union steps and extraction) and Batch API files run their calls here.
