@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, TypeVar, c
 from pydantic import ValidationError
 from typing_extensions import ParamSpec, Unpack
 
-from typedspy import callbacks
+from typedspy import callbacks, pipeline
 from typedspy._deadline import bounded
 from typedspy._runtime import iterate_sync, run_sync
 from typedspy._types import FieldError
@@ -28,7 +28,6 @@ from typedspy.batch import BatchOptions, BatchResult, run_batch
 from typedspy.errors import ConfigurationError, InputError, OutputError, SavedStateError
 from typedspy.lm import ChatMessage
 from typedspy.parse import field_errors
-from typedspy.program._render import arender
 from typedspy.program._state import (
     ProgramState,
     ScoreRecord,
@@ -37,7 +36,7 @@ from typedspy.program._state import (
     state_error,
     under,
 )
-from typedspy.settings import get_settings
+from typedspy.settings import context, get_settings
 from typedspy.streaming import StreamEvent, closing
 
 if TYPE_CHECKING:  # types of the built-ins' calls only (layers above: no import at run time)
@@ -423,15 +422,28 @@ class Module:
         to identify its server asks it first (one ``GET /models``, ADR-084), so the body is
         its profile's.
 
+        The call runs as it would (inputs checked, the profile's rules, demos, history) up to
+        its first request, which is returned instead of sent: no callbacks, cache, budget, rate
+        limit or history take part.
+
         Raises:
-            ConfigurationError: The call sends no request to a model.
+            ConfigurationError: The call sends no request to a model (a code-backed module).
             InputError: Missing, unexpected or invalid inputs.
         """
-        return await arender(self, inputs)
+        with pipeline.rendering(), context(callbacks=()):
+            try:
+                async with closing(self.aexecute(stream=False, **inputs)) as events:
+                    async for _ in events:
+                        pass
+            except pipeline.Rendered as shown:
+                return shown.body
+        raise ConfigurationError(f"{self!r} sent no request to a model: there is nothing to render")
 
     def render(self, **inputs: Any) -> dict[str, Any]:
         """Synchronous `arender`: ``predict.render(question="...")["messages"]``."""
-        return run_sync(lambda: arender(self, inputs), async_name=f"{type(self).__name__}.arender")
+        return run_sync(
+            lambda: Module.arender(self, **inputs), async_name=f"{type(self).__name__}.arender"
+        )
 
     @overload
     def abatch(
