@@ -20,7 +20,6 @@ from typedspy.adapter import Mode
 from typedspy.engine import (
     CallPlan,
     Draft,
-    DraftPlan,
     Event,
     check_inputs,
     over_chain,
@@ -285,9 +284,12 @@ class Predict(Module, Generic[SigT, InputsT]):
                 feature than ``response_format``, or refused in the profile's last mode.
         """
         await lm.aidentify()  # ADR-084: the profile is read from here on
-        drafted = (
-            await run_draft(self._draft(lm, checked, turns)) if self._mode() == TWO_STEP else None
-        )
+        drafted = None
+        if self._mode() == TWO_STEP:
+            draft = plan_draft(
+                self.signature, lm, checked, turns, demos=self.demos, params=self.lm_kwargs
+            )
+            drafted = await run_draft(draft)
         mode: Mode = self._start_mode(lm)
 
         def step_down(exc: LMUnsupportedFeatureError) -> bool:
@@ -384,11 +386,4 @@ class Predict(Module, Generic[SigT, InputsT]):
             token_budget=self.token_budget,
             prediction=self._prediction,
             draft=draft,
-        )
-
-    def _draft(
-        self, lm: BaseLM, inputs: dict[str, Any], history: Sequence[ChatMessage]
-    ) -> DraftPlan:
-        return plan_draft(
-            self.signature, lm, inputs, history, demos=self.demos, params=self.lm_kwargs
         )
