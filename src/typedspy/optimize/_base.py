@@ -208,18 +208,13 @@ def predictors(program: Module) -> list[tuple[str, Any]]:
     return list(program.named_predictors())
 
 
-def max_retries() -> int:
-    """The retries each call may make (the configured setting)."""
-    return get_settings().max_retries
-
-
 def calls_per_run(program: Module) -> int:
     """The most LM requests one run of ``program`` makes.
 
     Each predictor counts once plus its retries; a `ReAct` inside adds one request per step
     (``max_iters``).
     """
-    retries = max_retries()
+    retries = get_settings().max_retries
     calls = 0
     for _, predictor in predictors(program):
         own = getattr(predictor, "max_retries", None)

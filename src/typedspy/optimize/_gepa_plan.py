@@ -18,7 +18,8 @@ from typedspy.evaluation import Example
 from typedspy.limits import Budget, price_of
 from typedspy.lm import BaseLM
 from typedspy.modules import Module
-from typedspy.optimize._base import Plan, calls_per_run, estimate_tokens, max_retries, predictors
+from typedspy.optimize._base import Plan, calls_per_run, estimate_tokens, predictors
+from typedspy.settings import get_settings
 
 __all__ = ["Costs", "GEPAPlan"]
 
@@ -78,7 +79,7 @@ class Costs:
         demos = max((len(p.demos) for _, p in predictors(program)), default=0)
         minibatch = min(minibatch_size, len(items))
         example = estimate_tokens(items, 1, 1)  # ~ one example shown twice, with framing
-        refl_calls = 1 + max_retries()
+        refl_calls = 1 + get_settings().max_retries  # the reflection call and its retries
         return cls(
             val=len(val),
             minibatch=minibatch,
