@@ -18,8 +18,7 @@ except ImportError as _exc:  # pragma: no cover - the extra is installed where t
     ) from _exc
 
 from typedspy.mcp._connect import RemoteTools, Source, tools
-from typedspy.mcp._errors import RemoteResultError, RemoteToolError
-from typedspy.mcp._remote import RemoteTool
+from typedspy.mcp._remote import RemoteResultError, RemoteTool, RemoteToolError
 from typedspy.mcp._run import run
 from typedspy.mcp._serve import Servable, serve
 

@@ -29,9 +29,8 @@ from mcp.shared.exceptions import MCPError
 
 from typedspy._runtime import await_on_thread, background_loop, run_in_background
 from typedspy.errors import ConfigurationError, SchemaError, ToolError
-from typedspy.mcp._errors import RemoteResultError, RemoteToolError
 from typedspy.mcp._jsonschema import violation_errors
-from typedspy.mcp._remote import RemoteTool
+from typedspy.mcp._remote import RemoteResultError, RemoteTool, RemoteToolError
 from typedspy.tools import Toolset
 
 __all__ = ["RemoteTools", "Source", "tools"]

@@ -6,17 +6,24 @@ from the server, so checking with them must not do what the server asks (ADR-053
 
 - nothing is retrieved: a ``$ref`` resolves within the schema itself (an empty
   ``referencing.Registry``), and one that does not is a `SchemaError` when the tool is listed;
-- patterns run on RE2 (`typedspy.mcp._patterns`): ``pattern``, ``patternProperties`` and
-  ``additionalProperties`` beside them are replaced with keywords that match in linear time,
-  and a pattern RE2 cannot compile is a `SchemaError` when the tool is listed.
+- patterns run on RE2 (``google-re2``, in the ``mcp`` extra): ``pattern``,
+  ``patternProperties`` and ``additionalProperties`` beside them are replaced with keywords
+  that match in linear time, and a pattern RE2 cannot compile is a `SchemaError` when the tool
+  is listed.
+
+Python's ``re`` backtracks, so ``^(a+)+$`` takes about 2^n steps on ``"a" * n + "!"`` and
+blocks the event loop; RE2 has no backtracking and answers in time linear in the text. What it
+gives up (backreferences, lookaround) is refused: a pattern it cannot compile is a
+`PatternError`, never a fallback to ``re`` (ADR-053).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
+import re2  # type: ignore[import-untyped]
 import referencing.jsonschema
 from jsonschema import validators  # type: ignore[import-untyped]
 from jsonschema.exceptions import (  # type: ignore[import-untyped]
@@ -30,12 +37,12 @@ from referencing.exceptions import Unresolvable
 
 from typedspy._types import FieldError, Path, format_path
 from typedspy.errors import SchemaError
-from typedspy.mcp._patterns import PatternError, compiled
 
 __all__ = ["Checker", "violation_errors"]
 
 _MAX_ERRORS = 20
 _MAX_MESSAGE = 300
+_MAX_MEMORY = 8 << 20  # bytes one compiled pattern may use (RE2's default): bounds compiling too
 # Where a schema holds subschemas (every draft's applicators): one, a map of, a list of.
 _ONE = (
     "additionalItems",
@@ -60,6 +67,37 @@ _MAP = (
 )
 _LIST = ("allOf", "anyOf", "items", "oneOf", "prefixItems")
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+class PatternError(ValueError):
+    """A pattern RE2 cannot compile; the message says why (RE2's own words)."""
+
+
+class Regex(Protocol):
+    """A compiled RE2 pattern (the part typedspy uses)."""
+
+    def search(self, text: str) -> object | None:
+        """The first match anywhere in ``text``, or None."""
+
+
+@functools.lru_cache(maxsize=512)
+def compiled(pattern: str) -> Regex:
+    """``pattern`` compiled by RE2 (cached).
+
+    Raises:
+        PatternError: RE2 cannot compile it: a backreference, lookaround, a repetition past
+            1,000, a syntax error, or more than 8 MiB of automaton.
+    """
+    options = re2.Options()
+    options.log_errors = False  # the error is raised, not printed to stderr
+    options.max_mem = _MAX_MEMORY
+    try:
+        regex: Regex = re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        text = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+        raise PatternError(text) from None
+    return regex
 
 
 class Checker:

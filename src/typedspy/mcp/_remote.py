@@ -4,6 +4,17 @@ Arguments are checked against the remote ``inputSchema`` with jsonschema before 
 sent; the result is read against the remote ``outputSchema``. A signature is derived from the
 schemas (one field per top-level property) so ReAct can list the tool in either of its modes;
 the schemas themselves stay the contract.
+
+Its errors are `ToolError`s, so a ReAct agent reports them to its model as observations::
+
+    ToolError
+    └── RemoteToolError       the server reported a failure (isError), a protocol error, or
+        │                     the connection is gone; ``kind`` says which
+        └── RemoteResultError the server answered, but the result is unusable: it violates the
+                              tool's own outputSchema, is too large, or has no usable content
+
+Invalid arguments are the core `ToolArgumentsError`, whether caught locally before the call
+(against the remote ``inputSchema``) or reported by a typedspy server.
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import keyword
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 import mcp_types as types
@@ -21,19 +32,49 @@ from pydantic.fields import FieldInfo
 from typedspy._json import loads as bounded_loads
 from typedspy._runtime import run_sync
 from typedspy._types import FieldError
-from typedspy.errors import SchemaError, ToolArgumentsError
-from typedspy.mcp._errors import RemoteResultError, RemoteToolError
+from typedspy.errors import SchemaError, ToolArgumentsError, ToolError
 from typedspy.mcp._jsonschema import Checker
 from typedspy.schema import to_openai_strict
 from typedspy.signature import Signature, build_signature
 from typedspy.tools import Tool
 
-__all__ = ["Caller", "RemoteTool"]
+__all__ = ["Caller", "RemoteResultError", "RemoteTool", "RemoteToolError"]
 
 Caller = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
 """Sends one ``tools/call`` (name, arguments) and returns the server's result."""
 
 _RESULT = "result"
+
+
+class RemoteToolError(ToolError):
+    """A remote MCP tool failed.
+
+    Attributes:
+        tool: The tool's name.
+        kind: ``"invalid_result"``, ``"output_error"``, ``"rejected"`` or ``"error"`` as a
+            typedspy server reports them; ``"protocol"`` for an MCP error response,
+            ``"connection"`` when the server cannot be reached, ``"result"`` for an unusable
+            result (`RemoteResultError`).
+        errors: Field errors the server named (or the result's violations).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str | None,
+        kind: str = "error",
+        errors: Sequence[FieldError] = (),
+    ) -> None:
+        super().__init__(message, tool=tool, errors=errors)
+        self.kind = kind
+
+
+class RemoteResultError(RemoteToolError):
+    """A remote tool's result cannot be used; ``errors`` name the paths that violate its schema."""
+
+    def __init__(self, message: str, *, tool: str, errors: Sequence[FieldError] = ()) -> None:
+        super().__init__(message, tool=tool, kind="result", errors=errors)
 
 
 class RemoteTool(Tool):

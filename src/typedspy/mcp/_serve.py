@@ -4,28 +4,76 @@ Built on the SDK's low-level ``Server`` (the one ``MCPServer`` wraps): ``MCPServ
 schemas from a function's parameters and validates arguments with its own model, while a
 typedspy tool already has both schemas from the schema compiler (`Tool.to_mcp_tool`) and
 validates its own arguments, so the low-level handlers serve those unchanged (ADR-019).
+
+A success is ``structuredContent`` (the outputs as JSON, union members tagged with ``_type``)
+plus the same JSON as one text block for clients that read only text. A failure is an
+``isError`` result whose text lists ``path: message`` lines and whose ``structuredContent``
+carries the same facts as data: ``{"error": {"kind", "message", "errors": [{"path", "message"}]}}``.
+The client side (`typedspy.mcp.tools`) reads that shape back into typed errors. A failure the
+tool did not word for its caller (``kind="error"``: an LM's, or any exception) is sent without
+the URLs in its text: they name the server's internal endpoints.
+
+A `confirm_first` tool's question becomes a form elicitation, and the protocol decides the
+transport. From 2026-07-28 a ``tools/call`` that needs an answer returns an
+``InputRequiredResult`` and the client calls again with ``inputResponses``; older revisions
+send an ``elicitation/create`` request in the middle of the call. Either way the answer is
+keyed by the call's ``confirmation_id`` (tool name plus canonical arguments), so an answer
+given for other arguments never approves this call. A client that declared no form
+elicitation gets a clear refusal: the tool does not run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeAlias
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeAlias
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp_types.version import is_version_at_least
 
+from typedspy._types import FieldError
 from typedspy._version import __version__
-from typedspy.errors import ToolError, ToolNotFoundError
-from typedspy.mcp._elicit import ask, supports_elicitation
-from typedspy.mcp._results import error_result, failure_result, success_result
+from typedspy.errors import OutputError, ToolArgumentsError, ToolError, ToolNotFoundError
 from typedspy.modules import Module
-from typedspy.tools import ConfirmationRequired, ResumeState, Tool, Toolset, resume
+from typedspy.tools import (
+    ConfirmationRejected,
+    ConfirmationRequired,
+    ResumeState,
+    Tool,
+    Toolset,
+    resume,
+)
 
 __all__ = ["Servable", "serve"]
 
 Servable: TypeAlias = "Tool | Module | Callable[..., Any] | Toolset"
 """What `serve` takes: tools, signature-bound module instances, plain functions, toolsets."""
+
+# A URL; the scheme's length is bounded so a long word is scanned once, not once per letter.
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'\"<>]*[^\s'\"<>.,:;)]")
+
+ErrorKind = Literal["invalid_arguments", "invalid_result", "output_error", "rejected", "error"]
+"""Why a served call failed: arguments, the tool's own result, the model's output, a person's
+refusal, or anything else the tool raised."""
+
+_INPUT_REQUIRED_VERSION = "2026-07-28"  # first revision that elicits inside tools/call results
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Run the tool with the arguments shown",
+        }
+    },
+    "required": ["approve"],
+}
+
+Answer = bool | types.InputRequiredResult
+"""True (approved), False (declined, cancelled or not approved), or the round trip to ask."""
 
 
 def serve(
@@ -128,3 +176,69 @@ async def _answer(
         return success_result(tool.dump_outputs(outputs))
     except Exception as exc:  # the client reads every failure as an isError result
         return failure_result(exc)
+
+
+def success_result(structured: dict[str, Any]) -> types.CallToolResult:
+    """The outputs as ``structuredContent`` and as one JSON text block."""
+    text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
+def error_result(
+    kind: ErrorKind, message: str, errors: Sequence[FieldError] = ()
+) -> types.CallToolResult:
+    """An ``isError`` result: the message and ``path: message`` lines, as text and as data."""
+    listed = [{"path": list(e.path), "message": e.message} for e in errors]
+    text = "\n".join([message, *(f"- {e}" for e in errors)])
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content={"error": {"kind": kind, "message": message, "errors": listed}},
+        is_error=True,
+    )
+
+
+def failure_result(exc: Exception) -> types.CallToolResult:
+    """The ``isError`` result for what a tool raised (typed failures keep their field paths)."""
+    if isinstance(exc, ToolArgumentsError):
+        return error_result("invalid_arguments", str(exc), exc.errors)
+    if isinstance(exc, ConfirmationRejected):
+        return error_result("rejected", str(exc))
+    if isinstance(exc, OutputError):
+        return error_result("output_error", str(exc), exc.errors)
+    if isinstance(exc, ToolError):
+        return error_result("invalid_result", str(exc), exc.errors)
+    return error_result("error", _URL.sub("[url]", f"{type(exc).__name__}: {exc}"))
+
+
+def supports_elicitation(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the client declared form elicitation (a bare ``elicitation: {}`` counts)."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+async def ask(
+    ctx: ServerRequestContext[Any],
+    params: types.CallToolRequestParams,
+    paused: ConfirmationRequired,
+) -> Answer:
+    """Ask the client's user about ``paused``: the answer, or the result that asks for one."""
+    request = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message=paused.question, requested_schema=_SCHEMA)
+    )
+    if is_version_at_least(ctx.protocol_version, _INPUT_REQUIRED_VERSION):
+        key = f"confirm-{paused.confirmation_id}"
+        answer = (params.input_responses or {}).get(key)
+        if answer is None:
+            return types.InputRequiredResult(input_requests={key: request})
+        return isinstance(answer, types.ElicitResult) and _approved(answer)
+    result = await ctx.session.elicit_form(
+        paused.question, _SCHEMA, related_request_id=ctx.request_id
+    )
+    return _approved(result)
+
+
+def _approved(result: types.ElicitResult) -> bool:
+    return result.action == "accept" and (result.content or {}).get("approve") is True
