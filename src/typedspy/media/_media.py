@@ -3,6 +3,9 @@
 A media value holds its bytes as base64 with their SHA-256 (or, for images, a URL the endpoint
 fetches itself). It is a frozen Pydantic model, so it validates as a signature input, saves in
 demos and cache entries as plain JSON, and loads back checked against its hash (ADR-021).
+
+Only the formats the OpenAI chat content parts take are sniffed from the bytes; anything else
+must be named by the caller (``mime_type=``) and is then checked against the kind's accepted list.
 """
 
 from __future__ import annotations
@@ -22,9 +25,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from typedspy._types import format_path
 from typedspy.errors import MediaError
-from typedspy.media._sniff import ACCEPTED, AUDIO_FORMATS, EXTENSIONS, sniff
 
-__all__ = ["Audio", "File", "Image", "Media"]
+__all__ = ["ACCEPTED", "Audio", "File", "Image", "Media"]
 
 _MIB = 1024 * 1024
 _CHUNK = _MIB  # read past a file's reported size in pieces of this many bytes
@@ -43,6 +45,31 @@ _NOT_REGULAR = (
     (stat.S_ISSOCK, "a socket"),
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # what URL parsers drop or read differently
+
+# The content part of each kind takes these types (image_url: PNG, JPEG, GIF, WebP;
+# input_audio: "wav" or "mp3"; file: PDF). A profile decides whether a kind is taken at all.
+ACCEPTED: dict[str, frozenset[str]] = {
+    "image": frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"}),
+    "audio": frozenset({"audio/wav", "audio/mpeg"}),
+    "file": frozenset({"application/pdf", "text/plain", "text/markdown", "text/csv"}),
+}
+
+_AUDIO_FORMATS: dict[str, str] = {"audio/wav": "wav", "audio/mpeg": "mp3"}
+"""``input_audio.format`` for each accepted audio type."""
+
+_EXTENSIONS: dict[str, str] = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".wav": "audio/wav",
+    ".mp3": "audio/mpeg",
+    ".pdf": "application/pdf",
+    ".txt": "text/plain",
+    ".md": "text/markdown",
+    ".csv": "text/csv",
+}
 
 
 class Media(BaseModel):
@@ -214,7 +241,7 @@ class Audio(Media):
         """``{"type": "input_audio", "input_audio": {"data": ..., "format": "wav"}}``."""
         return {
             "type": "input_audio",
-            "input_audio": {"data": self.data, "format": AUDIO_FORMATS[str(self.mime_type)]},
+            "input_audio": {"data": self.data, "format": _AUDIO_FORMATS[str(self.mime_type)]},
         }
 
 
@@ -241,6 +268,25 @@ class File(Media):
             return {"type": "file", "file": {"file_id": self.file_id}}
         name = self.filename or f"{(self.sha256 or 'file')[:12]}.pdf"
         return {"type": "file", "file": {"file_data": self.data_url(), "filename": name}}
+
+
+def sniff(data: bytes) -> str | None:
+    """The MIME type the leading bytes of ``data`` announce, or ``None`` when unknown."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if data.startswith(b"ID3") or data[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"):
+        return "audio/mpeg"
+    if data.startswith(b"%PDF-"):
+        return "application/pdf"
+    return None
 
 
 def _validated(cls: type[Media], fields: dict[str, Any]) -> Any:
@@ -275,7 +321,7 @@ def _from_bytes(cls: type[Media], data: bytes, mime_type: str | None) -> dict[st
 
 def _from_path(cls: type[Media], path: pathlib.Path) -> dict[str, Any]:
     data = _read_regular(cls, path)
-    fields = _from_bytes(cls, data, sniff(data) or EXTENSIONS.get(path.suffix.lower()))
+    fields = _from_bytes(cls, data, sniff(data) or _EXTENSIONS.get(path.suffix.lower()))
     return {**fields, "filename": path.name}
 
 
@@ -339,7 +385,7 @@ def _from_url(cls: type[Media], url: str) -> dict[str, Any]:
             )
         return {"data": payload, "mime_type": head[5:-7] or None}
     path = pathlib.PurePosixPath(_http_url(cls, url).path)
-    return {"url": url, "mime_type": EXTENSIONS.get(path.suffix)}
+    return {"url": url, "mime_type": _EXTENSIONS.get(path.suffix)}
 
 
 def _http_url(cls: type[Media], url: str) -> SplitResult:
