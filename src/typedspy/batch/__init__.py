@@ -1,8 +1,7 @@
 """Running a module over many inputs: `run_batch`, its options, results and progress."""
 
-from typedspy.batch._progress import BatchProgress, ProgressBar
 from typedspy.batch._result import BatchItem, BatchResult, failure_kind
-from typedspy.batch._runner import BatchOptions, run_batch
+from typedspy.batch._runner import BatchOptions, BatchProgress, ProgressBar, run_batch
 
 __all__ = [
     "BatchItem",

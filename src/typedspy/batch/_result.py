@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
@@ -94,10 +95,7 @@ class BatchResult(Sequence["R | Exception"], Generic[R]):
     @property
     def failures(self) -> dict[str, int]:
         """How many items failed, by failure kind (the exception class name)."""
-        counts: dict[str, int] = {}
-        for _, error in self.errors:
-            counts[failure_kind(error)] = counts.get(failure_kind(error), 0) + 1
-        return counts
+        return dict(Counter(failure_kind(error) for _, error in self.errors))
 
     @property
     def usage(self) -> Usage:

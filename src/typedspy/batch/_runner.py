@@ -5,17 +5,21 @@ million inputs cost a million results, not a million tasks. Each item runs in th
 settings plus the batch's budget and rate limit, with its own usage meter; its outcome (the
 module's result or the exception it ended with) is stored at its index. Cancelling the
 batch cancels every worker and waits for them, so no task outlives it and every in-flight
-HTTP request is closed.
+HTTP request is closed. After each finished item a `BatchProgress` snapshot goes to the
+``on_progress`` callback and the optional tqdm bar.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict
 
-from typedspy.batch._progress import BatchProgress, ProgressBar, notify
+from typedspy._types import Usage
 from typedspy.batch._result import BatchItem, BatchResult, failure_kind
 from typedspy.errors import (
     BatchStoppedError,
@@ -28,7 +32,74 @@ from typedspy.errors import (
 from typedspy.limits import Budget, RateLimit, UsageMeter, metering
 from typedspy.settings import context
 
-__all__ = ["BatchOptions", "run_batch"]
+__all__ = ["BatchOptions", "BatchProgress", "ProgressBar", "run_batch"]
+
+logger = logging.getLogger("typedspy")
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """Where a batch stands; passed to ``on_progress`` after every finished item.
+
+    Attributes:
+        total: Items in the batch.
+        done: Items finished (succeeded or failed).
+        succeeded: Items that produced a result.
+        failures: Failed items by failure kind (the exception class name, e.g.
+            ``"OutputValidationError"``, ``"ItemTimeoutError"``).
+        usage: Tokens used so far.
+        requests: Requests sent so far.
+        cached: Requests answered from the response cache so far.
+        elapsed: Seconds since the batch started.
+    """
+
+    total: int
+    done: int
+    succeeded: int
+    failures: Mapping[str, int] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    requests: int = 0
+    cached: int = 0
+    elapsed: float = 0.0
+
+    @property
+    def failed(self) -> int:
+        """Items that failed, of every kind."""
+        return sum(self.failures.values())
+
+    def summary(self) -> str:
+        """``"ok=12 OutputValidationError=1 tokens=3456 cached=2"``: the bar's postfix."""
+        parts = [f"ok={self.succeeded}"]
+        parts += [f"{kind}={n}" for kind, n in sorted(self.failures.items())]
+        parts.append(f"tokens={self.usage.total_tokens}")
+        if self.cached:
+            parts.append(f"cached={self.cached}")
+        return " ".join(parts)
+
+
+class ProgressBar:
+    """A tqdm bar showing done/total, failures by kind and tokens (the ``progress`` extra).
+
+    Raises:
+        ConfigurationError: tqdm is not installed.
+    """
+
+    def __init__(self, total: int, *, description: str = "batch") -> None:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError as exc:
+            raise ConfigurationError(
+                'progress=True needs tqdm: pip install "typedspy[progress]"'
+            ) from exc
+        self._bar: Any = tqdm(total=total, desc=description, unit="item", dynamic_ncols=True)
+
+    def __call__(self, progress: BatchProgress) -> None:
+        self._bar.set_postfix_str(progress.summary(), refresh=False)
+        self._bar.update(progress.done - self._bar.n)  # redraws at most every tqdm mininterval
+
+    def close(self) -> None:
+        """Finish the bar's line."""
+        self._bar.close()
 
 
 class _Runnable(Protocol):
@@ -85,11 +156,7 @@ async def run_batch(
                 "names to values (pass dicts such as {'question': ...})"
             )
     run = _Run(items, **options)
-    overrides: dict[str, Any] = {}
-    if options.get("budget") is not None:
-        overrides["budget"] = options["budget"]
-    if options.get("rate_limit") is not None:
-        overrides["rate_limit"] = options["rate_limit"]
+    overrides = {k: options[k] for k in ("budget", "rate_limit") if options.get(k) is not None}
     with context(**overrides):
         return await run.execute(module)
 
@@ -129,7 +196,7 @@ class _Run:
         self.started = time.monotonic()
         self.totals = UsageMeter()
         self.succeeded = 0
-        self.failures: dict[str, int] = {}
+        self.failures: Counter[str] = Counter()
 
     async def execute(self, module: _Runnable) -> BatchResult[Any]:
         workers = [
@@ -177,17 +244,21 @@ class _Run:
         if item.error is None:
             self.succeeded += 1
         else:
-            kind = failure_kind(item.error)
-            self.failures[kind] = self.failures.get(kind, 0) + 1
-            if self.max_errors is not None and sum(self.failures.values()) >= self.max_errors:
+            self.failures[failure_kind(item.error)] += 1
+            if self.max_errors is not None and self.failures.total() >= self.max_errors:
                 self.stopped = True
         if self.callbacks:
-            notify(self.callbacks, self._progress())
+            progress = self._progress()
+            for callback in self.callbacks:
+                try:
+                    callback(progress)
+                except Exception:
+                    logger.warning("progress callback %r raised; ignored", callback, exc_info=True)
 
     def _progress(self) -> BatchProgress:
         return BatchProgress(
             total=len(self.items),
-            done=self.succeeded + sum(self.failures.values()),
+            done=self.succeeded + self.failures.total(),
             succeeded=self.succeeded,
             failures=dict(self.failures),
             usage=self.totals.usage,
