@@ -43,14 +43,7 @@ _MAX_PAGES = 100
 _LOST = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
-def tools(
-    source: Source,
-    *,
-    include: Iterable[str] | None = None,
-    elicitation_callback: ElicitationFnT | None = None,
-    timeout: float | None = 60.0,
-    max_result_chars: int = 100_000,
-) -> RemoteTools:
+class RemoteTools:
     """The tools of an MCP server, for ``with``/``async with``, as a `Toolset` of `RemoteTool`.
 
     Example:
@@ -72,28 +65,17 @@ def tools(
         timeout: Seconds to wait for each response.
         max_result_chars: A result whose JSON is longer is a `RemoteResultError`.
     """
-    return RemoteTools(
-        source,
-        include=include,
-        elicitation_callback=elicitation_callback,
-        timeout=timeout,
-        max_result_chars=max_result_chars,
-    )
-
-
-class RemoteTools:
-    """An open connection to an MCP server and its tools; made by `tools`."""
 
     def __init__(
         self,
         source: Source,
         *,
-        include: Iterable[str] | None,
-        elicitation_callback: ElicitationFnT | None,
-        timeout: float | None,
-        max_result_chars: int,
+        include: Iterable[str] | None = None,
+        elicitation_callback: ElicitationFnT | None = None,
+        timeout: float | None = 60.0,
+        max_result_chars: int = 100_000,
     ) -> None:
-        """See `tools`."""
+        """An open connection to an MCP server and its tools, opened by the block."""
         self._own = not isinstance(source, Client)
         self._client = (
             source
@@ -305,6 +287,10 @@ class RemoteTools:
                 tool=name,
                 kind="connection",
             ) from exc
+
+
+tools = RemoteTools
+"""`RemoteTools`: ``ts.mcp.tools(source)`` opens the block that connects to the server."""
 
 
 async def _checked_by_remote_tool(name: str, result: types.CallToolResult) -> None:
