@@ -13,7 +13,7 @@ import re
 import struct
 from typing import Any
 
-from typedspy.testing._payloads import error_body
+from typedspy.testing._payloads import Outcome, error_body
 
 __all__ = ["DIMENSIONS", "embed_text", "embeddings_outcome"]
 
@@ -32,13 +32,15 @@ def embed_text(text: str, dimensions: int = DIMENSIONS) -> list[float]:
     return [v / norm for v in vector] if norm else vector
 
 
-def embeddings_outcome(body: Any, model: str) -> tuple[int, dict[str, Any]]:
-    """Status and body for a ``POST /v1/embeddings`` request."""
+def embeddings_outcome(body: Any, model: str) -> Outcome:
+    """The answer to a ``POST /v1/embeddings`` request."""
     if not isinstance(body, dict) or "input" not in body:
-        return 400, error_body("Missing required parameter: 'input'.", param="input")
+        return Outcome(400, error_body("Missing required parameter: 'input'.", param="input"))
     texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
     if not texts or not all(isinstance(t, str) for t in texts):
-        return 400, error_body("'input' must be a string or a list of strings.", param="input")
+        return Outcome(
+            400, error_body("'input' must be a string or a list of strings.", param="input")
+        )
     as_base64 = body.get("encoding_format") == "base64"
     data = []
     for index, text in enumerate(texts):
@@ -51,4 +53,5 @@ def embeddings_outcome(body: Any, model: str) -> tuple[int, dict[str, Any]]:
         data.append({"object": "embedding", "index": index, "embedding": value})
     tokens = sum(len(_WORD.findall(t)) for t in texts)
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
-    return 200, {"object": "list", "data": data, "model": body.get("model", model), "usage": usage}
+    payload = {"object": "list", "data": data, "model": body.get("model", model), "usage": usage}
+    return Outcome(200, payload)

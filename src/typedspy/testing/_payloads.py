@@ -10,9 +10,11 @@ import itertools
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "Outcome",
     "chat_chunk",
     "chat_completion",
     "completion_chunks",
@@ -25,6 +27,16 @@ __all__ = [
 
 # Ids only need to be unique within a process; a counter keeps them readable in failures.
 _ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An answer to send: status, JSON body, extra headers, and SSE chunks when streaming."""
+
+    status: int
+    body: dict[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+    chunks: list[dict[str, Any]] | None = None
 
 
 def _next_id(prefix: str) -> str:

@@ -6,17 +6,18 @@ api.openai.com checks it (a schema valid under the JSON Schema meta-schema, stri
 schema. Every reply is checked against the request's schema (ADR-046): generated data that does
 not validate is a bug in the generator, answered with a 500 the SDK does not retry; a scripted
 reply that does not validate is noted in `Responder.mismatches` (tests script such replies on
-purpose, to exercise retries).
+purpose, to exercise retries). A check that fails raises `Rejected`, carrying the 400 sent.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from typedspy.schema import (
     check_name,
@@ -27,23 +28,15 @@ from typedspy.schema import (
 )
 from typedspy.testing._datagen import generate_instance
 from typedspy.testing._payloads import (
+    Outcome,
     chat_completion,
     completion_chunks,
     error_body,
     usage_for,
 )
 from typedspy.testing._quirks import Quirks, spoil
-from typedspy.testing._requests import (
-    Outcome,
-    Rejected,
-    forced_tool,
-    function_of,
-    json_object_content,
-    missing,
-    structured,
-)
 
-__all__ = ["PLAIN_REPLY", "Outcome", "Reply", "Responder"]
+__all__ = ["PLAIN_REPLY", "Reply", "Responder"]
 
 PLAIN_REPLY = "standin reply"
 _DEFAULT_ERRORS: Mapping[int, tuple[str, str, str | None]] = {
@@ -54,6 +47,36 @@ _DEFAULT_ERRORS: Mapping[int, tuple[str, str, str | None]] = {
     500: ("The server had an error while processing your request.", "server_error", None),
     503: ("The engine is currently overloaded, please try again later.", "server_error", None),
 }  # fmt: skip
+_FENCED_JSON = re.compile(r"```json\s*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_EMPTY_PARAMETERS = {
+    "type": "object",
+    "properties": {},
+    "required": [],
+    "additionalProperties": False,
+}
+
+
+class Rejected(Exception):
+    """A 400 (or other error) found while checking a request."""
+
+    def __init__(self, message: str, *, param: str | None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.outcome = Outcome(400, error_body(message, param=param, code=code))
+
+
+class _GeneratorBug(Rejected):
+    """Generated data that does not validate against its schema: answered with a 500."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        message = (
+            f"typedspy stand-in bug: the data it generated for {where} does not validate "
+            f"against that schema ({problem}). Please report it with the schema."
+        )
+        super().__init__(message, param=None)
+        # The SDK honours x-should-retry: a retry with another seed could hide the bug.
+        self.outcome = Outcome(
+            500, error_body(message, type="server_error"), {"x-should-retry": "false"}
+        )
 
 
 @dataclass
@@ -127,10 +150,8 @@ class Responder:
             if not isinstance(request, dict):
                 raise Rejected("The request body must be a JSON object.", param=None)
             return self._generated(req, self.seed + index)
-        except Rejected as rejected:
+        except Rejected as rejected:  # a _GeneratorBug too
             return rejected.outcome
-        except _GeneratorBug as bug:
-            return bug.outcome
 
     def _check_scripted(
         self, index: int, reply: Reply | str | dict[str, Any], req: dict[str, Any]
@@ -174,13 +195,13 @@ class Responder:
 
     def _generated(self, req: dict[str, Any], seed: int) -> Outcome:
         if not isinstance(req.get("messages"), list):
-            raise missing("messages")
+            raise _missing("messages")
         if not isinstance(req.get("model"), str):
-            raise missing("model")
+            raise _missing("model")
         content, finish_reason = self._content(req, seed)
         tools = self._tools(req)
-        forced = forced_tool(req, tools)
-        if self.quirks.constrains_tool_steps and structured(req):
+        forced = _forced_tool(req, tools)
+        if self.quirks.constrains_tool_steps and _structured(req):
             forced = None  # the format constrains the tool step too: no call can come out
         if forced is None:
             completion = chat_completion(
@@ -220,7 +241,7 @@ class Responder:
                 "'response_format.type' must be 'json_schema'", param="response_format.type"
             )
         if kind == "json_object":
-            content, schema = json_object_content(req, seed)
+            content, schema = _json_object_content(req, seed)
             return self._quirky(content, schema, req)
         if kind == "json_schema":
             content, schema = self._json_schema_content(fmt, seed)
@@ -253,24 +274,17 @@ class Responder:
             )
         spec = fmt.get("json_schema")
         if not isinstance(spec, dict):
-            raise missing("response_format.json_schema")
+            raise _missing("response_format.json_schema")
         if "name" not in spec:
-            raise missing("response_format.json_schema.name")
+            raise _missing("response_format.json_schema.name")
         name, schema = spec["name"], spec.get("schema")
         # OpenAI checks the name whether or not the schema is strict.
         bad_name = check_name(name)
         if bad_name:
             message = format_violation(bad_name[0], name=str(name))
             raise Rejected(message, param="response_format.json_schema.name", code="invalid_value")
-        invalid = meta_schema_violation(schema) if isinstance(schema, dict) else None
-        if invalid is not None:  # not JSON Schema at all: refused whatever `strict` says
-            message = format_violation(invalid, name=name)
-            raise Rejected(message, param="response_format", code="invalid_json_schema")
         strict = spec.get("strict") is True and not self.quirks.ignores_strict
-        violations = check_openai_strict(schema, name=name) if strict else []
-        if violations:
-            message = format_violation(violations[0], name=name)
-            raise Rejected(message, param="response_format", code="invalid_json_schema")
+        _check_schema(schema, name, "response_format", strict=strict, param="response_format")
         if not isinstance(schema, dict):
             return "{}", {}
         instance = self._instance(schema, seed, f"response_format {name!r}")
@@ -308,7 +322,7 @@ class Responder:
             )
         found: dict[str, dict[str, Any]] = {}
         for index, tool in enumerate(tools):
-            name, parameters = function_of(
+            name, parameters = _function_of(
                 tool, index, checks_strict=not self.quirks.ignores_strict
             )
             found[name] = parameters
@@ -317,21 +331,6 @@ class Responder:
     def _model(self, req: dict[str, Any]) -> str:
         model = req.get("model")
         return model if isinstance(model, str) else self.model
-
-
-class _GeneratorBug(Exception):
-    """Generated data that does not validate against its schema: answered with a 500."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(problem)
-        message = (
-            f"typedspy stand-in bug: the data it generated for {where} does not validate "
-            f"against that schema ({problem}). Please report it with the schema."
-        )
-        # The SDK honours x-should-retry: a retry with another seed could hide the bug.
-        self.outcome = Outcome(
-            500, error_body(message, type="server_error"), {"x-should-retry": "false"}
-        )
 
 
 def _requested_schema(req: dict[str, Any]) -> dict[str, Any] | None:
@@ -372,3 +371,125 @@ def _finish(completion: dict[str, Any], req: dict[str, Any], headers: dict[str, 
     options = req.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
     return Outcome(200, completion, headers, completion_chunks(completion, include_usage))
+
+
+def _missing(where: str) -> Rejected:
+    message = f"Missing required parameter: '{where}'."
+    return Rejected(message, param=where, code="missing_required_parameter")
+
+
+def _function_of(tool: object, index: int, *, checks_strict: bool) -> tuple[str, dict[str, Any]]:
+    where = f"tools[{index}].function"
+    spec = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(spec, dict):
+        raise _missing(where)
+    name = spec.get("name")
+    bad_name = check_name(name)
+    if bad_name or not isinstance(name, str):  # check_name flags every non-string
+        message = f"Invalid '{where}.name': {bad_name[0].message}"
+        raise Rejected(message, param=f"{where}.name", code="invalid_value")
+    parameters = spec.get("parameters", _EMPTY_PARAMETERS)
+    if not isinstance(parameters, dict):
+        raise Rejected(
+            f"Invalid type for '{where}.parameters': expected an object.",
+            param=f"{where}.parameters",
+            code="invalid_type",
+        )
+    strict = spec.get("strict") is True and checks_strict
+    _check_schema(parameters, name, "function", strict=strict, param=f"{where}.parameters")
+    return name, parameters
+
+
+def _check_schema(
+    schema: object,
+    name: str,
+    kind: Literal["response_format", "function"],
+    *,
+    strict: bool,
+    param: str,
+) -> None:
+    """OpenAI's checks on a requested schema, the meta-schema's then (if strict) its subset's."""
+    # Not JSON Schema at all: refused whatever `strict` says.
+    invalid = meta_schema_violation(schema) if isinstance(schema, dict) else None
+    violations = [invalid] if invalid else check_openai_strict(schema, name=name) if strict else []
+    if not violations:
+        return
+    code = "invalid_function_parameters" if kind == "function" else "invalid_json_schema"
+    raise Rejected(format_violation(violations[0], name=name, kind=kind), param=param, code=code)
+
+
+def _forced_tool(req: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str | None:
+    choice = req.get("tool_choice")
+    if choice is None:
+        return None
+    if not tools:
+        raise Rejected(
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+            "specified.",
+            param="tool_choice",
+        )
+    if choice in ("none", "auto"):
+        return None
+    if choice == "required":
+        return next(iter(tools))
+    function = choice.get("function") if isinstance(choice, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if name in tools:
+        return str(name)
+    raise Rejected(
+        f"Invalid value for 'tool_choice': function {json.dumps(name)} is not among 'tools'.",
+        param="tool_choice",
+        code="invalid_value",
+    )
+
+
+def _structured(req: dict[str, Any]) -> bool:
+    fmt = req.get("response_format")
+    return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
+
+
+def _json_object_content(req: dict[str, Any], seed: int) -> tuple[str, dict[str, Any]]:
+    """Generated JSON for JSON mode, and the schema it follows.
+
+    The schema is ``response_format.schema`` (llama.cpp takes one), else a fenced schema in the
+    prompt, else none (``{}``).
+    """
+    texts = list(_message_texts(req["messages"]))
+    if not any("json" in text.lower() for _, text in texts):
+        raise Rejected(
+            "'messages' must contain the word 'json' in some form, to use 'response_format' of "
+            "type 'json_object'.",
+            param="messages",
+        )
+    given = req["response_format"].get("schema")
+    if isinstance(given, dict):
+        return json.dumps(generate_instance(given, seed=seed), separators=(",", ":")), given
+    for role, text in texts:
+        if role not in ("system", "developer", "user"):
+            continue
+        for block in _FENCED_JSON.findall(text):
+            try:
+                schema = json.loads(block)
+            except ValueError:
+                continue
+            if isinstance(schema, dict) and "properties" in schema:
+                content = json.dumps(generate_instance(schema, seed=seed), separators=(",", ":"))
+                return content, schema
+    return "{}", {}
+
+
+def _message_texts(messages: list[Any]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        role, content = str(message.get("role")), message.get("content")
+        if isinstance(content, str):
+            out.append((role, content))
+        elif isinstance(content, list):
+            out.extend(
+                (role, part["text"])
+                for part in content
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+    return out

@@ -11,22 +11,24 @@ Run it by hand with ``python -m typedspy.testing.standin --port 8000``.
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
+import signal
 import socket
 import socketserver
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from types import FrameType
 from typing import Any
 
 from typedspy.lm import forget
 from typedspy.testing._embeddings import embeddings_outcome
-from typedspy.testing._payloads import error_body, sse_event
+from typedspy.testing._payloads import Outcome, error_body, sse_event
 from typedspy.testing._quirks import SERVERS, Quirks, models_reply
-from typedspy.testing._responder import Outcome, Reply, Responder
+from typedspy.testing._responder import Reply, Responder
 
 __all__ = ["Quirks", "Reply", "StandIn", "main"]
 
@@ -188,21 +190,8 @@ class StandIn:
     def __enter__(self) -> StandIn:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-    def _record(self, body: dict[str, Any]) -> None:
-        with self._lock:
-            self.requests.append(body)
-
-    def _cut_off(self) -> None:
-        with self._lock:
-            self.disconnects += 1
 
 
 class _Server(ThreadingHTTPServer):
@@ -295,14 +284,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send(Outcome(400, error_body("Malformed chunked request body.")))
             return
-        if path in _EMBEDDINGS_PATHS:
-            self._send(self._embeddings(raw))
-            return
-        if path not in _CHAT_PATHS:
+        if path not in _CHAT_PATHS and path not in _EMBEDDINGS_PATHS:
             self._send(_not_found("POST", path))
             return
         try:
-            outcome = self._chat(raw)
+            outcome = self._answer(path, raw)
             # Encode before any byte is sent, so a failure can still become a clean 500.
             events = None if outcome.chunks is None else [sse_event(c) for c in outcome.chunks]
             data = json.dumps(outcome.body).encode()
@@ -327,27 +313,21 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # trailer fields
         return b"".join(parts)
 
-    def _chat(self, raw: bytes) -> Outcome:
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            message = "We could not parse the JSON body of your request."
-            return Outcome(400, error_body(message))
-        if isinstance(body, dict):
-            self.server.standin._record(body)
-        return self.server.standin._responder.respond(body)
-
-    def _embeddings(self, raw: bytes) -> Outcome:
+    def _answer(self, path: str, raw: bytes) -> Outcome:
         try:
             body = json.loads(raw)
         except ValueError:
             return Outcome(400, error_body("We could not parse the JSON body of your request."))
         standin = self.server.standin
+        if path in _EMBEDDINGS_PATHS:
+            if isinstance(body, dict):
+                with standin._lock:
+                    standin.embedding_requests.append(body)
+            return embeddings_outcome(body, standin.model)
         if isinstance(body, dict):
             with standin._lock:
-                standin.embedding_requests.append(body)
-        status, payload = embeddings_outcome(body, standin.model)
-        return Outcome(status, payload)
+                standin.requests.append(body)
+        return standin._responder.respond(body)
 
     def _start(self, status: int, headers: dict[str, str]) -> None:
         self.send_response(status)
@@ -390,7 +370,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(sse_event("[DONE]"), last=True)
         except OSError:
             self.close_connection = True
-            standin._cut_off()
+            with standin._lock:
+                standin.disconnects += 1
 
     def _write_chunk(self, data: bytes, *, last: bool = False) -> None:
         frame = f"{len(data):x}\r\n".encode() + data + b"\r\n"
@@ -404,12 +385,47 @@ def _not_found(method: str, path: str) -> Outcome:
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve until SIGTERM or Ctrl-C: ``python -m typedspy.testing.standin --help``.
 
+    Args:
+        argv: Arguments (defaults to ``sys.argv[1:]``).
+
     Returns:
         The exit status.
     """
-    from typedspy.testing._cli import run
+    parser = argparse.ArgumentParser(
+        prog="python -m typedspy.testing.standin",
+        description="Offline OpenAI-compatible server for typedspy tests and demos.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default="standin-1")
+    parser.add_argument("--no-json-schema", action="store_true", help="reject json_schema")
+    parser.add_argument("--no-tools", action="store_true", help="reject tools")
+    parser.add_argument("--quirks", metavar="PROFILE", help="misbehave like that profile's server")
+    args = parser.parse_args(argv)
+    server = StandIn(
+        host=args.host,
+        port=args.port,
+        supports_json_schema=not args.no_json_schema,
+        supports_tools=not args.no_tools,
+        seed=args.seed,
+        model=args.model,
+        quirks=Quirks.of(args.quirks) if args.quirks else None,
+    )
+    done = threading.Event()
 
-    return run(argv)
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    with server:
+        print(f"typedspy stand-in listening on {server.base_url}", flush=True)
+        try:
+            while not done.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+    return 0
 
 
 if __name__ == "__main__":
