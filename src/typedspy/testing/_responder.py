@@ -145,11 +145,11 @@ class Responder:
             scripted = self.answer(req)
         if scripted is not None:
             self._check_scripted(index, scripted, req)
-            return self._scripted(scripted, req)
+            return self._outcome(scripted, req)
         try:
             if not isinstance(request, dict):
                 raise Rejected("The request body must be a JSON object.", param=None)
-            return self._generated(req, self.seed + index)
+            return self._outcome(self._generated(req, self.seed + index), req)
         except Rejected as rejected:  # a _GeneratorBug too
             return rejected.outcome
 
@@ -171,9 +171,8 @@ class Responder:
             with self._lock:
                 self.mismatches.append(f"request {index} (scripted): {problems[0]}")
 
-    # --- scripted -----------------------------------------------------------------------
-
-    def _scripted(self, reply: Reply | str | dict[str, Any], req: dict[str, Any]) -> Outcome:
+    def _outcome(self, reply: Reply | str | dict[str, Any], req: dict[str, Any]) -> Outcome:
+        """What sends ``reply``, scripted or generated: an error or a completion, maybe streamed."""
         if isinstance(reply, dict):
             return _finish(reply, req, {})
         if isinstance(reply, str):
@@ -193,7 +192,7 @@ class Responder:
 
     # --- generated ----------------------------------------------------------------------
 
-    def _generated(self, req: dict[str, Any], seed: int) -> Outcome:
+    def _generated(self, req: dict[str, Any], seed: int) -> Reply:
         if not isinstance(req.get("messages"), list):
             raise _missing("messages")
         if not isinstance(req.get("model"), str):
@@ -204,23 +203,10 @@ class Responder:
         if self.quirks.constrains_tool_steps and _structured(req):
             forced = None  # the format constrains the tool step too: no call can come out
         if forced is None:
-            completion = chat_completion(
-                content,
-                finish_reason=finish_reason,
-                model=self._model(req),
-                usage=_usage(req, content),
-            )
-            return _finish(completion, req, {})
-        parameters = tools[forced]
-        arguments = json.dumps(self._instance(parameters, seed, forced), separators=(",", ":"))
-        completion = chat_completion(
-            None,
-            tool_calls=[{"name": forced, "arguments": arguments}],
-            finish_reason="tool_calls",
-            model=self._model(req),
-            usage=_usage(req, arguments),
-        )
-        return _finish(completion, req, {})
+            return Reply(content, finish_reason=finish_reason)
+        arguments = json.dumps(self._instance(tools[forced], seed, forced), separators=(",", ":"))
+        call = {"name": forced, "arguments": arguments}
+        return Reply(tool_calls=[call], finish_reason="tool_calls", usage=_usage(req, arguments))
 
     def _content(self, req: dict[str, Any], seed: int) -> tuple[str, str]:
         """The reply's content for the request's format, and its finish reason."""
@@ -242,16 +228,16 @@ class Responder:
             )
         if kind == "json_object":
             content, schema = _json_object_content(req, seed)
-            return self._quirky(content, schema, req)
-        if kind == "json_schema":
+        elif kind == "json_schema":
             content, schema = self._json_schema_content(fmt, seed)
-            return self._quirky(content, schema, req)
-        raise Rejected(
-            f"Invalid value: {json.dumps(kind)}. Supported values are: 'json_object', "
-            "'json_schema', and 'text'.",
-            param="response_format.type",
-            code="invalid_value",
-        )
+        else:
+            raise Rejected(
+                f"Invalid value: {json.dumps(kind)}. Supported values are: 'json_object', "
+                "'json_schema', and 'text'.",
+                param="response_format.type",
+                code="invalid_value",
+            )
+        return self._quirky(content, schema, req)
 
     def _quirky(self, content: str, schema: dict[str, Any], req: dict[str, Any]) -> tuple[str, str]:
         """``content`` as the impersonated server would send it (spoiled ``times`` times)."""
