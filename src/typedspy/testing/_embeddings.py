@@ -53,5 +53,6 @@ def embeddings_outcome(body: Any, model: str) -> Outcome:
         data.append({"object": "embedding", "index": index, "embedding": value})
     tokens = sum(len(_WORD.findall(t)) for t in texts)
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
-    payload = {"object": "list", "data": data, "model": body.get("model", model), "usage": usage}
-    return Outcome(200, payload)
+    return Outcome(
+        200, {"object": "list", "data": data, "model": body.get("model", model), "usage": usage}
+    )
