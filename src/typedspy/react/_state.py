@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, overload, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError, model_validator
 
@@ -95,8 +95,8 @@ class TrajectoryStep(BaseModel):
     note: str | None = None
 
 
-class Trajectory(Sequence[TrajectoryStep]):
-    """The steps of one agent run, in order (``pred.trajectory``).
+class Trajectory(list[TrajectoryStep]):
+    """The steps of one agent run, in order (``pred.trajectory``): a list, and its renderings.
 
     Example:
         ```python
@@ -107,36 +107,18 @@ class Trajectory(Sequence[TrajectoryStep]):
         ```
     """
 
-    def __init__(self, steps: Sequence[TrajectoryStep] = ()) -> None:
-        self.steps: list[TrajectoryStep] = list(steps)
-
-    @overload
-    def __getitem__(self, index: int) -> TrajectoryStep: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[TrajectoryStep]: ...
-
-    def __getitem__(self, index: int | slice) -> TrajectoryStep | Sequence[TrajectoryStep]:
-        return self.steps[index]
-
-    def __len__(self) -> int:
-        return len(self.steps)
-
-    def __iter__(self) -> Iterator[TrajectoryStep]:
-        return iter(self.steps)
-
     def __repr__(self) -> str:
-        calls = [c.name for s in self.steps for c in s.calls]
-        return f"Trajectory({len(self.steps)} steps, calls={calls})"
+        return f"Trajectory({len(self)} steps, calls={[c.name for c in self.calls]})"
 
-    def append(self, step: TrajectoryStep) -> None:
-        """Add a step at the end."""
-        self.steps.append(step)
+    @property
+    def steps(self) -> list[TrajectoryStep]:
+        """The steps (the trajectory itself, kept for code that reads ``.steps``)."""
+        return self
 
     @property
     def calls(self) -> list[TrajectoryCall]:
         """Every tool call of the run, in order."""
-        return [c for s in self.steps for c in s.calls]
+        return [c for s in self for c in s.calls]
 
     def to_messages(self) -> list[ChatMessage]:
         """The steps as OpenAI chat messages.
@@ -146,7 +128,7 @@ class Trajectory(Sequence[TrajectoryStep]):
         is the assistant's text followed by a user turn holding the note.
         """
         messages: list[ChatMessage] = []
-        for step in self.steps:
+        for step in self:
             if not step.calls:
                 messages.append({"role": "assistant", "content": step.reasoning or ""})
                 messages.append({"role": "user", "content": f"{FEEDBACK_LABEL}\n{step.note}"})
@@ -173,10 +155,10 @@ class Trajectory(Sequence[TrajectoryStep]):
 
     def to_text(self) -> str:
         """The steps as plain text, for prompts that cannot carry tool messages."""
-        if not self.steps:
+        if not self:
             return "(no steps yet)"
         blocks = []
-        for number, step in enumerate(self.steps, 1):
+        for number, step in enumerate(self, 1):
             lines = [f"## Step {number}"]
             if step.reasoning:
                 lines.append(f"Reasoning: {step.reasoning}")
@@ -226,6 +208,8 @@ class PausedRun(BaseModel):
                 f"no pending call at trajectory[{self.step}].calls[{self.call}] "
                 "(the call that paused has no observation yet)"
             )
+        # Saved for readers of the JSON; always the trajectory's own call, never a second truth.
+        self.pending_call = calls[self.call]
         return self
 
     @classmethod
