@@ -1,24 +1,10 @@
 """One ReAct run: its inputs, tools, trajectory and usage, and the tool calls of its steps.
 
-A `Run` lives for one ``aforward`` call (or one resumption) and nothing of it is kept on the
-agent, so concurrent runs of one agent never see each other's tools or steps.
-
-The run turns what its tool calls did into observations. Everything a tool can do wrong at
-run time becomes text the model reads on its next step: an unknown name, arguments that fail
-validation (the tool is not called), an exception, a callback that fails. Two things leave
-this module instead: `ConfirmationRequired`, carrying the run's `PausedRun` so the run can
-resume at the same call, and a `ConfigurationError` or `SchemaError` from inside a tool (a
-program that is set up wrong, which no step of the model can fix; ADR-036).
-
-Tools run inside ``ts.context(lm=<the agent's LM>)``: a tool that calls a module (or is one)
-uses the agent's model unless it was given its own.
-
-Module callbacks: a tool that wants to change what the agent can do (load a tool on demand,
-drop one that is no longer useful) returns a callable marked with `module_callback` instead of
-a value. The agent calls it with a `ModuleContext` and uses its string result as the tool's
-observation. Changes made through ``context.tools`` last for the rest of the run only: the
-agent object keeps its own tools, so it stays reusable and concurrent runs never see each
-other's changes. Each call runs between a `ToolCallStarted` and a `ToolCallFinished` event.
+A `Run` lives for one ``aforward`` call (or one resumption); nothing of it is kept on the agent,
+so concurrent runs never see each other's tools or steps. What a tool does wrong at run time
+becomes an observation for the next step; a pause (`ConfirmationRequired`, carrying the run's
+`PausedRun`) and a program set up wrong (`ConfigurationError`, `SchemaError`) leave the run
+(ADR-036). A tool may return a `module_callback` to change this run's tools (docs/react.md).
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""A ReAct run's state as Pydantic models: the trajectory, and a paused run saved for resuming.
+"""A ReAct run's state as Pydantic models: the trajectory, a paused run, answered pauses.
 
-One `TrajectoryStep` is one model turn: its reasoning (the assistant's text, if any) and the
-tool calls it made, each with the observation the agent sent back. The same record renders as
-OpenAI tool messages for endpoints with tool calling and as plain text for the fallback and
-for answer extraction (ADR-037).
-
-When a tool asks for a confirmation, the run's state goes into
-``ConfirmationRequired.context["react"]`` as a `PausedRun` model: the inputs, the trajectory
-(the paused step included, its pending call without an observation), the step and call that
-paused, the mode, the tools in use and the tokens spent so far, with the pause's random
-``pause_id``. The signed `ResumeState` dumps it with the rest of its content (ADR-052); a web
-app can store that and resume in another process with a fresh agent, where the context comes
-back as JSON and the agent validates it (`PausedRun.read`, ADR-069): a malformed state is a
-`ConfigurationError` naming the path of what is wrong.
-
-Answered pauses are kept in a `ResumeStore`: each pause of a ReAct run carries a ``pause_id``; the
-first resumption claims it before the approved tool runs and records what the call returned, so a
-second resumption from the same saved state replays that observation instead of running the tool
-again (ADR-036). The default store lives in the process; a web app that resumes in several
-processes passes a shared one (docs/confirmations.md).
+A `TrajectoryStep` is one model turn, its tool calls each with the observation sent back; the
+trajectory renders as OpenAI tool messages or as plain text (ADR-037). A pause carries the run as
+a `PausedRun` (ADR-069), saved with the signed `ResumeState` (ADR-052). A `ResumeStore` keeps
+answered pauses by ``pause_id``, so a second resumption from one saved state replays the
+observation instead of running the tool again (ADR-036; docs/confirmations.md).
 """
 
 from __future__ import annotations
@@ -178,12 +164,9 @@ CONTEXT_KEY = "react"
 class PausedRun(BaseModel):
     """A ReAct run paused at ``trajectory[step].calls[call]``: ``context["react"]`` of its pause.
 
-    The one record of a pause, both ways (ADR-069): the run puts it in the pause's context, the
-    signed `ResumeState` dumps it with the rest of its content (ADR-052; the JSON is the format
-    ReAct has saved since pauses could be resumed, version 1), and the agent validates it again
-    on resumption (`read`). Its ``pause_id`` is what the `ResumeStore` keys an answer by; a saved
-    state's signature covers it, so it is required: states saved before pauses had ids do not
-    load.
+    The one record of a pause both ways (ADR-069); its JSON is the format saved since version 1.
+    ``pause_id`` keys the answer in the `ResumeStore`; the signature covers it, so it is required
+    (ADR-052).
     """
 
     model_config = ConfigDict(extra="ignore")

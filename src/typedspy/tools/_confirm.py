@@ -1,16 +1,8 @@
-"""Human in the loop, the tool side: the ``confirm_first`` mark.
+"""Human in the loop, the tool side: the ``confirm_first`` mark (docs/confirmations.md).
 
-A tool marked with `confirm_first` does not run on its first call: `Tool.acall` raises
-`ConfirmationRequired` with a question and a stable ``confirmation_id`` (a hash of the tool name
-and the canonical JSON of its validated arguments). The caller asks a human, wraps the answer in
-a `ResumeState`, and calls again inside ``with ts.tools.resume(state):``; the same call now
-finds its
-decision in the current context and runs (approve, or approve with edited arguments) or raises
-`ConfirmationRejected` (reject, or free-text feedback for the model).
-
-This module holds the mark; the signal, the mark's reading and the per-context record of
-decisions are in `typedspy.tools._approvals`, which `Tool` uses; the answer, and how it is saved
-and signed, in `typedspy.tools._resume_state`.
+The pause signal, the mark's reading and the record of answers are in
+`typedspy.tools._approvals`, which `Tool` uses; the answer and its signed JSON in
+`typedspy.tools._resume_state`.
 """
 
 from __future__ import annotations

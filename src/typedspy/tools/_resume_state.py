@@ -1,13 +1,9 @@
 """The person's answer to a paused call: `ResumeState`, a Pydantic model saved as signed JSON.
 
-``ResumeState(pause, response)`` pairs a `ConfirmationRequired` with the answer. A web app
-answers in a later request, maybe in another process, so the state is saved as JSON and may
-travel through a browser session, a queue or a database row that someone else can edit: the
-saved JSON carries an HMAC-SHA256 signature over all of its content (the question, the tool
-call, the orchestrator's context with ReAct's ``pause_id`` and run, and the answer), keyed by an
-application secret (`to_json`, `from_json`; ADR-052). A state that is not signed, or whose
-content no longer matches its signature, is refused with `ResumeStateError` before any of it
-is used. Without a secret neither runs: there is no unsigned format to fall back to.
+A saved state may travel through a browser session, a queue or a database row that someone else
+can edit, so its JSON carries an HMAC-SHA256 signature over all of its content, keyed by an
+application secret; a state unsigned or changed is refused with `ResumeStateError` before any of
+it is used, and there is no unsigned format to fall back to (ADR-052).
 """
 
 from __future__ import annotations
