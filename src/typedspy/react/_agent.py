@@ -1,26 +1,15 @@
 """`ReAct`: a bounded tool-using loop over a signature, and what each of its steps sends.
 
-Each step asks the model for tool calls, runs them, and records what they returned. ``finish``
-ends the run with the signature's outputs; running out of steps ends it with an answer
-extracted from the trajectory. A tool that needs a person's confirmation pauses the run
-(`ConfirmationRequired`); passing the answer back as ``resume_state`` continues at the same
-call without repeating earlier ones: a new `Run` set back to where the saved one paused
-(`restore`), whose first events are the paused call's, answered once (`Run.resume`). A
-saved state's signature covers the pause id (ADR-052): a state cannot be given a new id to
-pass for another pause.
+Each step asks the model for tool calls and runs them (`Run.run_calls`, ``finish`` included);
+``finish`` ends the run with the outputs, running out of steps with an answer extracted from
+the trajectory. A paused run resumes at the same call: a new `Run` set back to where it paused
+(`restore`), whose first events are the paused call's, answered once (`Run.resume`).
 
-A step is native or a union step. Native tool calling: the conversation (system, inputs, then
-the trajectory as assistant ``tool_calls`` and ``role: tool`` messages) with every tool plus a
-strict ``finish`` function whose parameters are the signature's output schema, sent as an
-attempt of the engine's loop (`NativeStep`). A native step streams its completion when the run
-streams; the arguments of a ``finish`` call are the task's outputs, so while they arrive they
-are parsed like `Predict`'s output (`OutputDelta` and `PartialPrediction` events). Should that
-``finish`` fail validation, the run goes on and a later ``finish`` streams its partial outputs
-afresh. Fallback for endpoints without tool calling: a signature whose one output ``next`` is a
-``_type``-tagged union of each tool's arguments and a ``finish`` member holding the outputs,
-asked through `Predict` (`union_step`), so constrained decoding guarantees a well-formed step
-(ADR-037). Either way the step is read into the trajectory, and its calls, ``finish``
-included, run through `Run.run_calls`.
+A step is native or a union step. A native step sends the conversation, every tool and a strict
+``finish`` function over the output schema as an attempt of the engine's loop (`NativeStep`);
+while a ``finish`` call streams, its arguments are parsed as `Predict`'s output would be. Without
+dependable tool calling, a union step asks `Predict` for one output ``next``, a ``_type``-tagged
+union of each tool's arguments and ``finish`` (`union_step`, ADR-037).
 """
 
 from __future__ import annotations
@@ -419,20 +408,12 @@ def _system_prompt(sig: type[Signature]) -> str:
     return "\n".join(lines)
 
 
-def _plain_fields(fields: Mapping[str, FieldInfo]) -> dict[str, Any]:
-    return {n: (i.annotation, without_role(i)) for n, i in fields.items()}
-
-
 def _member(name: str, doc: str, fields: Mapping[str, FieldInfo]) -> type[BaseModel]:
     # The class is named after the tool, so the union's `_type` tag is the tool's own name,
     # the same name the model sees for it in native tool calling.
-    model: type[BaseModel] = create_model(
-        name,
-        __doc__=doc or None,
-        __config__=ConfigDict(protected_namespaces=()),
-        **_plain_fields(fields),
-    )
-    return model
+    plain: dict[str, Any] = {n: (i.annotation, without_role(i)) for n, i in fields.items()}
+    config = ConfigDict(protected_namespaces=())
+    return create_model(name, __doc__=doc or None, __config__=config, **plain)
 
 
 def _with_trajectory(sig: type[Signature], description: str) -> dict[str, tuple[Any, FieldInfo]]:
@@ -492,18 +473,11 @@ def extraction_signature(sig: type[Signature]) -> type[Signature]:
 class NativeStep:
     """A run's next native step, as the attempt loop's driver (`typedspy.engine.Driver`).
 
-    While streaming, the output is the arguments of the first ``finish`` call, or the content
-    when the step sent the outputs' ``response_format``; a reply is read into the trajectory.
-    A runaway step gets the profile's re-ask through the loop, its note and parameters sent as
-    a `Predict` retry's are.
-
-    Where the profile lets ``response_format`` go with tools (``response_format_with_tools``,
-    ADR-043: OpenAI and Azure), the step also carries the outputs' schema as
-    ``response_format`` and ``tool_choice`` is ``"auto"``: the model calls tools, or answers in
-    content that the schema shapes (``finish`` stays offered). Elsewhere (vLLM applies
-    ``response_format`` to tool steps too, so the model could never call a tool) no
-    ``response_format`` is sent and ``tool_choice`` is ``"required"``: every reply is a tool
-    call or ``finish``, and a plain-text reply is never an answer.
+    While streaming, the output is the first ``finish`` call's arguments (or the content, when
+    the step sent ``response_format``); the reply is read into the trajectory. Where the profile
+    allows ``response_format_with_tools`` the step also sends the outputs' schema with
+    ``tool_choice="auto"`` and a content answer counts as ``finish``; elsewhere ``tool_choice``
+    is ``"required"`` (ADR-043 says why).
     """
 
     what = "a ReAct step"
@@ -541,7 +515,7 @@ class NativeStep:
         )
 
     def pick(self) -> Pick:
-        return _finish_arguments(content=self._content)
+        return _finish_arguments(self._content)
 
     def reasoning_tags(self) -> tuple[str, str] | None:
         # Split off the content as `read` does (ADR-027).
@@ -594,7 +568,7 @@ class NativeStep:
         return Done(step)
 
 
-def _finish_arguments(*, content: bool = False) -> Pick:
+def _finish_arguments(content: bool) -> Pick:
     """Picks the task's outputs: the first ``finish`` call's arguments, or the content."""
     finish: int | None = None
 
@@ -618,7 +592,12 @@ async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep:
     output could not be used, no call and a note that says why. With ``stream``, the request
     streams; its partial events (of the step signature, not the task's) are not passed on.
     """
-    step_sig, members = _stepper(run, tuple(run.active_tools()))
+    tools = tuple(run.active_tools())
+    # Rebuilt only when a module callback changed the tools since the last step (a `Tool`
+    # compares by identity).
+    if tools not in run.union_steps:
+        run.union_steps[tools] = step_signature(run.signature, tools)
+    step_sig, members = run.union_steps[tools]
     predict: Predict[Signature] = Predict(step_sig, **run.agent.lm_kwargs)
     pred: Any = None
     try:
@@ -645,13 +624,3 @@ async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep:
         step = TrajectoryStep(reasoning=pred["reasoning"] or None, calls=[call])
     run.trajectory.append(step)
     return step
-
-
-def _stepper(
-    run: Run[Any], tools: tuple[Tool, ...]
-) -> tuple[type[Signature], dict[type[BaseModel], str]]:
-    # Rebuilt only when a module callback changed the tools since the last step (a `Tool`
-    # compares by identity).
-    if tools not in run.union_steps:
-        run.union_steps[tools] = step_signature(run.signature, tools)
-    return run.union_steps[tools]
