@@ -67,12 +67,12 @@ from typedspy.react._run import (
     restore,
 )
 from typedspy.react._state import (
+    DEFAULT_STORE,
     ResumeStore,
     Trajectory,
     TrajectoryCall,
     TrajectoryStep,
     bounded,
-    default_resume_store,
 )
 from typedspy.schema import compile_schema
 from typedspy.settings import resolve_lm
@@ -266,9 +266,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
         With ``stream``, every request streams, and the outputs are streamed as they are
         written: the arguments of a native ``finish`` call, or the extraction after
         ``max_iters`` steps, yield `OutputDelta` and `PartialPrediction` events. The last
-        event is the `Prediction`: the signature's outputs, plus ``trajectory`` (a
-        `Trajectory`), ``finished`` (False when the answer was extracted after ``max_iters``
-        steps) and ``steps`` in its extras, readable as attributes.
+        event is the `AgentPrediction` (its ``trajectory``, ``finished`` and ``steps`` typed).
 
         Args:
             stream: Stream the requests and yield partial outputs.
@@ -296,7 +294,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
             run = Run(self, lm, checked, turns, Trajectory(), lm.profile.agent_step(self.mode))
         else:
             run, point = restore(self, lm, resume_state, inputs, history)
-            store = self.resume_store if self.resume_store is not None else default_resume_store()
+            store = self.resume_store if self.resume_store is not None else DEFAULT_STORE
             async with closing(run.resume(point, resume_state, store)) as calls:
                 async for event in calls:
                     yield event

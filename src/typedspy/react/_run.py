@@ -144,13 +144,8 @@ AgentEvent = TypeAliasType(
     | AgentPrediction[SigT],
     type_params=(SigT,),
 )
-"""What `ReAct.stream` / `astream` yield: the run's events, then its `AgentPrediction`.
-
-Each tool call between a `ToolCallStarted` and a `ToolCallFinished`; while the outputs are
-written (a native ``finish`` call's arguments, or the extraction after ``max_iters`` steps),
-`OutputDelta` and `PartialPrediction` of the agent's signature; `RetryStarted` when a step or
-the extraction is asked again.
-"""
+"""What `ReAct.stream` / `astream` yield: the events `ReAct.aexecute` names (and `RetryStarted`
+when a step or the extraction is asked again), then the `AgentPrediction`."""
 
 
 @dataclass

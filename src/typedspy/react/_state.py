@@ -26,6 +26,7 @@ from typedspy.tools import ResumeState
 __all__ = [
     "ACCEPTED",
     "CONTEXT_KEY",
+    "DEFAULT_STORE",
     "FEEDBACK_LABEL",
     "MAX_ERROR_CHARS",
     "MemoryResumeStore",
@@ -36,7 +37,6 @@ __all__ = [
     "TrajectoryCall",
     "TrajectoryStep",
     "bounded",
-    "default_resume_store",
 ]
 
 
@@ -313,12 +313,8 @@ class MemoryResumeStore:
             self._records[key] = ResumeRecord(action, observation, failed)
 
 
-_DEFAULT = MemoryResumeStore()
-
-
-def default_resume_store() -> MemoryResumeStore:
-    """The process-wide store agents use when given none."""
-    return _DEFAULT
+DEFAULT_STORE = MemoryResumeStore()
+"""The process-wide store agents use when given none."""
 
 
 MAX_ERROR_CHARS = 1000
