@@ -18,17 +18,17 @@ one of its loops is refused: it would wait for itself.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
+from typing import Any, Generic, Protocol, TypeVar
 
-from typedspy._runtime_local import is_root, iterate_here, own_loop_running, run_here
+from typedspy._runtime_local import is_root, own_loop, own_loop_running, run_here
 from typedspy._runtime_thread import (
     LOOP,
+    BackgroundSeat,
     await_on_thread,
     close_unawaited,
-    iterate_on_thread,
-    relay_from_thread,
     run_on_thread,
 )
 from typedspy.errors import ConfigurationError
@@ -99,9 +99,8 @@ def iterate_sync(
         ConfigurationError: Called from one of typedspy's loops itself.
     """
     _refuse_on_own_loop(None, async_name, iterating=True)
-    if not _loop_running():
-        return iterate_here(factory)
-    return iterate_on_thread(factory)
+    seat: Seat = own_loop() if not _loop_running() else BackgroundSeat()
+    return iter(Driver(factory, seat))
 
 
 def run_in_background(
@@ -114,6 +113,21 @@ def run_in_background(
     """
     _refuse_on_own_loop(awaitable, async_name)
     return run_on_thread(awaitable)
+
+
+async def relay_from_thread(factory: Callable[[], AsyncIterator[T]]) -> AsyncIterator[T]:
+    """Iterate, from another event loop, an async iterator consumed on the background loop."""
+    driver = Driver(factory, BackgroundSeat())
+    try:
+        while True:
+            item = await asyncio.wrap_future(driver.ask())
+            if isinstance(item, _Exhausted):
+                return
+            yield item
+    finally:
+        driver.close(wait=False)
+        if driver.started:
+            await asyncio.wrap_future(driver.finished)
 
 
 def background_loop() -> asyncio.AbstractEventLoop | None:
@@ -158,3 +172,120 @@ def _running_loop_message(async_name: str, *, iterating: bool) -> str:
         f"such as a module's aforward or an async tool); use `{use}`"
         " (blocking that loop would wait for itself)"
     )
+
+
+class Seat(Protocol):
+    """The loop a `Driver`'s task runs on, and how its caller outside that loop waits.
+
+    This thread's own loop (`typedspy._runtime_local`) or the background loop
+    (`typedspy._runtime_thread.BackgroundSeat`); its futures are of the kind its caller waits
+    for (``asyncio`` or ``concurrent.futures``).
+    """
+
+    def call(self, function: Callable[..., object], /, *args: Any) -> object: ...  # on its thread
+
+    def future(self) -> Any: ...  # for the loop's thread to complete, the caller to wait for
+
+    def spawn(  # start a task (called on the loop's thread)
+        self, coro: Coroutine[Any, None, None], ctx: contextvars.Context
+    ) -> asyncio.Task[None]: ...
+
+    def can_wait(self) -> bool: ...  # whether the caller may block until the task ends
+
+    def wait(self, future: Any, /) -> Any: ...  # block until the future is done; its result
+
+
+class _Exhausted:
+    """Marks the end of the async iterator in a reply."""
+
+
+class Driver(Generic[T]):
+    """Owns one task that consumes an async iterator on a seat's loop, on request from outside.
+
+    The iterator is created and consumed by that task, in a copy of the caller's context, so
+    what it holds is opened and closed in one task; iterating the driver yields its items.
+    """
+
+    def __init__(self, factory: Callable[[], AsyncIterator[T]], seat: Seat) -> None:
+        self._factory = factory
+        self._seat = seat
+        self._ctx = contextvars.copy_context()
+        self.started = False  # only touched by the caller
+        self._task: asyncio.Task[None] | None = None  # only touched on the loop's thread
+        self._requests: asyncio.Queue[Any] | None = None
+        self.finished = seat.future()  # done once the task ended (the async iterator closed)
+
+    def __iter__(self) -> Generator[T, None, None]:
+        """A synchronous generator over the items; closing it closes the driver."""
+        try:
+            while not self.finished.done():
+                item = self._seat.wait(self.ask())
+                if isinstance(item, _Exhausted):
+                    return
+                yield item
+        finally:
+            self.close()
+
+    def ask(self) -> Any:
+        """Ask for the next item: a future of the seat's kind, completed on the loop's thread."""
+        if not self.started:
+            self.started = True
+            self._seat.call(self._start)
+        reply = self._seat.future()
+        self._seat.call(self._request, reply)
+        return reply
+
+    def close(self, *, wait: bool = True) -> None:
+        """Cancel the consuming task (which closes the async iterator) and wait for its end."""
+        if not self.started or self.finished.done():
+            return  # nothing was ever created, or it ended already
+        self._seat.call(self._cancel)
+        if wait and self._seat.can_wait():
+            self._seat.wait(self.finished)
+
+    def _start(self) -> None:
+        self._requests = asyncio.Queue()
+        self._task = self._seat.spawn(_consume(self._factory, self._requests), self._ctx)
+        self._task.add_done_callback(lambda _: self.finished.set_result(None))
+
+    def _request(self, reply: Any) -> None:
+        if self._requests is None or self._task is None or self._task.done():
+            reply.set_result(_Exhausted())
+        else:
+            self._requests.put_nowait(reply)
+
+    def _cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+async def _consume(factory: Callable[[], AsyncIterator[T]], requests: asyncio.Queue[Any]) -> None:
+    """Consume the iterator ``factory`` makes, one item per reply future taken from ``requests``.
+
+    The replies are futures (``concurrent.futures`` or ``asyncio``): an item, `_Exhausted` at
+    the end, the iterator's exception, or cancelled with this task.
+    """
+    iterator: AsyncIterator[T] | None = None
+    try:
+        while True:
+            reply = await requests.get()
+            try:
+                if iterator is None:  # created here, in this task and its context
+                    iterator = factory()
+                item = await iterator.__anext__()
+            except StopAsyncIteration:
+                reply.set_result(_Exhausted())
+                return
+            except asyncio.CancelledError:
+                reply.cancel()
+                raise
+            except Exception as exc:  # the caller re-raises it; the task ends quietly
+                reply.set_exception(exc)
+                return
+            reply.set_result(item)
+    finally:
+        aclose = getattr(iterator, "aclose", None)  # plain async iterators may lack it
+        if aclose is not None:
+            await aclose()
+        while not requests.empty():  # requests that raced with the end
+            requests.get_nowait().set_result(_Exhausted())

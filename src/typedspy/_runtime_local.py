@@ -27,24 +27,48 @@ import atexit
 import contextvars
 import os
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
-from typedspy._runtime_thread import Exhausted, as_coroutine, consume, drain, finish
+from typedspy._runtime_thread import WAIT_SLICE, as_coroutine, finish
 
-__all__ = ["is_root", "iterate_here", "own_loop_running", "run_here"]
+__all__ = ["is_root", "own_loop", "own_loop_running", "run_here"]
 
 T = TypeVar("T")
 
-_WAIT_SLICE = 0.2  # seconds; how soon a pending KeyboardInterrupt is noticed while waiting
-
 
 class _Loop:
-    """A thread's loop; finished and closed when the thread's locals are dropped (its end)."""
+    """A thread's loop, the seat of its sync calls; finished and closed when the thread ends.
+
+    As the seat of a `typedspy._runtime.Driver`, its calls run at once on the owning thread
+    (the loop is idle between sync calls) and its caller waits by running the loop.
+    """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.roots: set[asyncio.Task[Any]] = set()
+        self.thread = threading.get_ident()
+        self.future = self.loop.create_future
+        self.wait = self.loop.run_until_complete  # the caller waits by running the loop
+        _tick(self.loop, contextvars.Context())
+
+    def call(self, function: Callable[..., object], *args: object) -> None:
+        if threading.get_ident() == self.thread:
+            function(*args)
+        else:  # a generator dropped on another thread: let it end on this loop's own
+            self.loop.call_soon_threadsafe(function, *args)
+
+    def spawn(
+        self, coro: Coroutine[Any, None, None], ctx: contextvars.Context
+    ) -> asyncio.Task[None]:
+        task = ctx.run(self.loop.create_task, coro)
+        self.roots.add(task)  # a stream's consuming task is a root task too
+        task.add_done_callback(self.roots.discard)
+        return task
+
+    def can_wait(self) -> bool:
+        # Not when collected on another thread, nor during another call (it ends in that one).
+        return threading.get_ident() == self.thread and not self.loop.is_running()
 
     def finish(self) -> None:
         loop = self.loop
@@ -65,6 +89,17 @@ class _Loop:
         self.finish()
 
 
+def _tick(loop: asyncio.AbstractEventLoop, context: contextvars.Context) -> None:
+    """Wake ``loop`` every slice while it runs, so a pending Ctrl-C is noticed while it waits.
+
+    A wait without timeout is not interrupted by Ctrl-C on every platform (nor by
+    ``_thread.interrupt_main``), as in `typedspy._runtime_thread`. The loop runs only during
+    its thread's sync calls, so between them this costs nothing. It runs in an empty context of
+    its own loop's (holding none of a caller's; a context is entered by one thread at a time).
+    """
+    loop.call_later(WAIT_SLICE, _tick, loop, context, context=context)
+
+
 class _Local(threading.local):
     current: _Loop | None = None
 
@@ -73,7 +108,8 @@ _local = _Local()
 _main_exit_registered = False
 
 
-def _get() -> _Loop:
+def own_loop() -> _Loop:
+    """This thread's own loop, created on first use (again after it was finished)."""
     here = _local.current
     if here is None or here.loop.is_closed():
         here = _local.current = _Loop()
@@ -121,99 +157,23 @@ def is_root() -> bool:
 
 
 def run_here(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine on this thread's own loop (no loop may be running here) to its end."""
-    here = _get()
+    """Run a coroutine on this thread's own loop (no loop may be running here) to its end.
+
+    On Ctrl-C the task is cancelled and run to its end before the `KeyboardInterrupt` goes on.
+    """
+    here = own_loop()
     ctx = contextvars.copy_context()
     task = ctx.run(here.loop.create_task, ctx.run(as_coroutine, awaitable))
     here.roots.add(task)
     try:
-        return _run(here.loop, task, task)
-    finally:
-        here.roots.discard(task)
-
-
-def iterate_here(factory: Callable[[], AsyncIterator[T]]) -> Generator[T, None, None]:
-    """Drive an async iterator on this thread's own loop, one item per ``next()``."""
-    return drain(_LocalDriver(factory, _get(), contextvars.copy_context()))
-
-
-def _run(loop: asyncio.AbstractEventLoop, awaited: asyncio.Future[T], task: asyncio.Task[Any]) -> T:
-    """Run ``loop`` until ``awaited`` is done; on Ctrl-C cancel ``task`` and run it to its end."""
-    ticking = _Ticker(loop)
-    try:
-        return loop.run_until_complete(awaited)
+        return here.wait(task)
     except KeyboardInterrupt:
         if not task.done():
             task.cancel()
             try:
-                loop.run_until_complete(task)
+                here.wait(task)
             except (Exception, asyncio.CancelledError):
                 pass  # the KeyboardInterrupt is the news
         raise
     finally:
-        ticking.stop()
-
-
-class _Ticker:
-    """Wakes an idle loop every slice, so a pending Ctrl-C is noticed while it waits.
-
-    A wait without timeout is not interrupted by Ctrl-C on every platform (nor by
-    ``_thread.interrupt_main``), as in `typedspy._runtime_thread`.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._handle = loop.call_later(_WAIT_SLICE, self._tick)
-
-    def _tick(self) -> None:
-        self._handle = self._loop.call_later(_WAIT_SLICE, self._tick)
-
-    def stop(self) -> None:
-        self._handle.cancel()
-
-
-class _LocalDriver(Generic[T]):
-    """Owns the task that consumes an async iterator on this thread's loop (a root task)."""
-
-    def __init__(
-        self, factory: Callable[[], AsyncIterator[T]], here: _Loop, ctx: contextvars.Context
-    ) -> None:
-        self._factory = factory
-        self._here = here
-        self._ctx = ctx
-        self._thread = threading.get_ident()
-        self._task: asyncio.Task[None] | None = None
-        self._requests: asyncio.Queue[asyncio.Future[T | Exhausted]] = asyncio.Queue()
-
-    def next(self) -> tuple[T] | None:
-        """Fetch the next item, wrapped in a 1-tuple; ``None`` when the iterator is exhausted."""
-        loop = self._here.loop
-        task = self._task
-        if task is None:
-            made = self._ctx.run(consume, self._factory, self._requests)
-            task = self._task = self._ctx.run(loop.create_task, made)
-            self._here.roots.add(task)
-            task.add_done_callback(self._here.roots.discard)
-        if task.done():
-            return None
-        reply: asyncio.Future[T | Exhausted] = loop.create_future()
-        self._requests.put_nowait(reply)
-        item = _run(loop, reply, task)
-        return None if isinstance(item, Exhausted) else (item,)
-
-    def close(self) -> None:
-        """Cancel the consuming task (which closes the async iterator) and run it to its end."""
-        task = self._task
-        if task is None or task.done():
-            return
-        loop = self._here.loop
-        if threading.get_ident() != self._thread:  # dropped on another thread: let it end there
-            loop.call_soon_threadsafe(task.cancel)
-            return
-        task.cancel()
-        if loop.is_running():  # garbage collected during another call: it ends in that one
-            return
-        try:
-            loop.run_until_complete(task)
-        except (Exception, asyncio.CancelledError):
-            pass  # closing: the iterator's own exception was raised by `next` already
+        here.roots.discard(task)

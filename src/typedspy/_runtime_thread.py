@@ -19,28 +19,23 @@ import concurrent.futures
 import contextvars
 import os
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
-from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar, cast
 
 __all__ = [
-    "EXIT_WAIT",
     "LOOP",
-    "Exhausted",
+    "WAIT_SLICE",
+    "BackgroundSeat",
     "as_coroutine",
     "await_on_thread",
     "close_unawaited",
-    "consume",
-    "drain",
     "finish",
-    "iterate_on_thread",
-    "relay_from_thread",
     "run_on_thread",
 ]
 
 T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
 
-_WAIT_SLICE = 0.2  # seconds; how soon a pending KeyboardInterrupt is noticed while waiting
+WAIT_SLICE = 0.2  # seconds; how soon a pending KeyboardInterrupt is noticed while waiting
 EXIT_WAIT = 5.0  # seconds; how long interpreter exit waits for a loop to close its clients
 
 
@@ -173,11 +168,6 @@ def run_on_thread(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
         raise
 
 
-def iterate_on_thread(factory: Callable[[], AsyncIterator[T]]) -> Generator[T, None, None]:
-    """Drive an async iterator on the background loop, one item per ``next()``."""
-    return drain(_AsyncIteratorDriver(factory, LOOP.get(), contextvars.copy_context()))
-
-
 async def await_on_thread(factory: Callable[[], Awaitable[T]]) -> T:
     """Await, from another event loop, a coroutine run on the background loop.
 
@@ -186,115 +176,6 @@ async def await_on_thread(factory: Callable[[], Awaitable[T]]) -> T:
     """
     future = asyncio.run_coroutine_threadsafe(as_coroutine(factory), LOOP.get())
     return await asyncio.wrap_future(future)
-
-
-async def relay_from_thread(factory: Callable[[], AsyncIterator[T]]) -> AsyncIterator[T]:
-    """Iterate, from another event loop, an async iterator consumed on the background loop."""
-    driver = _AsyncIteratorDriver(factory, LOOP.get(), contextvars.copy_context())
-    try:
-        while True:
-            item = await asyncio.wrap_future(driver.ask())
-            if isinstance(item, Exhausted):
-                return
-            yield item
-    finally:
-        driver.close(wait=False)
-        if driver.started:
-            await asyncio.wrap_future(driver.finished)
-
-
-class _Driver(Protocol[T_co]):
-    def next(self) -> tuple[T_co] | None: ...
-
-    def close(self) -> None: ...
-
-
-def drain(driver: _Driver[T]) -> Generator[T, None, None]:
-    """A synchronous generator over what ``driver`` fetches; closing it closes the driver."""
-    try:
-        while True:
-            fetched = driver.next()
-            if fetched is None:
-                return
-            yield fetched[0]
-    finally:
-        driver.close()
-
-
-class Exhausted:
-    """Marks the end of the async iterator in a reply."""
-
-
-_Reply: TypeAlias = "concurrent.futures.Future[T | Exhausted]"
-
-
-class _AsyncIteratorDriver(Generic[T]):
-    """Owns one task that consumes an async iterator on request from a synchronous caller."""
-
-    def __init__(
-        self,
-        factory: Callable[[], AsyncIterator[T]],
-        loop: asyncio.AbstractEventLoop,
-        ctx: contextvars.Context,
-    ) -> None:
-        self._factory = factory
-        self._loop = loop
-        self._ctx = ctx
-        self._started = False  # only touched by the synchronous caller
-        self._task: asyncio.Task[None] | None = None  # only touched on the loop thread
-        self._requests: asyncio.Queue[_Reply[T]] | None = None
-        self._finished: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-    @property
-    def started(self) -> bool:
-        return self._started
-
-    @property
-    def finished(self) -> concurrent.futures.Future[None]:
-        """Done once the consuming task ended (the async iterator closed)."""
-        return self._finished
-
-    def next(self) -> tuple[T] | None:
-        """Fetch the next item, wrapped in a 1-tuple; ``None`` when the iterator is exhausted."""
-        if self._finished.done():
-            return None
-        item = _wait_for(self.ask())
-        return None if isinstance(item, Exhausted) else (item,)
-
-    def ask(self) -> _Reply[T]:
-        """Ask for the next item; the reply is set on the loop thread."""
-        if not self._started:
-            self._started = True
-            self._loop.call_soon_threadsafe(self._start)
-        reply: _Reply[T] = concurrent.futures.Future()
-        if self._finished.done():
-            reply.set_result(Exhausted())
-        else:
-            self._loop.call_soon_threadsafe(self._request, reply)
-        return reply
-
-    def close(self, *, wait: bool = True) -> None:
-        """Cancel the consuming task (which closes the async iterator) and wait for it."""
-        if not self._started:
-            return  # nothing was ever created
-        self._loop.call_soon_threadsafe(self._cancel)
-        if wait and not LOOP.is_current_thread():  # garbage collection can run on the loop
-            self._finished.result()
-
-    def _start(self) -> None:
-        self._requests = asyncio.Queue()
-        self._task = self._ctx.run(self._loop.create_task, consume(self._factory, self._requests))
-        self._task.add_done_callback(lambda _: self._finished.set_result(None))
-
-    def _request(self, reply: _Reply[T]) -> None:
-        if self._requests is None or self._task is None or self._task.done():
-            reply.set_result(Exhausted())
-        else:
-            self._requests.put_nowait(reply)
-
-    def _cancel(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
 
 
 def _wait_for(future: concurrent.futures.Future[T]) -> T:
@@ -306,41 +187,32 @@ def _wait_for(future: concurrent.futures.Future[T]) -> T:
     wake = _thread.allocate_lock()
     wake.acquire()
     future.add_done_callback(lambda _: wake.release())
-    while not wake.acquire(timeout=_WAIT_SLICE):
+    while not wake.acquire(timeout=WAIT_SLICE):
         pass
     return future.result()
 
 
-async def consume(factory: Callable[[], AsyncIterator[T]], requests: asyncio.Queue[Any]) -> None:
-    """Consume the iterator ``factory`` makes, one item per reply future taken from ``requests``.
+class BackgroundSeat:
+    """Where a driver's task runs on the background loop (a `typedspy._runtime.Seat`).
 
-    The replies are futures (``concurrent.futures`` or ``asyncio``): an item, `Exhausted` at
-    the end, the iterator's exception, or cancelled with this task.
+    Its calls hop to the loop's thread; the caller waits, in slices, for the
+    `concurrent.futures.Future` that thread completes.
     """
-    iterator: AsyncIterator[T] | None = None
-    try:
-        while True:
-            reply = await requests.get()
-            try:
-                if iterator is None:  # created here, in this task and its context
-                    iterator = factory()
-                item = await iterator.__anext__()
-            except StopAsyncIteration:
-                reply.set_result(Exhausted())
-                return
-            except asyncio.CancelledError:
-                reply.cancel()
-                raise
-            except Exception as exc:  # the caller re-raises it; the task ends quietly
-                reply.set_exception(exc)
-                return
-            reply.set_result(item)
-    finally:
-        aclose = getattr(iterator, "aclose", None)  # plain async iterators may lack it
-        if aclose is not None:
-            await aclose()
-        while not requests.empty():  # requests that raced with the end
-            requests.get_nowait().set_result(Exhausted())
+
+    future = concurrent.futures.Future
+    wait = staticmethod(_wait_for)
+
+    def __init__(self) -> None:
+        self.loop = LOOP.get()
+        self.call = self.loop.call_soon_threadsafe
+
+    def spawn(
+        self, coro: Coroutine[Any, None, None], ctx: contextvars.Context
+    ) -> asyncio.Task[None]:
+        return ctx.run(self.loop.create_task, coro)
+
+    def can_wait(self) -> bool:
+        return not LOOP.is_current_thread()  # garbage collection can run on the loop
 
 
 def _transfer(task: asyncio.Task[T], result: concurrent.futures.Future[T]) -> None:
