@@ -31,7 +31,6 @@ __all__ = [
     "check_wait",
     "note_attempt",
     "note_request",
-    "note_stage",
     "note_streamed",
     "note_tool",
     "stream_bounded",
@@ -176,31 +175,24 @@ async def _under(
 ) -> AsyncIterator[T]:
     """Yield ``items``, each step under the bound ``make`` returns (kept in ``field``)."""
     bound = make()  # on the first step, in the consumer's task and scope
-    if bound is None:
-        async with closing(items):
+    async with closing(items):
+        if bound is None:
             async for item in items:
                 yield item
-        return
-    saved = None
-    try:
-        while True:
-            saved = field.set(bound, last=saved)
-            try:
-                item = await bound.step(items)
-            except StopAsyncIteration:
-                return
-            finally:
-                field.restore(saved)
-            yield item
-    finally:
-        bound.close()
-        await _aclose(items)
-
-
-async def _aclose(iterator: AsyncIterator[object]) -> None:
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()
+            return
+        saved = None
+        try:
+            while True:
+                saved = field.set(bound, last=saved)
+                try:
+                    item = await bound.step(items)
+                except StopAsyncIteration:
+                    return
+                finally:
+                    field.restore(saved)
+                yield item
+        finally:
+            bound.close()
 
 
 def tightest() -> Bound | None:
@@ -262,9 +254,3 @@ def note_tool(name: str) -> None:
     for bound in _chain():
         bound.tool_calls += 1
         bound.stage = f"running tool {name!r}"
-
-
-def note_stage(stage: str) -> None:
-    """Say what the bounded work is doing now (for the error message)."""
-    for bound in _chain():
-        bound.stage = stage
