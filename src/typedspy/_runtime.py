@@ -69,9 +69,9 @@ def run_sync(awaitable: Awaitable[T] | Callable[[], Awaitable[T]], *, async_name
         ConfigurationError: Called from one of typedspy's loops itself (in code that typedspy
             runs there), where waiting would deadlock; the coroutine is closed without running.
     """
-    _refuse_on_own_loop(awaitable, async_name)
-    if not _loop_running():
+    if not _loop_running():  # so not one of typedspy's loops either
         return run_here(awaitable)
+    _refuse_on_own_loop(awaitable, async_name)
     return run_on_thread(awaitable)
 
 
@@ -98,9 +98,10 @@ def iterate_sync(
     Raises:
         ConfigurationError: Called from one of typedspy's loops itself.
     """
+    if not _loop_running():
+        return iter(Driver(factory, own_loop()))
     _refuse_on_own_loop(None, async_name, iterating=True)
-    seat: Seat = own_loop() if not _loop_running() else BackgroundSeat()
-    return iter(Driver(factory, seat))
+    return iter(Driver(factory, BackgroundSeat()))
 
 
 def run_in_background(
@@ -137,7 +138,7 @@ def background_loop() -> asyncio.AbstractEventLoop | None:
 
 def background_started() -> bool:
     """True once typedspy's background loop runs (a sync call was made inside a running loop)."""
-    return LOOP.started()
+    return LOOP.current() is not None
 
 
 def on_own_loop() -> bool:

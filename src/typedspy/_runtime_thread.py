@@ -76,9 +76,6 @@ class _LoopThread:
     def is_current_thread(self) -> bool:
         return self._thread is threading.current_thread()
 
-    def started(self) -> bool:
-        return self._loop is not None
-
     def forget(self) -> None:
         # After fork() the child has the loop object but not the thread that ran it.
         self._lock = threading.Lock()
