@@ -10,6 +10,9 @@ All of typedspy is implemented once, in async code. Synchronous entry points (``
   async code), it runs on typedspy's background loop in a daemon thread while the caller's loop
   is blocked until it is done (`typedspy._runtime_thread`, ADR-024).
 
+An async iterator is consumed by one task, a `Driver`'s, on either loop: only where the task
+runs and how the caller waits differ (the loop's `Seat`).
+
 The caller's `contextvars` are copied into the coroutine, so ``with ts.context(...)`` in the
 calling thread applies to the work. Only a synchronous call from code typedspy itself runs on
 one of its loops is refused: it would wait for itself.
@@ -39,7 +42,6 @@ __all__ = [
     "background_started",
     "is_root",
     "iterate_sync",
-    "on_own_loop",
     "own_loop_running",
     "relay_from_thread",
     "run_in_background",
@@ -141,11 +143,6 @@ def background_started() -> bool:
     return LOOP.current() is not None
 
 
-def on_own_loop() -> bool:
-    """True when the running loop is one of typedspy's own (a sync call runs on it)."""
-    return own_loop_running() or LOOP.is_current_thread()
-
-
 def _loop_running() -> bool:
     try:
         asyncio.get_running_loop()
@@ -155,7 +152,7 @@ def _loop_running() -> bool:
 
 
 def _refuse_on_own_loop(awaitable: object, async_name: str, *, iterating: bool = False) -> None:
-    if not on_own_loop():
+    if not own_loop_running() and not LOOP.is_current_thread():  # not one of typedspy's loops
         return  # another thread's running loop is blocked while we wait: allowed (ADR-024)
     close_unawaited(awaitable)
     raise ConfigurationError(_running_loop_message(async_name, iterating=iterating))
