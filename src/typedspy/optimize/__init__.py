@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typedspy.optimize._base import Optimizer, Plan
 from typedspy.optimize._bootstrap import BootstrapFewShot, BootstrapResult
-from typedspy.optimize._gepa import GEPA
-from typedspy.optimize._gepa_plan import GEPAPlan
+from typedspy.optimize._gepa import GEPA, GEPAPlan
 from typedspy.optimize._gepa_run import GEPACandidate, GEPAResult
 from typedspy.optimize._knn import KNNFewShot, KNNProgram
 from typedspy.optimize._labeled import LabeledFewShot

@@ -19,12 +19,11 @@ from typedspy.errors import BudgetExceededError, ConfigurationError, OutputError
 from typedspy.evaluation import Example
 from typedspy.modules import Module
 from typedspy.optimize._base import fresh_copy, predictors
-from typedspy.optimize._gepa_plan import GEPAPlan
 from typedspy.optimize._gepa_reflect import Evaluated, evaluate_candidate, propose, records
 from typedspy.signature import SignatureTexts, texts_of, with_texts
 
 if TYPE_CHECKING:
-    from typedspy.optimize._gepa import GEPA
+    from typedspy.optimize._gepa import GEPA, GEPAPlan
 
 __all__ = ["GEPACandidate", "GEPAResult", "Run", "StopReason"]
 
