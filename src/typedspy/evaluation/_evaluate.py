@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +18,6 @@ from typedspy.evaluation._metric import FieldMetric, Metric, score
 from typedspy.evaluation._observe import Outcome, run_observed
 from typedspy.evaluation._report import EvaluationReport, ItemResult, failure_kind
 from typedspy.modules import Module
-from typedspy.signature import to_jsonable
 
 __all__ = ["Evaluate", "aevaluate", "evaluate"]
 
@@ -148,8 +148,7 @@ def _item(index: int, example: Example, outcome: Outcome, failure_score: float) 
     if outcome.error is not None:
         item.failure, item.error = failure_kind(outcome.error), _message(outcome.error)
         return item
-    to_dict = getattr(outcome.result, "to_dict", None)
-    item.outputs = to_dict() if callable(to_dict) else {"result": to_jsonable(outcome.result)}
+    item.outputs = outcome.outputs()
     if isinstance(outcome.scored, Exception):
         item.failure, item.error = "metric", _message(outcome.scored)
     elif outcome.scored is not None:
@@ -167,10 +166,7 @@ def _report(
     ran = [i for i in items if i.failure is None]
     names = list(dict.fromkeys(n for i in ran for n in i.field_scores))
     field_scores = {n: sum(i.field_scores.get(n, 0.0) for i in ran) / len(ran) for n in names}
-    failures: dict[str, int] = {}
-    for i in items:
-        if i.failure is not None:
-            failures[i.failure] = failures.get(i.failure, 0) + 1
+    failures = dict(Counter(i.failure for i in items if i.failure is not None))
     usage = sum((o.usage for o in outcomes), Usage())
     return EvaluationReport(
         program=repr(program),

@@ -20,6 +20,7 @@ from typedspy.callbacks import BaseCallback
 from typedspy.modules import Module
 from typedspy.prediction import Prediction
 from typedspy.settings import context, get_settings
+from typedspy.signature import to_jsonable
 
 __all__ = ["Outcome", "Recorder", "TraceStep", "run_observed"]
 
@@ -64,6 +65,11 @@ class Outcome:
     cached: int = 0
     trace: list[TraceStep] = field(default_factory=list)
     scored: tuple[float, dict[str, float]] | Exception | None = None
+
+    def outputs(self) -> dict[str, Any]:
+        """The result as JSON-ready outputs: a prediction's `to_dict`, else ``{"result": ...}``."""
+        to_dict = getattr(self.result, "to_dict", None)
+        return to_dict() if callable(to_dict) else {"result": to_jsonable(self.result)}
 
 
 async def observe(

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -134,8 +135,7 @@ class EvaluationReport(BaseModel):
         """The whole report as JSON; also written to ``path`` when given."""
         text = self.model_dump_json(indent=2)
         if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+            Path(path).write_text(text, encoding="utf-8")
         return text
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
@@ -167,8 +167,7 @@ class EvaluationReport(BaseModel):
             )
         text = buffer.getvalue()
         if path is not None:
-            with open(path, "w", encoding="utf-8", newline="") as f:
-                f.write(text)
+            Path(path).write_text(text, encoding="utf-8", newline="")
         return text
 
     def table(self, *, rows: int = 3, width: int = 60) -> str:

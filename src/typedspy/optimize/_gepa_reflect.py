@@ -118,10 +118,7 @@ def _explained(
             for e in (exc.errors if isinstance(exc, OutputError) else ())
         ] or [FieldProblem(path="<root>", problem=f"{type(exc).__name__}: {exc}"[:500])]
         return Evaluated(example, 0.0, None, kind, problems, trace=outcome.trace, error=exc)
-    to_dict = getattr(outcome.result, "to_dict", None)
-    outputs: dict[str, Any] = (
-        to_dict() if callable(to_dict) else {"result": to_jsonable(outcome.result)}
-    )
+    outputs = outcome.outputs()
     if isinstance(scored, BaseException):
         problem = FieldProblem(path="<root>", problem=f"the metric raised {scored!r}"[:500])
         return Evaluated(example, 0.0, outputs, "metric", [problem], trace=outcome.trace)
