@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import Literal
 
 from typedspy._types import Usage
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, check_int
 from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.limits import Budget, price_of
 from typedspy.lm import BaseLM
@@ -116,14 +116,10 @@ class GEPA(Optimizer):
         verbose: bool = True,
     ) -> None:
         _require_gepa()
-        for name, value, low in (
-            ("min_proposals", min_proposals, 1),
-            ("minibatch_size", minibatch_size, 1),
-            ("max_metric_calls", max_metric_calls, 1),
-            ("max_proposals", max_proposals, 1),
-        ):
-            if value is not None and value < low:
-                raise ConfigurationError(f"GEPA: {name} must be >= {low}, got {value}")
+        check_int("GEPA", "min_proposals", min_proposals, optional=False)
+        check_int("GEPA", "minibatch_size", minibatch_size, optional=False)
+        check_int("GEPA", "max_metric_calls", max_metric_calls)
+        check_int("GEPA", "max_proposals", max_proposals)
         self.metric: Metric = metric if metric is not None else FieldMetric()
         self.reflection_lm = reflection_lm
         self.budget = budget

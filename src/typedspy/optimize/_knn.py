@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 from typedspy import pipeline
 from typedspy._types import FieldError
 from typedspy.adapter import render_value
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, check_int
 from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.limits import Budget
 from typedspy.lm import BaseLM
@@ -137,8 +137,7 @@ class KNNProgram(Module):
         embedding_model: str | None = None,
         stratify: bool = True,
     ) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigurationError(f"KNNProgram: k={k!r}, expected an int >= 1")
+        check_int("KNNProgram", "k", k, optional=False)
         self.program = program
         self.examples = list(examples)
         self.k = k
