@@ -72,46 +72,29 @@ class Outcome:
         return to_dict() if callable(to_dict) else {"result": to_jsonable(self.result)}
 
 
-async def observe(
-    program: Module, inputs: Mapping[str, Any], watched: Mapping[int, str]
-) -> Outcome:
-    """Run ``program`` once with its own recorder; errors are returned, not raised."""
-    recorder = Recorder(watched)
-    outcome = Outcome()
-    start = time.perf_counter()
-    with context(callbacks=[*get_settings().callbacks, recorder]):
-        try:
-            outcome.result = await program.acall(**inputs)
-        except Exception as exc:  # one bad item must not end the run: it is reported
-            outcome.error = exc
-    outcome.seconds = time.perf_counter() - start
-    outcome.trace = recorder.trace
-    return outcome
-
-
-def watch(program: Module) -> dict[int, str]:
-    """The predictors of ``program`` by identity, mapped to their paths."""
-    return {id(p): name for name, p in program.named_predictors()}
-
-
+@dataclass
 class _Jobs:
     """What `run_batch` runs: item ``job`` is one observed run of its own program."""
 
-    def __init__(
-        self,
-        jobs: Sequence[tuple[Module, Mapping[str, Any]]],
-        trace: bool,
-        after: Callable[[int, Outcome], Awaitable[None]] | None,
-    ) -> None:
-        self.jobs = jobs
-        self.trace = trace
-        self.after = after
+    jobs: Sequence[tuple[Module, Mapping[str, Any]]]
+    trace: bool
+    after: Callable[[int, Outcome], Awaitable[None]] | None
 
     async def acall(self, **inputs: Any) -> Outcome:
-        program, values = self.jobs[int(inputs["job"])]
-
+        """Run job ``inputs["job"]`` once with its own recorder; errors are returned, not raised."""
         job = int(inputs["job"])
-        outcome = await observe(program, values, watch(program) if self.trace else {})
+        program, values = self.jobs[job]
+        watched = {id(p): name for name, p in program.named_predictors()} if self.trace else {}
+        recorder = Recorder(watched)
+        outcome = Outcome()
+        start = time.perf_counter()
+        with context(callbacks=[*get_settings().callbacks, recorder]):
+            try:
+                outcome.result = await program.acall(**values)
+            except Exception as exc:  # one bad item must not end the run: it is reported
+                outcome.error = exc
+        outcome.seconds = time.perf_counter() - start
+        outcome.trace = recorder.trace
         if self.after is not None and outcome.error is None:
             await self.after(job, outcome)  # inside the item: its requests count for it
         return outcome
