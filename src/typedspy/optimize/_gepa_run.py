@@ -137,7 +137,7 @@ class Run:
         self.program = program
         self.plan = plan
         self.loop = loop
-        self.programs: dict[str, Module] = {}
+        self.programs: dict[tuple[tuple[str, str], ...], Module] = {}
         self.proposals = 0
         self.accepted = 0
         self.stop_reason: StopReason | None = None
@@ -218,10 +218,10 @@ class Run:
             raise _Halted("error") from exc
 
     async def _evaluate(self, batch: list[Example], candidate: dict[str, str]) -> list[Evaluated]:
-        program = self.programs.get(_key(candidate))
+        key = tuple(sorted(candidate.items()))
+        program = self.programs.get(key)
         if program is None:
-            program = _candidate(candidate).apply(self.program)
-            self.programs[_key(candidate)] = program
+            program = self.programs[key] = _candidate(candidate).apply(self.program)
         results = await evaluate_candidate(
             program,
             batch,
@@ -288,7 +288,6 @@ class Run:
                 scores=[0.0],
                 parents=[[None]],
                 frontier={0: 0.0},
-                metric_calls=0,
                 calls=calls,
                 tokens=tokens,
                 stop_reason=self.stop_reason or "budget",
@@ -310,10 +309,6 @@ class Run:
             tokens=tokens,
             stop_reason=self.stop_reason or "proposals",
         )
-
-
-def _key(candidate: Mapping[str, str]) -> str:
-    return "\x00".join(f"{k}\x00{v}" for k, v in sorted(candidate.items()))
 
 
 def _candidate(candidate: Mapping[str, str]) -> GEPACandidate:

@@ -163,8 +163,7 @@ class Coverage:
 
     def __str__(self) -> str:
         covered = sum(1 for c in self.train if c in self.demos)
-        counts = ", ".join(f"{c} x{n}" for c, n in self.demos.items()) or "none"
-        line = f"demos cover {covered} of {len(self.train)} classes ({counts})"
+        line = f"demos cover {covered} of {len(self.train)} classes ({_listed(self.demos)})"
         return line + (f"; missing: {', '.join(self.missing)}" if self.missing else "")
 
 
@@ -185,13 +184,9 @@ def class_step(
     predictors: Iterable[tuple[str, Any]], examples: Sequence[Mapping[str, Any]], stratify: bool
 ) -> str:
     """The plan's line on classes: those of the training set per predictor, and what is done."""
-    found = {
-        path: _counts(demo_class(p.signature, ex) for ex in examples) for path, p in predictors
-    }
     shown = "; ".join(
-        f"{path}: {len(c)} classes ({', '.join(f'{k} x{n}' for k, n in c.items())})"
-        for path, c in found.items()
-        if c
+        f"{path}: {len(c.train)} classes ({_listed(c.train)})"
+        for path, c in coverage(predictors, examples).items()
     )
     if not shown:
         return "no output with a finite set of classes: demos are not spread by class"
@@ -204,3 +199,7 @@ def class_step(
 
 def _counts(classes: Iterable[str | None]) -> dict[str, int]:
     return dict(Counter(c for c in classes if c is not None))
+
+
+def _listed(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{c} x{n}" for c, n in counts.items()) or "none"
