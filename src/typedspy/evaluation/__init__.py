@@ -24,14 +24,14 @@ from typedspy.evaluation._compare import (
 )
 from typedspy.evaluation._dataset import load_dataset
 from typedspy.evaluation._evaluate import Evaluate, aevaluate, evaluate
+from typedspy.evaluation._evaluate import (
+    run_scored as run_scored,
+)
 from typedspy.evaluation._example import Example
 from typedspy.evaluation._judge import LLMJudge
 from typedspy.evaluation._metric import FieldMetric, Metric, composite
 from typedspy.evaluation._metric import (
     score as score,
-)
-from typedspy.evaluation._metric import (
-    score_and_feedback as score_and_feedback,
 )
 from typedspy.evaluation._metric import (
     union_accuracy as union_accuracy,

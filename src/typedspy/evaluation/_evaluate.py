@@ -14,12 +14,12 @@ from typedspy._types import Usage
 from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError
 from typedspy.evaluation._example import Example
-from typedspy.evaluation._metric import FieldMetric, Metric, score
+from typedspy.evaluation._metric import FieldMetric, Metric, score_and_feedback
 from typedspy.evaluation._observe import Outcome, run_observed
 from typedspy.evaluation._report import EvaluationReport, ItemResult, failure_kind
 from typedspy.modules import Module
 
-__all__ = ["Evaluate", "aevaluate", "evaluate"]
+__all__ = ["Evaluate", "aevaluate", "evaluate", "run_scored"]
 
 
 async def aevaluate(
@@ -35,20 +35,31 @@ async def aevaluate(
         raise ConfigurationError("evaluate: the dataset is empty")
     chosen: Metric = metric if metric is not None else FieldMetric()
     start = time.perf_counter()
-
-    async def scored(job: int, outcome: Outcome) -> None:
-        try:
-            outcome.scored = await score(chosen, devset[job], outcome.result)
-        except Exception as exc:  # a metric bug on one item is reported, not raised
-            outcome.scored = exc
-
-    jobs = [(program, ex.inputs()) for ex in devset]
-    outcomes = await run_observed(jobs, after=scored, **options)
+    outcomes = await run_scored(program, devset, chosen, **options)
     items = [
         _item(i, ex, out, failure_score)
         for i, (ex, out) in enumerate(zip(devset, outcomes, strict=True))
     ]
     return _report(program, chosen, items, outcomes, time.perf_counter() - start)
+
+
+async def run_scored(
+    program: Module, devset: Sequence[Example[Any]], metric: Metric, **options: Any
+) -> list[Outcome]:
+    """Run ``program`` on each example through `run_observed`; score each prediction.
+
+    The metric runs inside its item (`Outcome.scored`: score, per-field scores, feedback; the
+    exception when the metric raised), so a judge's requests count in the item's usage.
+    ``options`` are `run_observed`'s (``trace``) and `BatchOptions`.
+    """
+
+    async def scored(job: int, outcome: Outcome) -> None:
+        try:
+            outcome.scored = await score_and_feedback(metric, devset[job], outcome.result)
+        except Exception as exc:  # a metric bug on one item is reported, not raised
+            outcome.scored = exc
+
+    return await run_observed([(program, ex.inputs()) for ex in devset], after=scored, **options)
 
 
 def evaluate(
@@ -152,7 +163,7 @@ def _item(index: int, example: Example, outcome: Outcome, failure_score: float) 
     if isinstance(outcome.scored, Exception):
         item.failure, item.error = "metric", _message(outcome.scored)
     elif outcome.scored is not None:
-        item.score, item.field_scores = outcome.scored
+        item.score, item.field_scores, _ = outcome.scored
     return item
 
 

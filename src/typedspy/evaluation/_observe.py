@@ -64,7 +64,7 @@ class Outcome:
     calls: int = 0
     cached: int = 0
     trace: list[TraceStep] = field(default_factory=list)
-    scored: tuple[float, dict[str, float]] | Exception | None = None
+    scored: tuple[float, dict[str, float], str] | Exception | None = None
 
     def outputs(self) -> dict[str, Any]:
         """The result as JSON-ready outputs: a prediction's `to_dict`, else ``{"result": ...}``."""

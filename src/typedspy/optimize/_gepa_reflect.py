@@ -24,8 +24,7 @@ from typedspy.evaluation import (
     Outcome,
     TraceStep,
     failure_kind,
-    run_observed,
-    score_and_feedback,
+    run_scored,
 )
 from typedspy.lm import BaseLM
 from typedspy.modules import Module, Predict
@@ -90,26 +89,11 @@ async def evaluate_candidate(
     program: Module, batch: Sequence[Example], metric: Metric, **options: Any
 ) -> list[Evaluated]:
     """Run ``program`` on ``batch`` through the batch machinery; score and explain each run."""
-    found: dict[int, tuple[float, str] | BaseException] = {}
-
-    async def scored(job: int, outcome: Outcome) -> None:
-        try:
-            value, _, feedback = await score_and_feedback(metric, batch[job], outcome.result)
-            found[job] = (value, feedback)
-        except Exception as exc:  # a metric that fails on one prediction scores it 0
-            found[job] = exc
-
-    jobs = [(program, ex.inputs()) for ex in batch]
-    outcomes = await run_observed(jobs, trace=True, after=scored, **options)
-    return [
-        _explained(ex, out, found.get(i))
-        for i, (ex, out) in enumerate(zip(batch, outcomes, strict=True))
-    ]
+    outcomes = await run_scored(program, batch, metric, trace=True, **options)
+    return [_explained(ex, out) for ex, out in zip(batch, outcomes, strict=True)]
 
 
-def _explained(
-    example: Example, outcome: Outcome, scored: tuple[float, str] | BaseException | None
-) -> Evaluated:
+def _explained(example: Example, outcome: Outcome) -> Evaluated:
     if outcome.error is not None:
         exc = outcome.error
         kind = failure_kind(exc)
@@ -119,10 +103,11 @@ def _explained(
         ] or [FieldProblem(path="<root>", problem=f"{type(exc).__name__}: {exc}"[:500])]
         return Evaluated(example, 0.0, None, kind, problems, trace=outcome.trace, error=exc)
     outputs = outcome.outputs()
-    if isinstance(scored, BaseException):
+    scored = outcome.scored
+    if isinstance(scored, Exception):  # a metric that fails on one prediction scores it 0
         problem = FieldProblem(path="<root>", problem=f"the metric raised {scored!r}"[:500])
         return Evaluated(example, 0.0, outputs, "metric", [problem], trace=outcome.trace)
-    value, feedback = scored if scored is not None else (0.0, "")
+    value, _, feedback = scored if scored is not None else (0.0, {}, "")
     mismatches = _mismatches(example, outputs)
     failure = "mismatch" if mismatches else None
     return Evaluated(example, value, outputs, failure, mismatches, feedback, outcome.trace)
