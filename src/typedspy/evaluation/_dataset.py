@@ -11,7 +11,7 @@ from typing import Any
 
 from typedspy._json import loads
 from typedspy._types import FieldError
-from typedspy.errors import DatasetError, ExampleError, RowError
+from typedspy.errors import ConfigurationError, DatasetError, ExampleError, RowError
 from typedspy.evaluation._example import Example
 from typedspy.signature import Signature
 
@@ -97,8 +97,6 @@ def load_dataset(
 def _rows(
     source: str | os.PathLike[str] | Iterable[Mapping[str, Any]],
 ) -> tuple[str, list[tuple[int, Any]]]:
-    from typedspy.errors import ConfigurationError
-
     if not isinstance(source, (str, os.PathLike)):
         return "<list>", list(enumerate(source, start=1))
     path = Path(source)

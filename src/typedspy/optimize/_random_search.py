@@ -6,7 +6,6 @@ import logging
 import random
 from dataclasses import dataclass
 
-from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError
 from typedspy.evaluation import EvaluationReport, Example, FieldMetric, Metric, aevaluate
 from typedspy.limits import Budget
@@ -145,8 +144,9 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
         best: tuple[EvaluationReport, Module] | None = None
         for index in range(3 + self.num_candidate_programs):
             recipe, candidate, spent = await self._candidate(index, program, items, rng)
-            options: BatchOptions = {"concurrency": self.concurrency, "budget": self.budget}
-            report = await aevaluate(candidate, val, self.metric, **options)
+            report = await aevaluate(
+                candidate, val, self.metric, concurrency=self.concurrency, budget=self.budget
+            )
             if spent or "budget" in report.failures:
                 break  # a candidate cut short by the budget is not comparable
             self.candidates.append(Candidate(index, recipe, report.score))
