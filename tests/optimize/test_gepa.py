@@ -187,6 +187,20 @@ def test_a_too_small_budget_is_refused_before_any_request() -> None:
     assert server.requests == []
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("min_proposals", 0),
+        ("minibatch_size", None),
+        ("max_proposals", "3"),
+        ("max_metric_calls", True),
+    ],
+)
+def test_an_option_out_of_range_is_refused_naming_it(option: str, value: Any) -> None:
+    with pytest.raises(ts.ConfigurationError, match=rf"GEPA\({option}=.*expected an int >= 1"):
+        ts.optimize.GEPA(**{option: value})
+
+
 def test_the_run_never_makes_more_calls_than_its_plan() -> None:
     budget = ts.limits.Budget(requests=200)
 
