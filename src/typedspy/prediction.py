@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from typedspy._types import Attempt, Usage
-from typedspy.signature import Signature, to_jsonable
+from typedspy.signature import Signature, to_jsonable_fields
 
 if TYPE_CHECKING:
     from typedspy.lm import LMResponse
@@ -124,11 +124,7 @@ class Prediction(Mapping[str, Any], Generic[SigT]):
 
     def to_dict(self) -> dict[str, Any]:
         """The outputs as JSON-ready data; union members carry their ``_type``."""
-        fields = self.signature.output_fields
-        return {
-            name: to_jsonable(value, fields[name].annotation if name in fields else None)
-            for name, value in self._outputs.items()
-        }
+        return to_jsonable_fields(self._outputs, self.signature.output_fields)
 
 
 class Reasoned(Prediction[SigT]):

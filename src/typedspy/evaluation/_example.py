@@ -10,7 +10,7 @@ from typing_extensions import TypeVar
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError, ExampleError
 from typedspy.parse import field_value
-from typedspy.signature import Signature, to_jsonable
+from typedspy.signature import Signature, to_jsonable_fields
 
 __all__ = ["Example", "typed_values"]
 
@@ -133,10 +133,7 @@ class Example(Mapping[str, Any], Generic[SigT]):
             if self.signature
             else {}
         )
-        return {
-            k: to_jsonable(v, fields[k].annotation if k in fields else None)
-            for k, v in self._values.items()
-        }
+        return to_jsonable_fields(self._values, fields)
 
     def copy(self, **changes: Any) -> Example[SigT]:
         """A copy with some values replaced (validated again when typed)."""

@@ -12,7 +12,7 @@ from typedspy.errors import ConfigurationError, SavedStateError
 from typedspy.parse import field_value
 from typedspy.program import PredictorState, listed, too_deep, under
 from typedspy.schema import compile_schema
-from typedspy.signature import FieldTexts, Signature, texts_errors, texts_of, to_jsonable
+from typedspy.signature import FieldTexts, Signature, texts_errors, texts_of, to_jsonable_fields
 
 __all__ = [
     "checked_demos",
@@ -122,10 +122,7 @@ def _typed(
 
 def jsonable_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:
     """A demo's values as the prompt shows them (union members carry ``_type``)."""
-    fields = {**sig.input_fields, **sig.output_fields}
-    return {
-        k: to_jsonable(v, fields[k].annotation if k in fields else None) for k, v in demo.items()
-    }
+    return to_jsonable_fields(demo, {**sig.input_fields, **sig.output_fields})
 
 
 def typed_demo(sig: type[Signature], demo: Mapping[str, Any]) -> dict[str, Any]:

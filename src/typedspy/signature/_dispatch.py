@@ -34,6 +34,7 @@ __all__ = [
     "resolve_name",
     "strip_type_key",
     "to_jsonable",
+    "to_jsonable_fields",
     "user_discriminated",
     "wire_names",
 ]
@@ -324,6 +325,19 @@ def to_jsonable(value: Any, annotation: Any = None) -> Any:
         item = args[0] if args else None
         return [to_jsonable(v, item) for v in value]
     return to_jsonable_python(value)
+
+
+def to_jsonable_fields(
+    values: Mapping[str, Any], fields: Mapping[str, FieldInfo]
+) -> dict[str, Any]:
+    """``values`` by name as JSON-ready data, each rendered by its field's annotation.
+
+    A name that is no field is rendered without one (its models get ``_type``, as `to_jsonable`).
+    """
+    return {
+        name: to_jsonable(value, fields[name].annotation if name in fields else None)
+        for name, value in values.items()
+    }
 
 
 def _model(value: BaseModel, tag: str | None) -> dict[str, Any]:
