@@ -17,6 +17,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from typedspy.testing._payloads import requested_schema
+
 __all__ = ["NearestDemo"]
 
 _WORD = re.compile(r"\w+")
@@ -67,15 +69,14 @@ def _complete(reply: str, request: Mapping[str, Any]) -> str:
     """``reply`` with the schema's missing top-level properties generated (if it has one)."""
     from typedspy.testing._datagen import generate_instance
 
-    fmt = request.get("response_format")
-    schema = fmt.get("json_schema", {}).get("schema") if isinstance(fmt, Mapping) else None
+    schema = requested_schema(request)
     try:
         data = json.loads(reply)
     except ValueError:
         return reply
-    if not isinstance(schema, Mapping) or not isinstance(data, dict):
+    if schema is None or not isinstance(data, dict):
         return reply
-    generated = generate_instance(dict(schema), seed=0)
+    generated = generate_instance(schema, seed=0)
     if not isinstance(generated, dict):
         return reply
     merged = {k: data.get(k, v) for k, v in generated.items()}

@@ -19,6 +19,7 @@ __all__ = [
     "chat_completion",
     "completion_chunks",
     "error_body",
+    "requested_schema",
     "sse_body",
     "sse_event",
     "tool_call",
@@ -208,6 +209,16 @@ def error_body(
         The JSON body as a dict.
     """
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def requested_schema(req: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The JSON Schema a request's ``response_format`` asks for (``None`` without one)."""
+    fmt = req.get("response_format")
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return None
+    spec = fmt.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    return schema if isinstance(schema, dict) else None
 
 
 def sse_event(chunk: Mapping[str, Any] | str) -> bytes:

@@ -32,6 +32,7 @@ from typedspy.testing._payloads import (
     chat_completion,
     completion_chunks,
     error_body,
+    requested_schema,
     usage_for,
 )
 from typedspy.testing._quirks import Quirks, spoil
@@ -157,7 +158,7 @@ class Responder:
         self, index: int, reply: Reply | str | dict[str, Any], req: dict[str, Any]
     ) -> None:
         """Note a scripted reply whose content does not validate against the request's schema."""
-        schema = _requested_schema(req)
+        schema = requested_schema(req)
         content = reply if isinstance(reply, str) else getattr(reply, "content", None)
         if schema is None or not isinstance(content, str) or meta_schema_violation(schema):
             return  # no (valid) schema asked for, or a completion / refusal / tool call scripted
@@ -317,15 +318,6 @@ class Responder:
     def _model(self, req: dict[str, Any]) -> str:
         model = req.get("model")
         return model if isinstance(model, str) else self.model
-
-
-def _requested_schema(req: dict[str, Any]) -> dict[str, Any] | None:
-    fmt = req.get("response_format")
-    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
-        return None
-    spec = fmt.get("json_schema")
-    schema = spec.get("schema") if isinstance(spec, dict) else None
-    return schema if isinstance(schema, dict) else None
 
 
 def _usage(req: dict[str, Any], produced: str) -> dict[str, int]:
