@@ -14,42 +14,32 @@ from typedspy.profiles._profile import Profile
 
 __all__ = ["PROFILE_NAMES", "builtin", "detect_profile", "model_for_endpoint"]
 
+# OpenAI enforces the strict subset server-side (structured-outputs.md §1); a schema it
+# accepted is enforced, so the prompt need not repeat it. Large hosted models: no cap and
+# no loop remedies by default (a truncation is reported, typed, not retried).
+_OPENAI = Profile(
+    name="openai",
+    target="openai-strict",
+    media=frozenset({"image", "audio", "file"}),
+    schema_hint=False,
+    response_format_with_tools=True,
+    dependable_tool_calling=True,
+    max_tokens=None,
+    on_whitespace_loop=None,
+    on_repetition_loop=None,
+    on_repeated_reply=None,
+    reasoning_tags=None,
+)
+
 # Media (ADR-021): the content parts each server's chat endpoint documents (image_url,
 # input_audio, file). The reference/ notes hold no media facts: these are typedspy's defaults,
 # whether a given model can see or hear is the model's business (derive a profile to change).
 # Every other profile, the generic one included, takes images only.
 _PROFILES: dict[str, Profile] = {
-    # OpenAI enforces the strict subset server-side (structured-outputs.md §1); a schema it
-    # accepted is enforced, so the prompt need not repeat it. Large hosted models: no cap and
-    # no loop remedies by default (a truncation is reported, typed, not retried).
-    "openai": Profile(
-        name="openai",
-        target="openai-strict",
-        media=frozenset({"image", "audio", "file"}),
-        schema_hint=False,
-        response_format_with_tools=True,
-        dependable_tool_calling=True,
-        max_tokens=None,
-        on_whitespace_loop=None,
-        on_repetition_loop=None,
-        on_repeated_reply=None,
-        reasoning_tags=None,
-    ),
+    "openai": _OPENAI,
     # Azure OpenAI: the same strict subset, and it also rejects `default` (structured-outputs.md
     # §1.6, openai/openai-agents-python#4390), which the openai-strict target strips.
-    "azure": Profile(
-        name="azure",
-        target="openai-strict",
-        media=frozenset({"image", "audio", "file"}),
-        schema_hint=False,
-        response_format_with_tools=True,
-        dependable_tool_calling=True,
-        max_tokens=None,
-        on_whitespace_loop=None,
-        on_repetition_loop=None,
-        on_repeated_reply=None,
-        reasoning_tags=None,
-    ),
+    "azure": _OPENAI.derive(name="azure"),
     # vLLM (local-servers.md): full JSON Schema through xgrammar/guidance; `strict` ignored; the
     # grammar allows unbounded whitespace, so models loop to max_tokens (vllm#38696): a cap and
     # the compact re-ask; response_format constrains tool steps too (pydantic/pydantic-ai#6552).
