@@ -165,26 +165,20 @@ class RemoteTool(Tool):
         """The outputs as JSON-ready data (they already are)."""
         return dict(outputs)
 
-    def to_openai_tool(self, target: str = "openai-strict") -> dict[str, Any]:
-        """The remote ``inputSchema`` as a function for the LM's schema target.
+    def _openai_parameters(self, target: str) -> tuple[dict[str, Any], bool]:
+        """The remote ``inputSchema`` for the LM's schema target, and whether it is strict.
 
         For ``openai-strict`` it is reshaped into the strict subset when it fits and sent
         with ``strict: true``; a schema outside the subset (and any other target) is sent as
         the server wrote it, without ``strict``. The remote schema is checked either way.
         """
         schema = copy.deepcopy(self.definition.input_schema)
-        parameters, strict = schema, False
         if target == "openai-strict":
             try:
-                parameters, strict = to_openai_strict(copy.deepcopy(schema), name=self.name), True
+                return to_openai_strict(copy.deepcopy(schema), name=self.name), True
             except SchemaError:
                 pass
-        function: dict[str, Any] = {"name": self.name}
-        if self.description:
-            function["description"] = self.description
-        function["parameters"] = parameters
-        function["strict"] = strict
-        return {"type": "function", "function": function}
+        return schema, False
 
     def to_mcp_tool(self) -> dict[str, Any]:
         """The tool as the server listed it."""

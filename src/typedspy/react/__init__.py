@@ -8,6 +8,7 @@ remembered in a `ResumeStore` so an approval applies once (ADR-036, ADR-043).
 
 from typedspy.react._agent import ReAct
 from typedspy.react._run import AgentEvent, AgentPrediction, ModuleContext, module_callback
+from typedspy.react._run import observation as observation
 from typedspy.react._state import (
     MemoryResumeStore,
     PausedRun,

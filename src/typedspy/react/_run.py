@@ -53,7 +53,7 @@ from typedspy.react._state import (
 )
 from typedspy.retry import RetryPolicy
 from typedspy.settings import context, get_settings
-from typedspy.signature import Signature, to_jsonable
+from typedspy.signature import Signature, to_jsonable, to_jsonable_fields
 from typedspy.streaming import (
     OutputDelta,
     PartialPrediction,
@@ -410,7 +410,7 @@ class Run(Generic[SigT]):
         value = _single_value(result)
         if not is_module_callback(value):
             # Rendered against the tool's output types: only union members carry `_type`.
-            return render_value(_single_value(tool.dump_outputs(result))), False
+            return observation(result, tool), False
         context = ModuleContext(module=self.agent, tools=self.tools, trajectory=self.trajectory)
         try:
             said = value(context)
@@ -428,11 +428,10 @@ class Run(Generic[SigT]):
     def _pause(self, exc: ConfirmationRequired, call: TrajectoryCall) -> None:
         """Put the run's state in the pause: a `PausedRun` at this call, with a new pause id."""
         calls = self.trajectory[self.step].calls
-        fields = self.signature.input_fields
         exc.context[CONTEXT_KEY] = PausedRun(
             pause_id=uuid.uuid4().hex,
             signature=self.signature.__name__,
-            inputs={n: to_jsonable(v, fields[n].annotation) for n, v in self.inputs.items()},
+            inputs=to_jsonable_fields(self.inputs, self.signature.input_fields),
             trajectory=self.trajectory,
             step=self.step,
             call=next(i for i, c in enumerate(calls) if c is call),
@@ -615,6 +614,17 @@ def finished(call: TrajectoryCall, failed: bool) -> ToolCallFinished:
 def _failure(call: TrajectoryCall, exc: Exception) -> tuple[str, bool]:
     """The observation of a tool (or module callback) that raised ``exc``."""
     return bounded(f"Error: {call.name} failed: {type(exc).__name__}: {exc}"), True
+
+
+def observation(outputs: object, tool: Tool | None = None) -> str:
+    """A tool's outputs as the model reads them: the single value, dumped as typed.
+
+    Union members carry ``_type`` only where the tool's output type is a union (without
+    ``tool``, every model does); strings stay as they are.
+    """
+    if tool is not None and isinstance(outputs, Mapping):
+        outputs = tool.dump_outputs(cast("Mapping[str, Any]", outputs))
+    return render_value(_single_value(outputs))
 
 
 def _single_value(result: Any) -> Any:

@@ -27,6 +27,7 @@ __all__ = [
     "FunctionSignature",
     "parse_docstring",
     "signature_from_function",
+    "unwrapped",
 ]
 
 RESULT_FIELD = "result"
@@ -120,10 +121,15 @@ def _entries(lines: list[str]) -> dict[str, str]:
     return out
 
 
+def unwrapped(fn: Callable[..., Any]) -> Any:
+    """The function under any `functools.partial` layers (partial's own names describe partial)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
+
+
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    target: Any = fn
-    while isinstance(target, functools.partial):
-        target = target.func
+    target = unwrapped(fn)
     if not (inspect.isfunction(target) or inspect.ismethod(target)):
         target = type(target).__call__  # a callable object: the hints are on its __call__
     try:
@@ -213,10 +219,7 @@ def signature_from_function(fn: Callable[..., Any], *, name: str) -> FunctionSig
         SchemaError: A parameter named ``result`` when the return value is that output.
     """
     hints = _hints(fn)
-    documented: Any = fn
-    while isinstance(documented, functools.partial):  # partial's own docstring describes partial
-        documented = documented.func
-    docs = parse_docstring(inspect.getdoc(documented))
+    docs = parse_docstring(inspect.getdoc(unwrapped(fn)))
     inputs = _inputs(fn, hints, docs)
     outputs, result_model = _outputs(hints, docs, inputs.keys())
     if RESULT_FIELD in inputs and RESULT_FIELD in outputs:

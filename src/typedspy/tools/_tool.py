@@ -22,9 +22,9 @@ from typedspy._runtime import run_sync
 from typedspy.errors import ToolError
 from typedspy.program import Module
 from typedspy.schema import compile_schema
-from typedspy.signature import Signature, to_jsonable
+from typedspy.signature import Signature, to_jsonable, to_jsonable_fields
 from typedspy.tools._approvals import Question, confirmation_mark, require_confirmation
-from typedspy.tools._introspect import signature_from_function
+from typedspy.tools._introspect import signature_from_function, unwrapped
 from typedspy.tools._names import check_tool_name, tool_name
 from typedspy.tools._values import check_arguments, check_result
 
@@ -250,11 +250,7 @@ class Tool:
 
     def dump_outputs(self, outputs: Mapping[str, Any]) -> dict[str, Any]:
         """The outputs of `acall` as JSON-ready data (union members carry ``_type``)."""
-        fields = self.signature.output_fields
-        return {
-            name: to_jsonable(value, fields[name].annotation if name in fields else None)
-            for name, value in outputs.items()
-        }
+        return to_jsonable_fields(outputs, self.signature.output_fields)
 
     # -- export ------------------------------------------------------------------------------
 
@@ -272,27 +268,30 @@ class Tool:
         Raises:
             SchemaError: An input type the target cannot express.
         """
-        strict = True
-        if self.signature.input_fields:
-            compiled = compile_schema(self.signature.input_model, target)
-            parameters, strict = compiled.schema, compiled.strict
-            # `parse_arguments` refuses names that are not parameters, so the schema says so
-            # too: a server enforcing a json-schema target's schema otherwise lets the model
-            # add properties (ADR-072; the strict target closes every object).
-            parameters = {**parameters, "additionalProperties": False}
-        else:  # the compiler refuses a property-less object (as an output); a tool may have one
-            parameters = {
+        parameters, strict = self._openai_parameters(target)
+        function: dict[str, Any] = {"name": self.name}
+        if self.description:
+            function["description"] = self.description
+        function["parameters"] = parameters
+        function["strict"] = strict
+        return {"type": "function", "function": function}
+
+    def _openai_parameters(self, target: str) -> tuple[dict[str, Any], bool]:
+        """`to_openai_tool`'s ``parameters`` for ``target``, and whether they are strict."""
+        if not self.signature.input_fields:
+            # The compiler refuses a property-less object (as an output); a tool may have one.
+            empty = {
                 "type": "object",
                 "properties": {},
                 "required": [],
                 "additionalProperties": False,
             }
-        function: dict[str, Any] = {"name": self.name}
-        if self.description:
-            function["description"] = self.description
-        function["parameters"] = _exported(parameters)
-        function["strict"] = strict
-        return {"type": "function", "function": function}
+            return empty, True
+        compiled = compile_schema(self.signature.input_model, target)
+        # `parse_arguments` refuses names that are not parameters, so the schema says so too:
+        # a server enforcing a json-schema target's schema otherwise lets the model add
+        # properties (ADR-072; the strict target closes every object).
+        return _exported({**compiled.schema, "additionalProperties": False}), compiled.strict
 
     def to_mcp_tool(self) -> dict[str, Any]:
         """The MCP tool definition: name, description, inputSchema and outputSchema.
@@ -354,9 +353,7 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 
 def _function_name(fn: Callable[..., Any]) -> str:
-    target: Any = fn
-    while hasattr(target, "func") and not hasattr(target, "__name__"):  # functools.partial
-        target = target.func
+    target = unwrapped(fn)
     return str(getattr(target, "__name__", type(target).__name__))
 
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from typedspy._version import __version__
-from typedspy.adapter import render_value
 from typedspy.callbacks import BaseCallback
 from typedspy.errors import ConfigurationError
+from typedspy.react import observation
 from typedspy.tools import ConfirmationRequired
 from typedspy.tracing._messages import input_messages, output_messages
 
@@ -297,7 +297,7 @@ class OpenTelemetry(BaseCallback):
                 entry = self._open.get(call_id)
             if entry is not None and entry.span.is_recording():
                 tool = entry.tool
-                result = _json(outputs, lambda v: _as_observed(tool, v), text=True)
+                result = _json(outputs, lambda v: observation(v, tool), text=True)
                 entry.span.set_attribute("gen_ai.tool.call.result", result)
         self._end(call_id, exception)
 
@@ -328,21 +328,6 @@ def _stop_sequences(stop: object) -> list[str] | None:
     if items is not None and all(isinstance(v, str) for v in items):
         return [str(v) for v in items]
     return None
-
-
-def _as_observed(tool: Tool | None, outputs: object) -> object:
-    """A tool's outputs as ReAct shows them to the model: the single value, dumped as typed.
-
-    Union members carry ``_type`` only where the tool's output type is a union, as the model
-    reads them; strings stay as they are.
-    """
-    if isinstance(outputs, Mapping):
-        named = cast("Mapping[str, Any]", outputs)
-        if tool is not None:
-            named = tool.dump_outputs(named)
-        if len(named) == 1:
-            return render_value(next(iter(named.values())))
-    return render_value(outputs)
 
 
 _LM_ATTRIBUTES: weakref.WeakKeyDictionary[BaseLM, dict[str, Any]] = weakref.WeakKeyDictionary()
