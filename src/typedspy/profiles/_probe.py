@@ -103,19 +103,18 @@ def canaries(profile: Profile) -> list[Canary]:
     prose = ({"role": "user", "content": "Answer in one plain sentence, not JSON: what is a cat?"},)
     small = {"max_tokens": CANARY_MAX_TOKENS}
     tool = f"record_{secrets.token_hex(3)}"
-    with_schema = profile.json_object_schema
-    json_object: dict[str, Any] = {"type": "json_object"}
-    if with_schema:
-        json_object["schema"] = schema
+    strict = profile.response_format("json_schema", "probe", schema, True)
+    loosened = profile.response_format("json_schema", "probe", loose, True)
+    json_object = profile.response_format("json_object", "probe", schema, True)
     return [
-        Canary("json_schema", greet, small, _format("probe", schema), token=token, name=name),
-        Canary("strict_rules", greet, small, _format("probe", loose), token=token, name=name),
+        Canary("json_schema", greet, small, strict, token=token, name=name),
+        Canary("strict_rules", greet, small, loosened, token=token, name=name),
         Canary(
             "json_object",
             prose,
             small,
             json_object,
-            schema_in_format=with_schema,
+            schema_in_format=profile.json_object_schema,
             token=token,
             name=name,
         ),
@@ -146,10 +145,6 @@ def canaries(profile: Profile) -> list[Canary]:
             {"max_tokens": _CAP},
         ),
     ]
-
-
-def _format(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
 def judge(canary: Canary, seen: Seen) -> tuple[Verdict, str]:
