@@ -31,6 +31,18 @@ _OPENAI = Profile(
     reasoning_tags=None,
 )
 
+# The servers built on llama.cpp's grammar converter (llama-server, llama-cpp-python, Ollama,
+# LM Studio) take full JSON Schema and do not show it to the model, trust no tool calling, and
+# get a 512-token cap; each entry below says where its server differs and where the facts are.
+_LLAMA = Profile(
+    name="llama.cpp",
+    target="json-schema",
+    schema_hint=True,
+    response_format_with_tools=False,
+    dependable_tool_calling=False,
+    max_tokens=512,
+)
+
 # Media (ADR-021): the content parts each server's chat endpoint documents (image_url,
 # input_audio, file). The reference/ notes hold no media facts: these are typedspy's defaults,
 # whether a given model can see or hear is the model's business (derive a profile to change).
@@ -61,16 +73,10 @@ _PROFILES: dict[str, Profile] = {
     # Every llama-server constrains json_schema and json_object (with its schema), so `auto`
     # never steps down to unconstrained prompting: on SmolLM2-135M prompt mode gave no typed
     # value in 2 of 2 calls, each constrained mode 2 of 2 (docs/conformance.md).
-    "llama.cpp": Profile(
-        name="llama.cpp",
-        target="json-schema",
+    "llama.cpp": _LLAMA.derive(
         modes=("json_schema", "json_object"),
         media=frozenset({"image", "audio"}),
         json_object_schema=True,
-        schema_hint=True,
-        response_format_with_tools=False,
-        dependable_tool_calling=False,
-        max_tokens=512,
     ),
     # llama-cpp-python's server (`python -m llama_cpp.server`, 0.3.36; ADR-088), read in its
     # source: `response_format.type` may be only "text" or "json_object"
@@ -86,37 +92,15 @@ _PROFILES: dict[str, Profile] = {
     # honoured; `max_completion_tokens`, `stream_options` (no usage in streams) and
     # `parallel_tool_calls` are not in its request model and are dropped
     # (llama_cpp/server/types.py CreateChatCompletionRequest).
-    "llama-cpp-python": Profile(
-        name="llama-cpp-python",
-        target="json-schema",
-        modes=("json_object", "tools"),
-        json_object_schema=True,
-        schema_hint=True,
-        response_format_with_tools=False,
-        dependable_tool_calling=False,
-        max_tokens=512,
+    "llama-cpp-python": _LLAMA.derive(
+        name="llama-cpp-python", modes=("json_object", "tools"), json_object_schema=True
     ),
     # Ollama /v1 (local-servers.md): json_schema becomes native `format` through llama.cpp's
     # converter; the schema is not in the prompt (ollama#8162); violations reported (#8063).
-    "ollama": Profile(
-        name="ollama",
-        target="json-schema",
-        schema_hint=True,
-        response_format_with_tools=False,
-        dependable_tool_calling=False,
-        max_tokens=512,
-    ),
+    "ollama": _LLAMA.derive(name="ollama"),
     # LM Studio (local-servers.md): `json_object` gives 400 "'response_format.type' must be
     # 'json_schema'" (lmstudio-bug-tracker#189), so auto goes from json_schema to prompt.
-    "lmstudio": Profile(
-        name="lmstudio",
-        target="json-schema",
-        modes=("json_schema", "prompt"),
-        schema_hint=True,
-        response_format_with_tools=False,
-        dependable_tool_calling=False,
-        max_tokens=512,
-    ),
+    "lmstudio": _LLAMA.derive(name="lmstudio", modes=("json_schema", "prompt")),
     # An unknown server: the narrowest schema every server accepts, the shape in the prompt,
     # no trust in tool calling, a cap, and every remedy.
     "generic": Profile(name="generic"),
