@@ -189,6 +189,37 @@ def test_messages_are_in_the_parts_format_with_tool_calls_and_results_as_exchang
     assert "_type" not in observation
 
 
+class Booking(BaseModel):
+    flight: Flight
+    code: str
+
+
+@ts.tool
+def book(origin: str) -> Booking:
+    """Book the cheapest flight from an airport."""
+    return Booking(flight=Flight(flight="KL987", price_eur=164), code="XK42P")
+
+
+def test_a_tool_result_of_several_outputs_is_recorded_as_the_model_read_it(
+    router: respx.MockRouter, exporter: InMemorySpanExporter
+) -> None:
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            calls_reply(("call_a", "book", {"origin": "CDG"})),
+            finish_reply(flight="KL987"),
+        ]
+    )
+    agent = ts.ReAct(Plan, tools=[book], lm=make_lm())
+    with ts.context(callbacks=[tracing(exporter)]):
+        agent(request="Paris, cheap")
+    sent = bodies(route)[1]["messages"]
+    observation = next(m["content"] for m in sent if m["role"] == "tool")
+    (tool,) = named(exporter.get_finished_spans(), "execute_tool book")
+    # Dumped by the tool's output types, as the model read it: no `_type` on the flight.
+    assert attrs(tool)[ga.GEN_AI_TOOL_CALL_RESULT] == observation
+    assert "_type" not in observation
+
+
 def load_example(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     spec = importlib.util.spec_from_file_location("react_tools_example", EXAMPLE)
     assert spec is not None and spec.loader is not None
