@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copyreg
+from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass
+from typing import Any
 
 __all__ = [
     "ConfigurationError",
@@ -13,6 +15,9 @@ __all__ = [
     "SchemaError",
     "TypedspyError",
 ]
+
+# ``cls.__new__(cls, *args)``: pickle writes it as its NEWOBJ opcode, naming no module of ours.
+_NEWOBJ: Callable[..., object] = copyreg.__newobj__  # type: ignore[attr-defined]  # not in typeshed
 
 
 @dataclass(eq=False, repr=False)
@@ -28,6 +33,13 @@ class TypedspyError(Exception):
 
     def __post_init__(self, message: str) -> None:
         super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its args and attributes, not through ``__init__``: pickle's default,
+        # ``cls(*args)``, cannot pass the keyword-only details many errors require, so an error
+        # raised in a worker process could not reach its parent. ``args`` is in the state too:
+        # `OSError` subclasses (the timeouts) leave it to ``__init__``, which is not called.
+        return (_NEWOBJ, (type(self), *self.args), {**vars(self), "args": self.args})
 
 
 class ConfigurationError(TypedspyError, ValueError):
