@@ -90,15 +90,19 @@ async def counted(bound: RequestBound | None, send: Callable[[], Awaitable[T]]) 
 
 
 async def counted_stream(bound: RequestBound | None, items: AsyncIterator[T]) -> AsyncIterator[T]:
-    """Yield ``items``, each step with ``bound`` active (the request is sent in the first)."""
-    saved = None
+    """Yield ``items``, the first step with ``bound`` active.
+
+    The first step sends the request (the SDK's retries included); the later ones read its body
+    and send nothing.
+    """
     async with closing(items):
-        while True:
-            saved = REQUEST_BOUND.set(bound, last=saved)
-            try:
-                item = await items.__anext__()
-            except StopAsyncIteration:
-                return
-            finally:
-                REQUEST_BOUND.restore(saved)
+        saved = REQUEST_BOUND.set(bound)
+        try:
+            item = await items.__anext__()
+        except StopAsyncIteration:
+            return
+        finally:
+            REQUEST_BOUND.restore(saved)
+        yield item
+        async for item in items:
             yield item

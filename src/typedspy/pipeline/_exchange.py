@@ -197,7 +197,10 @@ async def stream(
             async with closing(counted_stream(requests, sent)) as chunks:
                 async for chunk in chunks:
                     accumulator.add(chunk)
-                    note_streamed(len(chunk.text) + sum(len(c.arguments) for c in chunk.tool_calls))
+                    streamed = len(chunk.text)
+                    if chunk.tool_calls:
+                        streamed += sum(len(c.arguments) for c in chunk.tool_calls)
+                    note_streamed(streamed)
                     yield chunk
     except GeneratorExit:  # the consumer stopped early: not a failure of the request
         _fail(entered, exchange, None)
