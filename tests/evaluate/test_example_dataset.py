@@ -131,6 +131,30 @@ def test_list_of_dicts_and_json_files(tmp_path: Path) -> None:
         ts.evaluation.load_dataset(tmp_path / "d.txt", Triage)
 
 
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("d.csv", "text,priority\r\nhello,2\r\n"),  # Excel's "CSV UTF-8"
+        ("d.jsonl", '{"text": "hello", "priority": 2}\n'),
+        ("d.json", '[{"text": "hello", "priority": 2}]'),
+    ],
+)
+def test_a_file_starting_with_a_utf8_byte_order_mark_loads(
+    tmp_path: Path, name: str, content: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + content.encode())
+    [example] = ts.evaluation.load_dataset(path, Triage)
+    assert (example.text, example.priority) == ("hello", 2)
+
+
+def test_a_byte_order_mark_past_the_start_is_still_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"text": "a", "priority": 1}\n\xef\xbb\xbf{"text": "b", "priority": 1}\n')
+    with pytest.raises(ts.errors.DatasetError, match="row 2 is not valid JSON"):
+        ts.evaluation.load_dataset(path, Triage)
+
+
 def test_the_shipped_ticket_dataset_loads_with_every_class_in_both_halves() -> None:
     train, dev = ts.testing.support_tickets()
     assert len(train) == len(dev) == 12

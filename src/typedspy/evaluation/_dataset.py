@@ -18,6 +18,7 @@ from typedspy.signature import Signature
 __all__ = ["load_dataset"]
 
 _MAX_LISTED = 10
+_BOM = b"\xef\xbb\xbf"  # the UTF-8 byte-order mark Excel and Windows tools write first
 _ESCAPED = re.compile("[\udc80-\udcff]")  # a byte that was not UTF-8, read with surrogateescape
 
 
@@ -108,7 +109,7 @@ def _rows(
     if suffix == ".jsonl":
         return str(path), _jsonl(path)
     if suffix == ".json":
-        data = _json(_decoded(path.read_bytes(), str(path), 1, 1), str(path), 1)
+        data = _json(_decoded(path.read_bytes().removeprefix(_BOM), str(path), 1, 1), str(path), 1)
         if not isinstance(data, list):
             raise DatasetError(
                 f"{path}: expected a JSON list of objects, got {_kind(data)}",
@@ -123,6 +124,8 @@ def _jsonl(path: Path) -> list[tuple[int, Any]]:
     rows: list[tuple[int, Any]] = []
     with path.open("rb") as f:  # lines end at "\n" only: JSON strings may hold U+2028
         for line, raw in enumerate(f, start=1):
+            if line == 1:
+                raw = raw.removeprefix(_BOM)
             if raw.strip():
                 number = len(rows) + 1
                 text = _decoded(raw, str(path), number, line)
@@ -160,7 +163,7 @@ def _json(text: str, name: str, number: int) -> Any:
 def _csv(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """The rows of a CSV file, bytes that are not UTF-8 kept as lone surrogates (`_not_utf8`)."""
     rows: list[tuple[int, dict[str, Any]]] = []
-    with path.open(encoding="utf-8", errors="surrogateescape", newline="") as f:
+    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         reader = csv.DictReader(f)
         number = 0  # the row being read: 0 for the header
         try:
