@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
@@ -639,6 +640,28 @@ def test_missing_api_key_is_a_configuration_error_at_first_use(
         asyncio.run(lm.acomplete(LMRequest(messages=HELLO)))
 
     assert isinstance(info.value.__cause__, openai.OpenAIError)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "problem"),
+    [
+        ("http://[bad", "is not a URL (Invalid IPv6 URL)"),
+        ("http://me:s3cret-pass@[bad/v1", "is not a URL"),
+        ("http://localhost:99999/v1", "is not a URL (Port out of range"),
+        ("localhost:8080/v1", "is not an http:// or https:// URL with a host"),
+        ("ftp://files.test/v1", "is not an http:// or https:// URL with a host"),
+    ],
+)
+def test_a_base_url_the_sdk_cannot_send_to_is_refused_when_the_lm_is_made(
+    base_url: str, problem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(problem)) as info:
+        LM("gpt-test", base_url=base_url, api_key=KEY)
+    assert str(info.value).startswith("LM('gpt-test'): base_url ")
+    assert "s3cret-pass" not in str(info.value)  # a user:password@ part is never echoed
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    with pytest.raises(ConfigurationError, match="OPENAI_BASE_URL"):
+        LM("gpt-test", api_key=KEY)
 
 
 def test_an_injected_client_excludes_client_options() -> None:

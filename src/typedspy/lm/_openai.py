@@ -9,11 +9,13 @@ left after those retries is mapped onto the `LMError` tree, with the SDK excepti
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from typing_extensions import Unpack
 
@@ -154,6 +156,8 @@ class LM(BaseLM):
         url = (base_url if client is None else str(client.base_url)) or os.environ.get(
             "OPENAI_BASE_URL"
         )
+        if url and client is None:
+            _check_url(model, url, given=bool(base_url))
         asking = None
         if profile is None:  # ADR-084: the URL's provider, else what its server says
             profile = detect_profile(url)
@@ -519,4 +523,20 @@ def _check_client(model: str, client: object) -> None:
         raise ConfigurationError(
             f"LM({model!r}): client= takes an openai.AsyncOpenAI (or a subclass such as "
             f"AsyncAzureOpenAI), got {type(client).__qualname__}{hint}"
+        )
+
+
+def _check_url(model: str, url: str, given: bool) -> None:
+    """Refuse a base URL the SDK could not send to, here rather than at the first request."""
+    where = "base_url" if given else "OPENAI_BASE_URL"
+    shown = re.sub(r"(?<=//)[^/]*@", "[redacted]@", url)  # never echo a user:password@ part
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (reading it checks it)
+    except ValueError as exc:
+        raise ConfigurationError(f"LM({model!r}): {where} {shown!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"LM({model!r}): {where} {shown!r} is not an http:// or https:// URL with a host "
+            "(for example http://localhost:8080/v1)"
         )
