@@ -6,11 +6,11 @@ import csv
 import io
 import json
 import os
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from typedspy._files import write_atomically
 from typedspy.errors import (
     BatchStoppedError,
     BudgetExceededError,
@@ -135,7 +135,7 @@ class EvaluationReport(BaseModel):
         """The whole report as JSON; also written to ``path`` when given."""
         text = self.model_dump_json(indent=2)
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+            write_atomically(path, text)
         return text
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
@@ -167,7 +167,7 @@ class EvaluationReport(BaseModel):
             )
         text = buffer.getvalue()
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8", newline="")
+            write_atomically(path, text, newline="")
         return text
 
     def table(self, *, rows: int = 3, width: int = 60) -> str:

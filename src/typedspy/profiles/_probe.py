@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from typedspy._files import write_atomically
 from typedspy.errors import ConfigurationError
 from typedspy.profiles._profile import Mode, Profile
 
@@ -282,7 +283,7 @@ class ProbeReport(BaseModel):
 
     def save(self, path: str | Path) -> None:
         """Write the report as JSON to ``path`` (`load` reads it back)."""
-        Path(path).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_atomically(path, self.model_dump_json(indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> ProbeReport:

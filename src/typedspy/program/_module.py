@@ -22,6 +22,7 @@ from typing_extensions import ParamSpec, Unpack
 
 from typedspy import callbacks, pipeline
 from typedspy._deadline import bounded
+from typedspy._files import write_atomically
 from typedspy._runtime import iterate_sync, run_sync
 from typedspy._types import FieldError
 from typedspy.batch import BatchOptions, BatchResult, run_batch
@@ -585,10 +586,10 @@ class Module:
         Raises:
             SavedStateError: Demo values nested so deep that the file would be nested deeper
                 than `load` reads (256 levels); nothing is written.
+            OSError: The file could not be written; a file already at ``path`` is left as it
+                was (the state is written beside it, then replaces it).
         """
-        state = self.dump_state()
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(state, f, ensure_ascii=False, indent=2)
+        write_atomically(path, json.dumps(self.dump_state(), ensure_ascii=False, indent=2))
 
     def load(self, path: str | os.PathLike[str]) -> None:
         """Read state written by `save`: all of it, or nothing when it does not fit.
