@@ -56,6 +56,16 @@ class BaseLM(abc.ABC):
         self.model = model
         self._profile = resolve_profile(profile, None)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The pipeline sends the body it built through `asend` (ADR-061). A subclass that
+        # overrides `acomplete` (or `astream`) below the class whose `asend` (`asend_stream`)
+        # sends the body itself, such as `LM`'s, would be bypassed: its requests go through
+        # its own method again (which may call the parent's, building the body once more).
+        for method, sender in (("acomplete", "asend"), ("astream", "asend_stream")):
+            if _defined_below(cls, method, sender):
+                setattr(cls, sender, vars(BaseLM)[sender])
+
     @property
     def profile(self) -> Profile:
         """What this endpoint accepts and how it fails, with what it was seen to reject."""
@@ -254,3 +264,10 @@ class BaseLM(abc.ABC):
         return run_sync(
             lambda: self.acall(prompt, **params), async_name=f"{type(self).__name__}.acall"
         )
+
+
+def _defined_below(cls: type, method: str, sender: str) -> bool:
+    """Whether ``cls`` gets ``method`` from a strict subclass of where it gets ``sender``."""
+    owner = next(c for c in cls.__mro__ if method in vars(c))
+    sends = next(c for c in cls.__mro__ if sender in vars(c))
+    return owner is not sends and issubclass(owner, sends)

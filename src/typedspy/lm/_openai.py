@@ -322,7 +322,7 @@ class LM(BaseLM):
             LMStatusError: Any other HTTP error status.
             LMResponseError: The body is not a usable chat completion.
         """
-        return await self.asend(request, self.request_body(request))
+        return await LM.asend(self, request, self.request_body(request))  # not a subclass's
 
     async def asend(self, request: LMRequest, body: dict[str, Any]) -> LMResponse:
         """Send ``body``, the `request_body` of ``request``, as it is (see `acomplete`)."""
@@ -422,7 +422,8 @@ class LM(BaseLM):
             The same errors as `acomplete`, when the request is sent or while it streams;
             `LMResponseError` for a chunk that is not JSON.
         """
-        async with closing(self.asend_stream(request, self.request_body(request))) as chunks:
+        body = self.request_body(request)
+        async with closing(LM.asend_stream(self, request, body)) as chunks:  # not a subclass's
             async for piece in chunks:
                 yield piece
 
