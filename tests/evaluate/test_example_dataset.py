@@ -155,6 +155,21 @@ def test_a_byte_order_mark_past_the_start_is_still_an_error(tmp_path: Path) -> N
         ts.evaluation.load_dataset(path, Triage)
 
 
+def test_a_jsonl_line_past_max_row_bytes_is_refused_naming_its_row_and_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "d.jsonl"
+    row = json.dumps({"text": "x" * 500, "priority": 1})
+    path.write_text(f'{{"text": "a", "priority": 1}}\n\n{row}\n')
+    with pytest.raises(
+        ts.errors.DatasetError, match=r"row 2 is longer than max_row_bytes=100 \(line 3\)"
+    ):
+        ts.evaluation.load_dataset(path, Triage, max_row_bytes=100)
+    assert len(ts.evaluation.load_dataset(path, Triage, max_row_bytes=len(row) + 1)) == 2
+    with pytest.raises(ts.ConfigurationError, match="max_row_bytes"):
+        ts.evaluation.load_dataset(path, Triage, max_row_bytes=0)
+
+
 def test_the_shipped_ticket_dataset_loads_with_every_class_in_both_halves() -> None:
     train, dev = ts.testing.support_tickets()
     assert len(train) == len(dev) == 12

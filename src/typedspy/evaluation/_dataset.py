@@ -11,13 +11,15 @@ from typing import Any
 
 from typedspy._json import loads
 from typedspy._types import FieldError
-from typedspy.errors import ConfigurationError, DatasetError, ExampleError, RowError
+from typedspy.errors import ConfigurationError, DatasetError, ExampleError, RowError, check_int
 from typedspy.evaluation._example import Example
 from typedspy.signature import Signature
 
 __all__ = ["load_dataset"]
 
 _MAX_LISTED = 10
+MAX_ROW_BYTES = 64 * 1024 * 1024
+"""Bytes one JSONL row may have (64 MiB): a longer line is refused before it is read whole."""
 _BOM = b"\xef\xbb\xbf"  # the UTF-8 byte-order mark Excel and Windows tools write first
 _ESCAPED = re.compile("[\udc80-\udcff]")  # a byte that was not UTF-8, read with surrogateescape
 
@@ -27,6 +29,7 @@ def load_dataset(
     signature: type[Signature],
     *,
     rename: Mapping[str, str] | None = None,
+    max_row_bytes: int = MAX_ROW_BYTES,
 ) -> list[Example]:
     """Read a dataset and validate every row against ``signature``.
 
@@ -47,6 +50,8 @@ def load_dataset(
         source: A file path, or an iterable of mappings.
         signature: The signature whose fields the rows hold.
         rename: Column name to field name, for files whose columns are named differently.
+        max_row_bytes: The most bytes one JSONL line may have (64 MiB); a longer one is refused
+            having read no more than that.
 
     Returns:
         One typed `Example` per row, in order.
@@ -54,12 +59,14 @@ def load_dataset(
     Raises:
         DatasetError: Rows that do not fit; ``rows`` holds a `RowError` (row number from 1,
             field path, message) per problem, and the message lists the first ones. Also a
-            row that is not JSON or not UTF-8, or a CSV cell longer than
-            ``csv.field_size_limit()``, naming the row (and line, or column).
+            row that is not JSON or not UTF-8, a JSONL line longer than ``max_row_bytes``, or
+            a CSV cell longer than ``csv.field_size_limit()``, naming the row (and line, or
+            column).
         ConfigurationError: A file of an unknown type.
         OSError: The file cannot be read.
     """
-    name, rows = _rows(source)
+    check_int("load_dataset", "max_row_bytes", max_row_bytes, optional=False)
+    name, rows = _rows(source, max_row_bytes)
     from_csv = name.lower().endswith(".csv")
     renames = dict(rename or {})
     examples: list[Example] = []
@@ -96,7 +103,7 @@ def load_dataset(
 
 
 def _rows(
-    source: str | os.PathLike[str] | Iterable[Mapping[str, Any]],
+    source: str | os.PathLike[str] | Iterable[Mapping[str, Any]], max_row_bytes: int
 ) -> tuple[str, list[tuple[int, Any]]]:
     if not isinstance(source, (str, os.PathLike)):
         return "<list>", list(enumerate(source, start=1))
@@ -107,7 +114,7 @@ def _rows(
             f"{path}: unknown dataset type {suffix!r}; use .jsonl, .json or .csv"
         )
     if suffix == ".jsonl":
-        return str(path), _jsonl(path)
+        return str(path), _jsonl(path, max_row_bytes)
     if suffix == ".json":
         data = _json(_decoded(path.read_bytes().removeprefix(_BOM), str(path), 1, 1), str(path), 1)
         if not isinstance(data, list):
@@ -120,14 +127,23 @@ def _rows(
     return str(path), _csv(path)
 
 
-def _jsonl(path: Path) -> list[tuple[int, Any]]:
+def _jsonl(path: Path, max_row_bytes: int) -> list[tuple[int, Any]]:
     rows: list[tuple[int, Any]] = []
     with path.open("rb") as f:  # lines end at "\n" only: JSON strings may hold U+2028
-        for line, raw in enumerate(f, start=1):
+        line = 0
+        while raw := f.readline(max_row_bytes + 1):  # never more than the limit held at once
+            line += 1
+            number = len(rows) + 1
+            if len(raw) > max_row_bytes:
+                problem = f"longer than max_row_bytes={max_row_bytes:,} (line {line})"
+                raise DatasetError(
+                    f"{path}: row {number} is {problem}",
+                    rows=[RowError(number, FieldError((), problem))],
+                    source=str(path),
+                )
             if line == 1:
                 raw = raw.removeprefix(_BOM)
             if raw.strip():
-                number = len(rows) + 1
                 text = _decoded(raw, str(path), number, line)
                 rows.append((number, _json(text, str(path), number)))
     return rows
