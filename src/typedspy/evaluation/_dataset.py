@@ -136,11 +136,7 @@ def _jsonl(path: Path, max_row_bytes: int) -> list[tuple[int, Any]]:
             number = len(rows) + 1
             if len(raw) > max_row_bytes:
                 problem = f"longer than max_row_bytes={max_row_bytes:,} (line {line})"
-                raise DatasetError(
-                    f"{path}: row {number} is {problem}",
-                    rows=[RowError(number, FieldError((), problem))],
-                    source=str(path),
-                )
+                raise _bad_row(str(path), number, problem)
             if line == 1:
                 raw = raw.removeprefix(_BOM)
             if raw.strip():
@@ -157,8 +153,12 @@ def _decoded(raw: bytes, name: str, number: int, line: int) -> str:
         line += raw.count(b"\n", 0, exc.start)
         column = exc.start - raw.rfind(b"\n", 0, exc.start)
         problem = f"not valid UTF-8 at line {line}, byte {column} ({exc.reason})"
-    # Not chained: the decode error holds the whole text.
-    raise DatasetError(
+    raise _bad_row(name, number, problem)  # not chained: the decode error holds the whole text
+
+
+def _bad_row(name: str, number: int, problem: str) -> DatasetError:
+    """The error for row ``number`` of ``name``, which ``is {problem}``."""
+    return DatasetError(
         f"{name}: row {number} is {problem}",
         rows=[RowError(number, FieldError((), problem))],
         source=name,
