@@ -9,7 +9,6 @@ left after those retries is mapped onto the `LMError` tree, with the SDK excepti
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -42,6 +41,7 @@ from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import LMDefaults, call_options, check_params, create_kwargs, wire_body
 from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
 from typedspy.lm._stream import LMChunk
+from typedspy.lm._wordings import redact_patterns
 from typedspy.profiles import ProbeReport, Profile, builtin, detect_profile, model_for_endpoint
 from typedspy.streaming import closing
 
@@ -530,7 +530,7 @@ def _check_client(model: str, client: object) -> None:
 def _check_url(model: str, url: str, given: bool) -> None:
     """Refuse a base URL the SDK could not send to, here rather than at the first request."""
     where = "base_url" if given else "OPENAI_BASE_URL"
-    shown = re.sub(r"(?<=//)[^/]*@", "[redacted]@", url)  # never echo a user:password@ part
+    shown = redact_patterns(url)  # never echo a user:password@ part
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 (reading it checks it)
