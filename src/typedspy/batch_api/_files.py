@@ -18,10 +18,10 @@ import asyncio
 import functools
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from typedspy._files import write_atomically
 from typedspy._json import JSONLimitError, loads
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
@@ -89,13 +89,7 @@ def write_batch_file(
         body = lm.request_body(predict._plan(lm, mode, checked, ()).base)
         line = {"custom_id": custom_id, "method": "POST", "url": _URL, "body": body}
         lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=folder, suffix=".partial", delete=False
-    ) as out:
-        out.write("".join(f"{line}\n" for line in lines))
-    os.replace(out.name, target)
+    write_atomically(path, "".join(f"{line}\n" for line in lines))
     return ids
 
 
