@@ -15,7 +15,8 @@ import respx
 
 import typedspy as ts
 from typedspy.limits import parse_reset
-from typedspy.testing import chat_completion, error_body
+from typedspy.testing import chat_completion, error_body, sse_body
+from typedspy.testing._payloads import completion_chunks
 from wire import BASE_URL, make_lm
 
 
@@ -288,6 +289,73 @@ def test_streamed_calls_are_budgeted_and_limited_too() -> None:
     assert isinstance(refused, ts.BudgetExceededError)
     assert budget.requests == 1
     assert budget.usage.total_tokens > 0
+
+
+def unreported(doubled: Any = 2, *, stream: bool = False) -> httpx.Response:
+    """A reply with no usage at all: llama-cpp-python's streams, servers that leave it out."""
+    body = chat_completion(json.dumps({"doubled": doubled}))
+    del body["usage"]
+    if not stream:
+        return httpx.Response(200, json=body)
+    content = sse_body(completion_chunks(body, include_usage=False))
+    return httpx.Response(200, content=content, headers={"content-type": "text/event-stream"})
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_reply_that_reports_no_usage_counts_its_estimate_in_a_token_budget(
+    llm: respx.MockRouter, stream: bool
+) -> None:
+    route = llm.post("/chat/completions").mock(side_effect=lambda r: unreported(stream=stream))
+    predict = ts.Predict(Double, lm=make_lm())
+
+    def call(number: int) -> ts.Prediction[Any]:
+        if stream:
+            return [e for e in predict.stream(number=number) if isinstance(e, ts.Prediction)][-1]
+        return predict(number=number)
+
+    first = ts.limits.Budget(total_tokens=100_000)
+    with ts.context(budget=first):
+        pred = call(1)
+    spent = first.usage
+    # The prompt at its estimate, the reply's 14 characters at 4 a token, rounded up.
+    assert spent.completion_tokens == 4
+    assert spent.prompt_tokens > 4
+    assert spent.total_tokens == spent.prompt_tokens + 4
+    assert pred.usage == ts.prediction.Usage()  # the prediction keeps what the endpoint said
+
+    tight = ts.limits.Budget(total_tokens=spent.total_tokens + 1)
+    with ts.context(budget=tight), pytest.raises(ts.BudgetExceededError) as refused:
+        call(1)
+        call(2)  # the same prompt again does not fit in what is left
+    assert refused.value.limit == "total_tokens"
+    assert route.call_count == 2
+
+
+def test_an_estimated_usage_leaves_the_prompt_calibration_as_reported_replies_set_it() -> None:
+    budget = ts.limits.Budget(input_tokens=10_000)
+
+    async def main() -> int:
+        hold = await budget.reserve(100)
+        hold.settle(ts.prediction.Usage(50, 5, 55))  # reported: prompts run at half the estimate
+        hold = await budget.reserve(100)
+        hold.settle(ts.prediction.Usage(100, 5, 105), calibrates=False)  # estimated
+        await budget.reserve(100)
+        return 10_000 - 150 - budget.remaining()["input_tokens"]  # what the third one holds
+
+    assert asyncio.run(main()) == 50
+
+
+def test_a_reply_that_reports_no_usage_teaches_the_rate_limit_its_completion(
+    llm: respx.MockRouter,
+) -> None:
+    llm.post("/chat/completions").mock(return_value=unreported())
+    limit = ts.limits.RateLimit(tokens_per_minute=600_000)
+
+    with ts.context(rate_limit=limit):
+        ts.Predict(Double, lm=make_lm())(number=1)
+
+    # A later charge adds the average completion seen: the estimated 4 tokens (0 unseen).
+    assert asyncio.run(limit.acquire(40)) == 44
 
 
 def test_a_cost_budget_prices_replies_with_genai_prices(llm: respx.MockRouter) -> None:

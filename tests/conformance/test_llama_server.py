@@ -92,6 +92,23 @@ def test_streaming_ends_with_a_typed_prediction(lm: ts.LM) -> None:
     assert isinstance(final.entity, Person | Company)
 
 
+def test_a_token_budget_counts_streamed_calls(lm: ts.LM) -> None:
+    # llama-cpp-python's server sends no usage on streams: the budget counts an estimate then
+    # (ADR-090), so a token limit still stops the calls.
+    budget = ts.limits.Budget(total_tokens=1_000_000)
+    with ts.context(budget=budget):
+        for event in ts.Predict(Extract, lm=lm).stream(text=TEXTS[0]):
+            final = event
+    assert isinstance(final, ts.Prediction)
+    assert budget.usage.prompt_tokens > 0
+    assert budget.usage.completion_tokens > 0
+
+    tight = ts.limits.Budget(total_tokens=budget.usage.total_tokens)
+    with ts.context(budget=tight), pytest.raises(ts.BudgetExceededError):
+        for _ in range(3):
+            list(ts.Predict(Extract, lm=lm).stream(text=TEXTS[0]))
+
+
 @ts.tool
 def lookup_age(name: str) -> int:
     """Look up a person's age in years."""

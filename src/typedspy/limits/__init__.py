@@ -2,7 +2,14 @@
 
 from typedspy.limits._budget import Budget, Reservation
 from typedspy.limits._budget import price_of as price_of
-from typedspy.limits._meter import UsageMeter, completion_cap, estimate_tokens, metering, record
+from typedspy.limits._meter import (
+    UsageMeter,
+    completion_cap,
+    estimate_tokens,
+    metering,
+    record,
+    usage_counted,
+)
 from typedspy.limits._rate import RateLimit, parse_reset
 
 __all__ = [
@@ -15,4 +22,5 @@ __all__ = [
     "metering",
     "parse_reset",
     "record",
+    "usage_counted",
 ]

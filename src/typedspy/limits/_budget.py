@@ -244,10 +244,12 @@ class Budget:
         *,
         sent: bool,
         estimate: int,
+        calibrates: bool = False,
     ) -> None:
         """A reservation ended: drop its hold, count its reply, wake the requests waiting.
 
-        ``estimate``: the prompt estimate of a settled completion (0 for anything else).
+        ``estimate``: the prompt estimate of a settled completion (0 for anything else);
+        ``calibrates``: whether its usage was reported (an estimated one teaches nothing).
         """
         with self._lock:
             self._hold(held, -1)
@@ -255,7 +257,7 @@ class Budget:
             self._cost += price
             if estimate:
                 self._completions += 1
-                if usage.prompt_tokens:
+                if calibrates and usage.prompt_tokens:
                     self._estimated += estimate
                     self._reported += usage.prompt_tokens
             if not sent:
@@ -322,8 +324,12 @@ class Reservation:
         self._open = True
         self._lock = threading.Lock()
 
-    def settle(self, usage: Usage) -> None:
-        """Replace the hold by what the reply reported (and, with a ``cost`` limit, its price).
+    def settle(self, usage: Usage, *, calibrates: bool = True) -> None:
+        """Replace the hold by what the reply cost (and, with a ``cost`` limit, its price).
+
+        Args:
+            usage: What the reply reported (or, if it reported nothing, was estimated).
+            calibrates: Whether ``usage`` was reported, so later prompt estimates learn from it.
 
         Raises:
             ConfigurationError: A ``cost`` limit, and no price is known for the model.
@@ -336,7 +342,9 @@ class Reservation:
                 self.release()  # the hold never outlives the request
                 raise
         if self._close():
-            self._budget._end(self._held, usage, price, sent=True, estimate=self._estimate)
+            self._budget._end(
+                self._held, usage, price, sent=True, estimate=self._estimate, calibrates=calibrates
+            )
 
     def release(self, *, sent: bool = True) -> None:
         """Give the hold back: the request ended without a reply to settle it with.

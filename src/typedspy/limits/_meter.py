@@ -10,9 +10,16 @@ from typing import Any
 
 from typedspy._scope import METERS, current
 from typedspy._types import Usage
-from typedspy.lm import LMRequest
+from typedspy.lm import EmbeddingResponse, LMRequest, LMResponse
 
-__all__ = ["UsageMeter", "completion_cap", "estimate_tokens", "metering", "record"]
+__all__ = [
+    "UsageMeter",
+    "completion_cap",
+    "estimate_tokens",
+    "metering",
+    "record",
+    "usage_counted",
+]
 
 _CHARS_PER_TOKEN = 4  # a rough average for English text and JSON; only used before a reply
 
@@ -77,6 +84,24 @@ def estimate_tokens(request: LMRequest) -> int:
         parts.append(request.tools)
     size = len(json.dumps(parts, ensure_ascii=False, default=str))
     return max(1, size // _CHARS_PER_TOKEN)
+
+
+def usage_counted(reply: LMResponse | EmbeddingResponse, estimate: int) -> tuple[Usage, bool]:
+    """The usage budgets and rate limits count for ``reply``, and whether the endpoint reported it.
+
+    A reply that reports no tokens at all (llama-cpp-python's streams, servers that leave
+    ``usage`` out) still cost some: it counts its prompt's ``estimate`` and its own text at
+    the same rate per token, so a token limit is not passed unseen (ADR-090).
+    """
+    usage = reply.usage
+    if usage.prompt_tokens or usage.completion_tokens or usage.total_tokens:
+        return usage, True
+    if isinstance(reply, EmbeddingResponse):
+        return Usage(estimate, 0, estimate), False
+    texts = [reply.text, reply.refusal, reply.reasoning]
+    texts += [call.name + call.arguments for call in reply.tool_calls]
+    written = -(-sum(len(t) for t in texts if t) // _CHARS_PER_TOKEN)  # rounded up
+    return Usage(estimate, written, estimate + written), False
 
 
 def completion_cap(request: LMRequest, defaults: Mapping[str, Any] | None = None) -> int | None:

@@ -20,6 +20,7 @@ from typedspy.limits import (
     completion_cap,
     estimate_tokens,
     record,
+    usage_counted,
 )
 from typedspy.lm import BaseLM, EmbeddingResponse, LMResponse
 from typedspy.pipeline._exchange import Exchange, Stage
@@ -207,15 +208,23 @@ class Admit(Stage):
         await self.settle(exchange.response)
 
     async def settle(self, response: LMResponse | EmbeddingResponse) -> None:
-        """Reconcile the rate limit and settle the reservation with what the reply reported."""
+        """Reconcile the rate limit and settle the reservation with what the reply cost.
+
+        That is what it reported, or its estimate when it reported nothing (`usage_counted`),
+        which then calibrates no later prompt estimate.
+        """
+        usage, reported = usage_counted(response, self.estimate)
         if self.rate_limit is not None:
             self.rate_limit.observe(response.headers)
             completion = isinstance(response, LMResponse)  # embeddings complete nothing
             await self.rate_limit.settle(
-                self.charged, response.usage, estimated=self.estimate, completion=completion
+                self.charged,
+                usage,
+                estimated=self.estimate if reported else None,
+                completion=completion,
             )
         if self.hold is not None:
-            self.hold.settle(response.usage)
+            self.hold.settle(usage, calibrates=reported)
 
     def fail(self, exchange: Exchange, error: BaseException | None) -> None:
         self.failed(error)
