@@ -277,7 +277,7 @@ def _problem(key: str, value: object) -> str | None:
     return _scale_problem(key, value)
 
 
-_CACHE_MODES = ("read_write", "read", "refresh", "replay", "off")
+_CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 
 
 def _scale_problem(key: str, value: object) -> str | None:
