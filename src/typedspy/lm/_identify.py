@@ -16,9 +16,9 @@ import functools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from typedspy.errors import LMError, LMStatusError
 from typedspy.lm._bound import RequestBound, counted
@@ -185,13 +185,7 @@ async def _send(lm: BaseLM, canary: Canary, timeout: float) -> Seen:
 
 
 def _has_logprobs(raw: Mapping[str, Any]) -> bool:
-    choices: Any = raw.get("choices")
-    if not isinstance(choices, Sequence) or not choices:
+    try:  # a body is decoded JSON: a missing key or an unexpected type is no logprobs
+        return bool(raw["choices"][0]["logprobs"]["content"])
+    except (KeyError, IndexError, TypeError):
         return False
-    first: Any = cast("Sequence[object]", choices)[0]
-    if not isinstance(first, Mapping):
-        return False
-    logprobs: Any = cast("Mapping[str, Any]", first).get("logprobs")
-    if not isinstance(logprobs, Mapping):
-        return False
-    return bool(cast("Mapping[str, Any]", logprobs).get("content"))
