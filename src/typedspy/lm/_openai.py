@@ -21,12 +21,7 @@ from typing_extensions import Unpack
 from typedspy._json import MAX_JSON_DEPTH
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
-from typedspy.errors import (
-    ConfigurationError,
-    LMResponseError,
-    check_int,
-    check_number,
-)
+from typedspy.errors import ConfigurationError, check_int, check_number
 from typedspy.lm._base import DEFAULT_MAX_RESPONSE_BYTES, BaseLM
 from typedspy.lm._identify import (
     DETECT_TIMEOUT,
@@ -394,22 +389,7 @@ class LM(BaseLM):
         Raises:
             LMError: As for `acomplete`, or a reply without one vector per text.
         """
-        from typedspy.lm._openai_send import rate_headers
-
-        name = model or self.model
-        raw, reply = await self._sender.embed(name, list(texts))
-        vectors = [list(item.embedding) for item in sorted(reply.data, key=lambda d: d.index)]
-        if len(vectors) != len(texts):
-            raise LMResponseError(f"{name}: {len(vectors)} embeddings for {len(texts)} texts")
-        usage = getattr(reply, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        total = int(getattr(usage, "total_tokens", 0) or prompt)
-        return EmbeddingResponse(
-            vectors,
-            Usage(prompt_tokens=prompt, total_tokens=total),
-            name,
-            rate_headers(raw.headers),
-        )
+        return await self._sender.embed(model or self.model, list(texts))
 
     async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
         """Stream one completion (``stream=True`` with ``include_usage``), chunk by chunk.

@@ -56,6 +56,7 @@ from typedspy._runtime import (
     relay_from_thread,
 )
 from typedspy._scope import current
+from typedspy._types import Usage
 from typedspy.errors import (
     ConfigurationError,
     LMConnectionError,
@@ -69,14 +70,14 @@ from typedspy.errors import (
 )
 from typedspy.lm._bound import RequestBound
 from typedspy.lm._clients import LoopClients
-from typedspy.lm._messages import LMResponse
+from typedspy.lm._messages import EmbeddingResponse, LMResponse
 from typedspy.lm._openai_transport import ResponseBodyError, http_client
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 from typedspy.lm._wordings import unsupported_feature
 from typedspy.profiles import Identification, identify_server
 from typedspy.streaming import closing
 
-__all__ = ["Sender", "rate_headers"]
+__all__ = ["Sender"]
 
 C = TypeVar("C", AsyncOpenAI, OpenAI)
 T = TypeVar("T")
@@ -214,11 +215,23 @@ class Sender:
         limits = rate_headers(raw.headers)
         return dataclasses.replace(response, headers=limits) if limits else response
 
-    async def embed(self, name: str, texts: list[str]) -> tuple[Any, Any]:
-        """Send one embeddings request: the raw response and its parsed body; errors mapped."""
+    async def embed(self, name: str, texts: list[str]) -> EmbeddingResponse:
+        """Send one embeddings request and read its reply (with its rate headers).
+
+        Raises:
+            LMResponseError: The reply has not one vector per text.
+        """
         kwargs = {"model": name, "input": texts, "encoding_format": "float"}
         raw = await self._home(lambda: self._send(kwargs, embeddings=True))
-        return raw, raw.parse()
+        reply = raw.parse()
+        vectors = [list(item.embedding) for item in sorted(reply.data, key=lambda d: d.index)]
+        if len(vectors) != len(texts):
+            raise LMResponseError(f"{name}: {len(vectors)} embeddings for {len(texts)} texts")
+        usage = getattr(reply, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        total = int(getattr(usage, "total_tokens", 0) or prompt)
+        used = Usage(prompt_tokens=prompt, total_tokens=total)
+        return EmbeddingResponse(vectors, used, name, rate_headers(raw.headers))
 
     def _home(self, send: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         """``send()``, on the background loop when the injected client is relayed (see module)."""
