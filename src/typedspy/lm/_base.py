@@ -50,6 +50,8 @@ class BaseLM(abc.ABC):
     model: str
     defaults: Mapping[str, Any] = MappingProxyType({})
     _profile: Profile | None = None
+    _max_depth: int = MAX_JSON_DEPTH  # `LM(max_json_depth=...)`
+    _max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # `LM(max_response_bytes=...)`
     _asking: str | None = None  # the base URL whose server `aidentify` is still to ask (LM)
 
     def __init__(self, model: str, *, profile: str | Profile | None = None) -> None:
@@ -93,19 +95,20 @@ class BaseLM(abc.ABC):
 
     @property
     def max_json_depth(self) -> int:
-        """Deepest nesting of objects and arrays read from this endpoint's output (256).
+        """Deepest nesting of objects and arrays read from this endpoint's output (256 by default).
 
-        Model output is parsed within it (`Predict`, streaming, ReAct's tool arguments).
+        Model output is parsed within it (`Predict`, streaming, ReAct's tool arguments); `LM`
+        reads its response bodies and stream chunks within it too.
         """
-        return MAX_JSON_DEPTH
+        return self._max_depth
 
     @property
     def max_response_bytes(self) -> int:
-        """Most bytes one reply from this endpoint may have (64 MiB).
+        """Most decoded bytes one reply from this endpoint may have (64 MiB by default).
 
         A line of a Batch API output file is held to it too (`read_batch_file`).
         """
-        return DEFAULT_MAX_RESPONSE_BYTES
+        return self._max_bytes
 
     def redact(self, text: str) -> str:
         """``text`` with this endpoint's credentials, and anything shaped like one, replaced.

@@ -258,16 +258,6 @@ class LM(BaseLM):
         return self._calls
 
     @property
-    def max_json_depth(self) -> int:
-        """Deepest nesting read from this endpoint: bodies, stream chunks, model output."""
-        return self._max_depth
-
-    @property
-    def max_response_bytes(self) -> int:
-        """Most decoded bytes of one reply (and of one line of a Batch API output file)."""
-        return self._max_bytes
-
-    @property
     def client(self) -> AsyncOpenAI:
         """The ``AsyncOpenAI`` client: the injected one, else the current event loop's.
 
