@@ -14,7 +14,7 @@ from typedspy._types import Usage
 from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError
 from typedspy.evaluation._example import Example
-from typedspy.evaluation._metric import FieldMetric, Metric, score_and_feedback
+from typedspy.evaluation._metric import FieldMetric, Metric, score
 from typedspy.evaluation._observe import Outcome, run_observed
 from typedspy.evaluation._report import EvaluationReport, ItemResult, failure_kind
 from typedspy.modules import Module
@@ -55,7 +55,7 @@ async def run_scored(
 
     async def scored(job: int, outcome: Outcome) -> None:
         try:
-            outcome.scored = await score_and_feedback(metric, devset[job], outcome.result)
+            outcome.scored = await score(metric, devset[job], outcome.result)
         except Exception as exc:  # a metric bug on one item is reported, not raised
             outcome.scored = exc
 

@@ -10,7 +10,7 @@ from typedspy.errors import ConfigurationError
 from typedspy.evaluation._compare import Comparer, exact, type_match
 from typedspy.evaluation._example import Example
 
-__all__ = ["FieldMetric", "Metric", "composite", "score", "score_and_feedback"]
+__all__ = ["FieldMetric", "Metric", "composite", "score"]
 
 Metric = Callable[
     [Example[Any], Any],
@@ -141,16 +141,12 @@ def composite(
 
 async def score(
     metric: Metric, example: Example, prediction: Any
-) -> tuple[float, dict[str, float]]:
-    """Run any metric: its score as a float and, when it has them, its per-field scores."""
-    value, per_field, _ = await score_and_feedback(metric, example, prediction)
-    return value, per_field
-
-
-async def score_and_feedback(
-    metric: Metric, example: Example, prediction: Any
 ) -> tuple[float, dict[str, float], str]:
-    """`score`, and the metric's text feedback ("" when it returned a score alone)."""
+    """Run any metric: its score as a float, its per-field scores, its text feedback.
+
+    Per-field scores are empty for a metric without them; the feedback is "" unless the
+    metric returned ``(score, feedback)``.
+    """
     if isinstance(metric, _Composite):
         parts = await metric.aper_field(example, prediction)
         return metric.combine(parts), parts, ""

@@ -223,7 +223,7 @@ class BootstrapFewShot(Optimizer):
         if outcome.error is not None or outcome.result is None:
             return False
         try:
-            value, _ = await score(self.metric, example, outcome.result)
+            value, _, _ = await score(self.metric, example, outcome.result)
         except Exception:  # a metric that fails on one prediction rejects that prediction
             return False
         return value >= self.metric_threshold
