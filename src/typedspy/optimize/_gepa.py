@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from contextlib import nullcontext
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
@@ -195,16 +194,13 @@ class GEPA(Optimizer):
         run = Run(self, program, plan, asyncio.get_running_loop())
         val = valset if valset is not None else items
         # acompile set `budget` in the context; without any, the plan's LM calls are the budget.
-        budget = get_settings().budget
-        own = Budget(requests=plan.max_calls) if budget is None else None
-        counted = own or budget
-        assert counted is not None
-        requests, tokens = counted.requests, counted.usage.total_tokens
-        with context(budget=own) if own else nullcontext():
+        budget = get_settings().budget or Budget(requests=plan.max_calls)
+        requests, tokens = budget.requests, budget.usage.total_tokens
+        with context(budget=budget):
             state = await asyncio.to_thread(run.optimize, items, val)
         if run.error is not None:
             raise run.error
-        spent = (counted.requests - requests, counted.usage.total_tokens - tokens)
+        spent = (budget.requests - requests, budget.usage.total_tokens - tokens)
         self.result = run.result(state, *spent)
         return self.result.best_candidate.apply(program)
 

@@ -187,13 +187,12 @@ class Run:
 
     def __call__(self, gepa_state: Any) -> bool:
         """The stop condition gepa asks before each iteration."""
-        state = gepa_state
         if self.stop_reason is None:
-            scores = state.program_full_scores_val_set
+            scores = gepa_state.program_full_scores_val_set
             next_one = 2 * self.minibatch + self.val  # the most the next proposal can take
             if self.proposals >= self.plan.proposals:
                 self.stop_reason = "proposals"
-            elif state.total_num_evals + next_one > self.plan.metric_calls:
+            elif gepa_state.total_num_evals + next_one > self.plan.metric_calls:
                 self.stop_reason = "metric_calls"
             elif scores and max(scores) >= self.gepa.perfect_score:
                 self.stop_reason = "perfect_score"
