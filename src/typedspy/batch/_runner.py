@@ -155,9 +155,9 @@ async def run_batch(
                 f"batch input {index} is a {type(item).__name__}, not a mapping of input "
                 "names to values (pass dicts such as {'question': ...})"
             )
+    limits = {k: options.pop(k) for k in ("budget", "rate_limit") if k in options}
     run = _Run(items, **options)
-    overrides = {k: options[k] for k in ("budget", "rate_limit") if options.get(k) is not None}
-    with context(**overrides):
+    with context(**{k: v for k, v in limits.items() if v is not None}):
         return await run.execute(module)
 
 
@@ -169,14 +169,11 @@ class _Run:
         items: list[Mapping[str, Any]],
         *,
         concurrency: int = 8,
-        rate_limit: RateLimit | None = None,
-        budget: Budget | None = None,
         timeout: float | None = None,
         max_errors: int | None = None,
         on_progress: Callable[[BatchProgress], Any] | None = None,
         progress: bool = False,
     ) -> None:
-        del rate_limit, budget  # applied through the settings by run_batch
         check_int("batch", "concurrency", concurrency, optional=False)
         check_number("batch", "timeout", timeout, unit="seconds")
         check_int("batch", "max_errors", max_errors)
