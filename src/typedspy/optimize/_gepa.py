@@ -326,14 +326,11 @@ class Costs:
         if max_metric_calls is not None:
             caps["max_metric_calls"] = _most(max_metric_calls, self.val, self.per_iteration)
         for name, left in self.limits_of(budget).items():
-            if name == "requests":
-                per = self.per_iteration * self.per_run + self.per_proposal
-                caps[name] = _most(int(left), self.val * self.per_run, per)
-            elif name == "cost":
+            if name == "cost":
                 caps[name] = self._most_priced(Decimal(left))
-            else:
-                per = self.per_iteration * self.run_tokens + self.proposal_tokens
-                caps[name] = _most(int(left), self.val * self.run_tokens, per)
+            else:  # requests or tokens: the seed's evaluation, then so much per proposal
+                cost = self.calls if name == "requests" else self.tokens
+                caps[name] = _most(int(left), cost(0), cost(1) - cost(0))
         return caps
 
     def _most_priced(self, dollars: Decimal) -> int:
