@@ -145,10 +145,11 @@ class Evaluate:
 
 
 def _item(index: int, example: Example, outcome: Outcome, failure_score: float) -> ItemResult:
+    values = example.to_dict()
     item = ItemResult(
         index=index,
-        inputs=_jsonable(example, example.inputs()),
-        expected=_jsonable(example, example.labels()),
+        inputs={k: values[k] for k in example.inputs()},
+        expected={k: values[k] for k in example.labels()},
         score=failure_score,
         seconds=outcome.seconds,
         calls=outcome.calls,
@@ -194,11 +195,6 @@ def _report(
         completion_tokens=usage.completion_tokens,
         seconds=seconds,
     )
-
-
-def _jsonable(example: Example, values: dict[str, Any]) -> dict[str, Any]:
-    data = example.to_dict()
-    return {k: data[k] for k in values}
 
 
 def _message(exc: BaseException) -> str:
