@@ -245,7 +245,8 @@ class Costs:
     per_proposal: int
     run_tokens: int
     proposal_tokens: int
-    lm: BaseLM | None
+    model: str  # the reflection model's name and endpoint, to price the tokens
+    endpoint: str | None
 
     @classmethod
     def of(
@@ -271,7 +272,8 @@ class Costs:
             per_proposal=refl_calls,
             run_tokens=estimate_tokens(items, per_run, demos),
             proposal_tokens=refl_calls * (250 + texts // 2 + minibatch * example * 2),
-            lm=lm,
+            model=lm.model if lm is not None else "",
+            endpoint=lm.endpoint if lm is not None else None,
         )
 
     @property
@@ -293,7 +295,7 @@ class Costs:
         completion = tokens // 5  # a rough split, as the token count itself is rough
         usage = Usage(tokens - completion, completion, tokens)
         try:
-            return price_of(usage, getattr(self.lm, "model", ""), _endpoint(self.lm))
+            return price_of(usage, self.model, self.endpoint)
         except ConfigurationError:  # no prices installed, or none known for the model
             return None
 
@@ -337,9 +339,8 @@ class Costs:
         """The most proposals ``dollars`` pay for (a cost limit needs prices: see `Budget`)."""
         zero, one = self.dollars(0), self.dollars(1)
         if zero is None or one is None:
-            model = getattr(self.lm, "model", "")
             raise ConfigurationError(
-                f"GEPA: a cost budget needs the model's price, and none is known for {model!r}"
+                f"GEPA: a cost budget needs the model's price, and none is known for {self.model!r}"
             )
         if zero > dollars:
             return -1
@@ -371,8 +372,3 @@ class Costs:
 def _most(limit: int, base: int, per: int) -> int:
     """The most ``n`` with ``base + n * per <= limit`` (-1 when even ``base`` does not fit)."""
     return -1 if base > limit else (limit - base) // max(per, 1)
-
-
-def _endpoint(lm: BaseLM | None) -> str | None:
-    endpoint = getattr(lm, "endpoint", None)
-    return endpoint if isinstance(endpoint, str) else None
