@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 from collections.abc import Iterator
@@ -32,6 +33,14 @@ class Sends:
         self.port = port
         self.lock = threading.Lock()
         self.writes: list[tuple[int, int]] = []  # (thread ident, socket id)
+        self.together: threading.Barrier | None = None  # set: no reply before all arrived
+
+    def answer(self, request: dict[str, Any]) -> None:
+        """The stand-in's hook: with `together` set, hold each request until the others came."""
+        del request
+        if self.together is not None:
+            with contextlib.suppress(threading.BrokenBarrierError):  # then they came one by one
+                self.together.wait()
 
     def record(self, sock: socket.socket) -> None:
         try:
@@ -51,7 +60,7 @@ class Sends:
 
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ts.LM, Sends, StandIn]]:
-    with StandIn() as server:
+    with StandIn(answer=lambda request: sends.answer(request)) as server:
         sends = Sends(server.port)
         for name in ("send", "sendall"):
             original = getattr(socket.socket, name)
@@ -93,6 +102,7 @@ def test_a_sync_batch_still_sends_its_items_concurrently(
     served: tuple[ts.LM, Sends, StandIn],
 ) -> None:
     lm, sends, _ = served
+    sends.together = threading.Barrier(2, timeout=SAFETY)  # a loaded machine cannot serialise them
     results = ts.Predict(Answer, lm=lm).batch([{"question": "a"}, {"question": "b"}])
 
     assert all(not isinstance(r, BaseException) for r in results)
