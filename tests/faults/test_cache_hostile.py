@@ -57,13 +57,14 @@ def warm() -> None:
 def nothing_left(warm: None) -> Iterator[None]:
     """No thread and no file descriptor outlives a test (a cache's thread included)."""
     gc.collect()
-    threads, fds = threading.active_count(), open_fds()
+    threads, fds = set(threading.enumerate()), open_fds()
     yield
     gc.collect()
     ends = time.monotonic() + 10
-    while threading.active_count() > threads and time.monotonic() < ends:
+    # Threads the test started; an earlier test's thread that ends meanwhile is not one of them.
+    while (left := set(threading.enumerate()) - threads) and time.monotonic() < ends:
         time.sleep(0.05)
-    assert threading.active_count() == threads, threading.enumerate()
+    assert not left, left
     assert open_fds() <= fds
 
 
