@@ -10,7 +10,7 @@ native step through its own driver. Not public API: typedspy's modules import it
 
 from __future__ import annotations
 
-from typedspy.engine._attempts import Attempts, Done, Driver, Event, run_attempts
+from typedspy.engine._attempts import Attempts, Done, Driver, Event, Reply, run_attempts
 from typedspy.engine._draft import Draft, DraftPlan, plan_draft, run_draft
 from typedspy.engine._failures import raise_for_finish, truncation_error
 from typedspy.engine._fallback import over_chain
@@ -29,6 +29,7 @@ __all__ = [
     "Driver",
     "Event",
     "Pick",
+    "Reply",
     "check_inputs",
     "content",
     "first_call_arguments",

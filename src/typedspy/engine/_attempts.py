@@ -35,7 +35,7 @@ from typedspy.retry import RetryableFailure, RetryPolicy
 from typedspy.signature import Signature
 from typedspy.streaming import RetryStarted, StreamEvent, closing
 
-__all__ = ["Attempts", "Done", "Driver", "Event", "run_attempts"]
+__all__ = ["Attempts", "Done", "Driver", "Event", "Reply", "run_attempts"]
 
 Event = StreamEvent | Prediction[Any]
 T = TypeVar("T")
@@ -46,6 +46,31 @@ class Done(Generic[T]):
     """What an attempt that needs no retry came to: the driver's result, last in the events."""
 
     value: T
+
+
+@dataclass(slots=True)
+class Reply:
+    """One attempt's reply as the loop and its driver read it.
+
+    Attributes:
+        number: The attempt's number (1 for the first request).
+        response: The reply.
+        text: Its output text (the driver's `Driver.output`: where a runaway shows), if any.
+        reasoning: Its reasoning, if any.
+    """
+
+    number: int
+    response: LMResponse
+    text: str | None
+    reasoning: str | None
+
+    def attempt(
+        self, errors: tuple[FieldError, ...] = (), kind: FailureKind | None = None
+    ) -> Attempt:
+        """The reply as one of the call's attempts (failed with ``errors`` as ``kind``)."""
+        return Attempt(
+            self.number, self.text or "", errors, self.response.usage, kind, self.reasoning
+        )
 
 
 @dataclass
@@ -117,15 +142,8 @@ class Driver(Protocol[T]):
         """The usage an error reports (a run's includes its earlier steps)."""
         ...
 
-    def read(
-        self,
-        attempts: Attempts,
-        number: int,
-        response: LMResponse,
-        text: str | None,
-        reasoning: str | None,
-    ) -> Done[T]:
-        """Read a reply (its `output`) that was not refused, filtered or cut off past use.
+    def read(self, attempts: Attempts, reply: Reply) -> Done[T]:
+        """Read a reply that was not refused, filtered or cut off past use.
 
         Raises:
             RetryableFailure: Asking again may fix it; ``attempts.feedback`` says how.
@@ -214,35 +232,29 @@ async def _attempt(
 
 def _read(driver: Driver[T], attempts: Attempts, number: int, response: LMResponse) -> Done[T]:
     driver.received(response)
-    text, reasoning = driver.output(response)
-    _runaway(driver, attempts, number, response, text, reasoning)
+    reply = Reply(number, response, *driver.output(response))
+    _runaway(driver, attempts, reply)
     if response.refusal is not None or response.finish_reason == "content_filter":
-        attempts.made.append(Attempt(number, text or "", (), response.usage, None, reasoning))
+        attempts.made.append(reply.attempt())
         raise_for_finish(
             driver.signature.__name__,
             response,
             what=driver.what,
             usage=driver.spent(attempts),
             attempts=tuple(attempts.made),
-            raw=text or "",
+            raw=reply.text or "",
         )
-    return driver.read(attempts, number, response, text, reasoning)
+    return driver.read(attempts, reply)
 
 
-def _runaway(
-    driver: Driver[Any],
-    attempts: Attempts,
-    number: int,
-    response: LMResponse,
-    text: str | None,
-    reasoning: str | None,
-) -> None:
+def _runaway(driver: Driver[Any], attempts: Attempts, reply: Reply) -> None:
     """A reply cut off at the token limit: used, re-asked once per kind, or the call's end.
 
     A whitespace loop after a complete value is read as it is (the driver says). A runaway
     reply gets the profile's re-ask (raised as a `RetryableFailure`, so the retry bound
     holds); the runaway reply itself is not sent back. Anything else raises.
     """
+    response, text, number = reply.response, reply.text, reply.number
     if response.refusal is not None or response.finish_reason != "length":
         return
     kind = truncation_kind(text)
@@ -252,7 +264,7 @@ def _runaway(
         attempts.lm.profile.observe(kind)
         return
     failure = FieldError((), f"cut off at the token limit: {kind}")
-    attempts.made.append(Attempt(number, text or "", (failure,), response.usage, kind, reasoning))
+    attempts.made.append(reply.attempt((failure,), kind))
     remedy = runaway_remedy(attempts.lm, name, number, kind, attempts.remedied)
     if remedy is None:
         raise _truncated(driver, attempts, text or "", kind)

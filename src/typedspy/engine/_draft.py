@@ -14,7 +14,7 @@ from typing import Any
 
 from typedspy._types import Attempt, FailureKind, FieldError, Usage
 from typedspy.adapter import draft_request
-from typedspy.engine._attempts import Attempts, Done, run_attempts
+from typedspy.engine._attempts import Attempts, Done, Reply, run_attempts
 from typedspy.engine._output import reply_output, request_bound
 from typedspy.engine._send import Pick, content
 from typedspy.errors import OutputDecodeError
@@ -72,27 +72,18 @@ class DraftPlan:
     def spent(self, attempts: Attempts) -> Usage:
         return attempts.usage
 
-    def read(
-        self,
-        attempts: Attempts,
-        number: int,
-        response: LMResponse,
-        text: str | None,
-        reasoning: str | None,
-    ) -> Done[Draft]:
-        answer = (text or "").strip() or (reasoning or "").strip()
+    def read(self, attempts: Attempts, reply: Reply) -> Done[Draft]:
+        answer = (reply.text or "").strip() or (reply.reasoning or "").strip()
         if answer:
-            attempts.made.append(Attempt(number, text or "", (), response.usage, None, reasoning))
+            attempts.made.append(reply.attempt())
             return Done(Draft(answer, tuple(attempts.made), attempts.requests))
         failure = FieldError((), "the model returned no answer to write as the outputs")
-        attempts.made.append(
-            Attempt(number, text or "", (failure,), response.usage, "decode_failed", reasoning)
-        )
+        attempts.made.append(reply.attempt((failure,), "decode_failed"))
         raise OutputDecodeError(
             f"{self.signature.__name__}: {self.what} was empty (think_then_format)",
             attempts=tuple(attempts.made),
             usage=attempts.usage,
-            raw=text or "",
+            raw=reply.text or "",
             errors=(failure,),
         )
 

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from typedspy._types import Attempt, FailureKind, FieldError, Usage
+from typedspy._types import FailureKind, FieldError, Usage
 from typedspy.adapter import Mode, build_request, output_schema, written_as_outputs
-from typedspy.engine._attempts import Attempts, Done, Event, run_attempts
+from typedspy.engine._attempts import Attempts, Done, Event, Reply, run_attempts
 from typedspy.engine._failures import enforcement_kind, log_failure, remedy_turn
 from typedspy.engine._send import Pick, content, first_call_arguments
 from typedspy.errors import (
@@ -87,15 +87,9 @@ class CallPlan:
     def spent(self, attempts: Attempts) -> Usage:
         return attempts.usage
 
-    def read(
-        self,
-        attempts: Attempts,
-        number: int,
-        response: LMResponse,
-        text: str | None,
-        reasoning: str | None,
-    ) -> Done[Prediction[Any]]:
+    def read(self, attempts: Attempts, reply: Reply) -> Done[Prediction[Any]]:
         lm = attempts.lm
+        number, response, text = reply.number, reply.response, reply.text
         result = _parse(self.signature, text, response, lm.max_json_depth)
         schema = output_schema(self.signature, self.mode, lm.profile).schema
         kind = self._classify(number, text, result, schema)
@@ -103,9 +97,7 @@ class CallPlan:
         vary = self._vary(attempts, number) if repeated else None
         if repeated and vary is None:
             kind = "repeated_reply"
-        attempts.made.append(
-            Attempt(number, text or "", result.errors, response.usage, kind, reasoning)
-        )
+        attempts.made.append(reply.attempt(result.errors, kind))
         if kind == "repeated_reply":  # asking again the same way would pay for the same answer
             undecoded = all(a.number in attempts.undecoded for a in attempts.made)
             error = OutputDecodeError if undecoded else OutputValidationError

@@ -30,6 +30,7 @@ from typedspy.engine import (
     Attempts,
     Done,
     Pick,
+    Reply,
     check_inputs,
     run_attempts,
     signature_of,
@@ -535,20 +536,13 @@ class NativeStep:
     def spent(self, attempts: Attempts) -> Usage:
         return self.run.usage
 
-    def read(
-        self,
-        attempts: Attempts,
-        number: int,
-        response: LMResponse,
-        text: str | None,
-        reasoning: str | None,
-    ) -> Done[TrajectoryStep]:
+    def read(self, attempts: Attempts, reply: Reply) -> Done[TrajectoryStep]:
         """The reply as a step of the trajectory, whose calls are to run.
 
         The attempt loop has ended the run already on a refused, filtered or cut-off reply.
         """
-        run = self.run
-        number = run.step + 1
+        run, response = self.run, reply.response
+        number = run.step + 1  # the step's, not the attempt's
         if response.tool_calls:
             calls = [
                 TrajectoryCall(id=c.id or f"call_{number}_{n}", name=c.name, arguments=c.arguments)
