@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from types import UnionType
 from typing import TYPE_CHECKING, Any, cast, overload
 
@@ -11,10 +11,8 @@ from typing_extensions import TypeVar, Unpack
 
 from typedspy.engine import signature_of
 from typedspy.errors import SchemaError
-from typedspy.lm import BaseLM, RequestParams
-from typedspy.modules._predict import InputsT, Predict
+from typedspy.modules._predict import InputsT, Predict, PredictOptions
 from typedspy.prediction import Reasoned
-from typedspy.settings import ModeSetting
 from typedspy.signature import OutputField, Returns, Signature, build_signature
 
 __all__ = ["ChainOfThought"]
@@ -73,12 +71,7 @@ class ChainOfThought(Predict[SigT, InputsT]):
         *,
         output: type[OutT],
         reasoning_description: str = _DEFAULT_REASONING,
-        lm: BaseLM | None = None,
-        mode: ModeSetting | None = None,
-        max_retries: int | None = None,
-        demos: Sequence[Mapping[str, Any]] | None = None,
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
+        **options: Unpack[PredictOptions],
     ) -> None: ...
 
     @overload
@@ -88,12 +81,7 @@ class ChainOfThought(Predict[SigT, InputsT]):
         *,
         output: UnionType,
         reasoning_description: str = _DEFAULT_REASONING,
-        lm: BaseLM | None = None,
-        mode: ModeSetting | None = None,
-        max_retries: int | None = None,
-        demos: Sequence[Mapping[str, Any]] | None = None,
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
+        **options: Unpack[PredictOptions],
     ) -> None: ...
 
     @overload
@@ -103,12 +91,7 @@ class ChainOfThought(Predict[SigT, InputsT]):
         *,
         output: None = None,
         reasoning_description: str = _DEFAULT_REASONING,
-        lm: BaseLM | None = None,
-        mode: ModeSetting | None = None,
-        max_retries: int | None = None,
-        demos: Sequence[Mapping[str, Any]] | None = None,
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
+        **options: Unpack[PredictOptions],
     ) -> None: ...
 
     def __init__(

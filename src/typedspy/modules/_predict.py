@@ -67,6 +67,19 @@ PredictEvent = TypeAliasType(
 """What `Predict.stream` / `astream` yield: the events of the call, then its `Prediction`."""
 
 
+class PredictOptions(RequestParams, total=False):
+    """The keywords `Predict` and `ChainOfThought` take besides the signature (see `Predict`).
+
+    Their overloads differ in the signature and ``output`` only; these are typed once, here.
+    """
+
+    lm: BaseLM | None
+    mode: ModeSetting | None
+    max_retries: int | None
+    demos: Sequence[Mapping[str, Any]] | None
+    token_budget: int | None
+
+
 class Predict(Module, Generic[SigT, InputsT]):
     """Ask a model for a signature's outputs; validate them; retry with feedback when needed.
 
@@ -113,12 +126,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         signature: str,
         *,
         output: type[OutT],
-        lm: BaseLM | None = None,
-        mode: ModeSetting | None = None,
-        max_retries: int | None = None,
-        demos: Sequence[Mapping[str, Any]] | None = None,
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
+        **options: Unpack[PredictOptions],
     ) -> None: ...
 
     @overload
@@ -127,12 +135,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         signature: str,
         *,
         output: UnionType,
-        lm: BaseLM | None = None,
-        mode: ModeSetting | None = None,
-        max_retries: int | None = None,
-        demos: Sequence[Mapping[str, Any]] | None = None,
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
+        **options: Unpack[PredictOptions],
     ) -> None: ...
 
     @overload
@@ -141,12 +144,7 @@ class Predict(Module, Generic[SigT, InputsT]):
         signature: Callable[InputsT, SigT] | str,
         *,
         output: None = None,
-        lm: BaseLM | None = None,
-        mode: ModeSetting | None = None,
-        max_retries: int | None = None,
-        demos: Sequence[Mapping[str, Any]] | None = None,
-        token_budget: int | None = None,
-        **lm_kwargs: Unpack[RequestParams],
+        **options: Unpack[PredictOptions],
     ) -> None: ...
 
     def __init__(
