@@ -106,6 +106,8 @@ class Attempts:
 class Driver(Protocol[T]):
     """What one kind of request supplies to the attempt loop.
 
+    `received` and `spent` have defaults for a driver of one call (a subclass takes them).
+
     Attributes:
         signature: The signature whose outputs a streamed reply carries (partial events).
         what: What a cut-off or filtered reply was, for messages (``"the completion"``).
@@ -135,12 +137,15 @@ class Driver(Protocol[T]):
         ...
 
     def received(self, response: LMResponse) -> None:
-        """A reply arrived (before it is read: a run counts its usage here)."""
-        ...
+        """A reply arrived (before it is read: a run counts its usage here).
+
+        By default nothing: every reply becomes one of the call's attempts.
+        """
+        del response
 
     def spent(self, attempts: Attempts) -> Usage:
-        """The usage an error reports (a run's includes its earlier steps)."""
-        ...
+        """The usage an error reports: the call's (a run's includes its earlier steps)."""
+        return attempts.usage
 
     def read(self, attempts: Attempts, reply: Reply) -> Done[T]:
         """Read a reply that was not refused, filtered or cut off past use.

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from typedspy._types import Attempt, FailureKind, FieldError, Usage
+from typedspy._types import Attempt, FailureKind, FieldError
 from typedspy.adapter import draft_request
-from typedspy.engine._attempts import Attempts, Done, Reply, run_attempts
+from typedspy.engine._attempts import Attempts, Done, Driver, Reply, run_attempts
 from typedspy.engine._output import reply_output, request_bound
 from typedspy.engine._send import Pick, content
 from typedspy.errors import OutputDecodeError
@@ -43,7 +43,7 @@ class Draft:
 
 
 @dataclass
-class DraftPlan:
+class DraftPlan(Driver[Draft]):
     """The first request of a ``think_then_format`` call: the attempt loop's driver."""
 
     signature: type[Signature]
@@ -65,12 +65,6 @@ class DraftPlan:
 
     def usable_when_cut(self, text: str, kind: FailureKind) -> bool:
         return kind == "whitespace_loop" and bool(text.strip())
-
-    def received(self, response: LMResponse) -> None:
-        del response
-
-    def spent(self, attempts: Attempts) -> Usage:
-        return attempts.usage
 
     def read(self, attempts: Attempts, reply: Reply) -> Done[Draft]:
         answer = (reply.text or "").strip() or (reply.reasoning or "").strip()

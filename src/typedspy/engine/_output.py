@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from typedspy._types import FailureKind, FieldError, Usage
 from typedspy.adapter import Mode, build_request, output_schema, written_as_outputs
-from typedspy.engine._attempts import Attempts, Done, Event, Reply, run_attempts
+from typedspy.engine._attempts import Attempts, Done, Driver, Event, Reply, run_attempts
 from typedspy.engine._failures import enforcement_kind, log_failure, remedy_turn
 from typedspy.engine._send import Pick, content, first_call_arguments
 from typedspy.errors import (
@@ -40,7 +40,7 @@ __all__ = ["CallPlan", "plan_call", "reply_output", "request_bound", "run_call"]
 
 
 @dataclass
-class CallPlan:
+class CallPlan(Driver[Prediction[Any]]):
     """One call of a signature: its request, mode and token budget, and its attempts."""
 
     signature: type[Signature]
@@ -80,12 +80,6 @@ class CallPlan:
             kind == "whitespace_loop"
             and parse_outputs(self.signature, text, max_json_depth=depth).ok
         )
-
-    def received(self, response: LMResponse) -> None:
-        del response  # every reply becomes one of the call's attempts
-
-    def spent(self, attempts: Attempts) -> Usage:
-        return attempts.usage
 
     def read(self, attempts: Attempts, reply: Reply) -> Done[Prediction[Any]]:
         lm = attempts.lm
