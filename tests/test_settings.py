@@ -172,6 +172,9 @@ def test_unknown_keys_are_rejected_with_the_valid_ones_listed() -> None:
         ("mode", ""),
         ("mode", "json"),
         ("retry_wait", -0.5),
+        ("retry_wait", float("nan")),
+        ("retry_wait", float("inf")),
+        ("deadline", float("nan")),
         ("callbacks", "print"),
     ],
 )

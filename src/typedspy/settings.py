@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -266,9 +267,12 @@ def _problem(key: str, value: object) -> str | None:
     if key == "mode" and value not in _MODES:
         return f"expected one of {list(_MODES)}"
     if key == "retry_wait" and (
-        isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)  # NaN was taken as no wait, infinity waited for ever
+        or value < 0
     ):
-        return "expected a number of seconds >= 0"
+        return "expected a finite number of seconds >= 0"
     if key in ("deadline", "stream_deadline") and not (
         value is None
         or (not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0)
