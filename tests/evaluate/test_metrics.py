@@ -135,8 +135,24 @@ def test_a_metric_returning_something_else_is_a_reported_failure() -> None:
 
     report = ts.evaluate(Fixed(), [EXAMPLE], lambda e, p: "yes")  # type: ignore[arg-type,return-value]
     assert report.failures == {"metric": 1}
-    assert report.items[0].error is not None and "return a float or a bool" in report.items[0].error
+    assert report.items[0].error is not None and "return a finite float or a bool" in report.items[0].error
     assert json.loads(report.to_json())["failures"] == {"metric": 1}
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_metric_returning_a_non_finite_score_is_a_reported_failure(value: float) -> None:
+    # A NaN (0/0 in a user's metric) made the whole report's score NaN, and an optimizer's
+    # comparisons with it false: the item is a metric failure at the failure score instead.
+    class Fixed(ts.Module):
+        async def aforward(self, **inputs: object) -> ts.Prediction[Triage]:
+            return pred()
+
+    examples = [EXAMPLE, EXAMPLE]
+    scores = iter([value, 1.0])
+    report = ts.evaluate(Fixed(), examples, lambda e, p: next(scores), concurrency=1)
+    assert report.score == 0.5
+    assert report.failures == {"metric": 1}
+    assert report.items[0].error is not None and "a finite float" in report.items[0].error
 
 
 def test_a_judge_runs_inside_each_item_its_requests_counted_and_budgeted() -> None:

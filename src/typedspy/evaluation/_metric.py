@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -159,11 +160,12 @@ async def score(
         result, feedback = result
     if isinstance(result, bool):
         value = 1.0 if result else 0.0
-    elif isinstance(result, (int, float)):
+    elif isinstance(result, (int, float)) and math.isfinite(result):
         value = float(result)
     else:
+        got = repr(result) if isinstance(result, float) else type(result).__name__
         raise ConfigurationError(
-            f"metric {metric!r} returned {type(result).__name__}; return a float or a bool, "
+            f"metric {metric!r} returned {got}; return a finite float or a bool, "
             "or (score, feedback)"
         )
     per_field: dict[str, float] = {}
