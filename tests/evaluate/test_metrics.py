@@ -135,7 +135,8 @@ def test_a_metric_returning_something_else_is_a_reported_failure() -> None:
 
     report = ts.evaluate(Fixed(), [EXAMPLE], lambda e, p: "yes")  # type: ignore[arg-type,return-value]
     assert report.failures == {"metric": 1}
-    assert report.items[0].error is not None and "return a finite float or a bool" in report.items[0].error
+    error = report.items[0].error
+    assert error is not None and "return a finite float or a bool" in error
     assert json.loads(report.to_json())["failures"] == {"metric": 1}
 
 
