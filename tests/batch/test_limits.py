@@ -135,7 +135,7 @@ def test_unreadable_reset_durations_are_ignored(value: str) -> None:
 def test_rate_limit_needs_a_positive_limit() -> None:
     with pytest.raises(ts.ConfigurationError, match="needs requests_per_minute"):
         ts.limits.RateLimit()
-    with pytest.raises(ts.ConfigurationError, match="expected a number > 0"):
+    with pytest.raises(ts.ConfigurationError, match="expected a finite number > 0"):
         ts.limits.RateLimit(requests_per_minute=0)
 
 

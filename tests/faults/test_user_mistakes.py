@@ -8,6 +8,7 @@ at the first call.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -216,6 +217,16 @@ OPTION_MISTAKES: dict[str, tuple[Callable[[], object], str]] = {
         "LM(timeout='30')",
     ),
     "lm_timeout_negative": (lambda: ts.LM("m", timeout=-1), "LM(timeout=-1)"),
+    # Infinite: the blocking client's first request raised a bare OverflowError (None is "no
+    # timeout"); a NaN cost made every budget comparison raise mid-call.
+    "lm_timeout_infinite": (lambda: ts.LM("m", timeout=math.inf), "LM(timeout=inf)"),
+    "rate_limit_infinite_pause": (
+        lambda: ts.limits.RateLimit(requests_per_minute=60, max_pause=math.inf),
+        "RateLimit(max_pause=inf)",
+    ),
+    "budget_cost_nan": (lambda: ts.limits.Budget(cost=math.nan), "Budget(cost=nan)"),
+    "budget_cost_infinite": (lambda: ts.limits.Budget(cost=math.inf), "Budget(cost=inf)"),
+    "settings_retry_wait_nan": (lambda: ts.configure(retry_wait=math.nan), "retry_wait=nan"),
     "rate_limit_str": (
         lambda: ts.limits.RateLimit(requests_per_minute="60"),  # type: ignore[arg-type]
         "RateLimit(requests_per_minute='60')",

@@ -44,7 +44,10 @@ def check_int(
 def check_number(
     owner: str, name: str, value: object, *, unit: str = "", optional: bool = True
 ) -> None:
-    """Refuse ``value`` unless it is an int or float > 0 (not a bool, not NaN), or None.
+    """Refuse ``value`` unless it is a finite int or float > 0 (not a bool), or None.
+
+    Infinity is refused too: None is how an option says "no bound", and an infinite timeout,
+    rate or pause reached the SDK or a timer as an untyped OverflowError.
 
     Args:
         owner: Who takes the option, as the message names it (``"LM"``).
@@ -61,10 +64,10 @@ def check_number(
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
-        or math.isnan(value)
+        or not math.isfinite(value)
         or value <= 0
     ):
-        _refuse(owner, name, value, f"a number{f' of {unit}' if unit else ''} > 0", optional)
+        _refuse(owner, name, value, f"a finite number{f' of {unit}' if unit else ''} > 0", optional)
 
 
 def check_instance(

@@ -81,9 +81,14 @@ class Budget:
         cost: float | Decimal | None = None,
     ) -> None:
         if cost is not None and (
-            isinstance(cost, bool) or not isinstance(cost, (int, float, Decimal)) or cost < 0
+            isinstance(cost, bool)
+            or not isinstance(cost, (int, float, Decimal))
+            or not Decimal(str(cost)).is_finite()  # a NaN made every comparison raise mid-call
+            or cost < 0
         ):
-            raise ConfigurationError(f"Budget(cost={cost!r}): expected dollars >= 0")
+            raise ConfigurationError(
+                f"Budget(cost={cost!r}): expected a finite number of dollars >= 0"
+            )
         limits = {
             "requests": requests,
             "input_tokens": input_tokens,
