@@ -9,6 +9,7 @@ type), so any OpenAI-compatible endpoint, and any `BaseLM`, speaks the same lang
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -244,6 +245,13 @@ def _usage(usage: object) -> Usage:
 
 
 def _count(value: object) -> int:
+    """A token count as the server wrote it, or 0 (not reported) where it cannot be one.
+
+    Negative, NaN, infinite or not a number: a negative count grew a budget, and NaN or 1e400
+    raised mid-call (ADR-090 then counts the reply at its estimate).
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
-    return int(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return int(value) if value >= 0 else 0

@@ -30,12 +30,13 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import json
+import math
 import os
 import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import openai
 from openai import AsyncOpenAI, OpenAI
@@ -56,7 +57,6 @@ from typedspy._runtime import (
     relay_from_thread,
 )
 from typedspy._scope import current
-from typedspy._types import Usage
 from typedspy.errors import (
     ConfigurationError,
     LMConnectionError,
@@ -70,7 +70,7 @@ from typedspy.errors import (
 )
 from typedspy.lm._bound import RequestBound
 from typedspy.lm._clients import LoopClients
-from typedspy.lm._messages import EmbeddingResponse, LMResponse
+from typedspy.lm._messages import EmbeddingResponse, LMResponse, _usage
 from typedspy.lm._openai_transport import ResponseBodyError, http_client
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 from typedspy.lm._wordings import unsupported_feature
@@ -224,14 +224,12 @@ class Sender:
         kwargs = {"model": name, "input": texts, "encoding_format": "float"}
         raw = await self._home(lambda: self._send(kwargs, embeddings=True))
         reply = raw.parse()
-        vectors = [list(item.embedding) for item in sorted(reply.data, key=lambda d: d.index)]
+        vectors = _vectors(name, reply.data)
         if len(vectors) != len(texts):
             raise LMResponseError(f"{name}: {len(vectors)} embeddings for {len(texts)} texts")
         usage = getattr(reply, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        total = int(getattr(usage, "total_tokens", 0) or prompt)
-        used = Usage(prompt_tokens=prompt, total_tokens=total)
-        return EmbeddingResponse(vectors, used, name, rate_headers(raw.headers))
+        counts = {k: getattr(usage, k, None) for k in ("prompt_tokens", "total_tokens")}
+        return EmbeddingResponse(vectors, _usage(counts), name, rate_headers(raw.headers))
 
     def _home(self, send: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         """``send()``, on the background loop when the injected client is relayed (see module)."""
@@ -558,3 +556,27 @@ def _close_at_exit(client: OpenAI) -> None:
 def _close_open() -> None:
     for client in list(_open):
         client.close()
+
+
+def _vectors(name: str, data: Any) -> list[list[float]]:
+    """An embeddings reply's vectors in input order, each a list of finite numbers.
+
+    Raises:
+        LMResponseError: The data is not a list of indexed vectors, or a vector holds something
+            other than finite numbers (NaN would rank every neighbour search at random).
+    """
+    try:
+        items = sorted(data, key=lambda item: int(item.index))
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise LMResponseError(f"{name}: the embeddings reply has no indexed vectors") from exc
+    vectors: list[list[float]] = []
+    for number, item in enumerate(items):
+        vector = getattr(item, "embedding", None)
+        if not isinstance(vector, list) or not all(map(_finite, cast("list[object]", vector))):
+            raise LMResponseError(f"{name}: embedding {number} is not a list of finite numbers")
+        vectors.append([float(x) for x in vector])
+    return vectors
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
