@@ -227,6 +227,49 @@ OPTION_MISTAKES: dict[str, tuple[Callable[[], object], str]] = {
     "budget_cost_nan": (lambda: ts.limits.Budget(cost=math.nan), "Budget(cost=nan)"),
     "budget_cost_infinite": (lambda: ts.limits.Budget(cost=math.inf), "Budget(cost=inf)"),
     "settings_retry_wait_nan": (lambda: ts.configure(retry_wait=math.nan), "retry_wait=nan"),
+    # A NaN failure score or threshold was taken: the report's score NaN, no demo ever passing.
+    "evaluate_failure_score_nan": (
+        lambda: ts.evaluate(
+            ts.Predict("q -> a"), [ts.Example(q="x", a="y")], failure_score=math.nan
+        ),
+        "evaluate(failure_score=nan)",
+    ),
+    "evaluate_failure_score_str": (
+        lambda: ts.evaluate(ts.Predict("q -> a"), [ts.Example(q="x", a="y")], failure_score="0"),  # type: ignore[arg-type]
+        "evaluate(failure_score='0')",
+    ),
+    "bootstrap_threshold_nan": (
+        lambda: ts.optimize.BootstrapFewShot(metric_threshold=math.nan),
+        "BootstrapFewShot(metric_threshold=nan)",
+    ),
+    "bootstrap_demos_str": (
+        lambda: ts.optimize.BootstrapFewShot(max_bootstrapped_demos="4"),  # type: ignore[arg-type]
+        "BootstrapFewShot(max_bootstrapped_demos='4')",
+    ),
+    "random_search_threshold_nan": (
+        lambda: ts.optimize.BootstrapFewShotWithRandomSearch(metric_threshold=math.nan),
+        "BootstrapFewShotWithRandomSearch(metric_threshold=nan)",
+    ),
+    "random_search_candidates_str": (
+        lambda: ts.optimize.BootstrapFewShotWithRandomSearch(num_candidate_programs="8"),  # type: ignore[arg-type]
+        "BootstrapFewShotWithRandomSearch(num_candidate_programs='8')",
+    ),
+    "labeled_k_str": (
+        lambda: ts.optimize.LabeledFewShot(k="2"),  # type: ignore[arg-type]
+        "LabeledFewShot(k='2')",
+    ),
+    "memory_cache_entries_nan": (
+        lambda: ts.cache.MemoryCache(max_entries=math.nan),  # type: ignore[arg-type]
+        "MemoryCache(max_entries=nan)",
+    ),
+    "memory_cache_bytes_str": (
+        lambda: ts.cache.MemoryCache(max_bytes="1"),  # type: ignore[arg-type]
+        "MemoryCache(max_bytes='1')",
+    ),
+    "memory_cache_ttl_str": (
+        lambda: ts.cache.MemoryCache(ttl="60"),  # type: ignore[arg-type]
+        "MemoryCache(ttl='60')",
+    ),
     "rate_limit_str": (
         lambda: ts.limits.RateLimit(requests_per_minute="60"),  # type: ignore[arg-type]
         "RateLimit(requests_per_minute='60')",

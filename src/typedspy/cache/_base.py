@@ -28,7 +28,7 @@ from typedspy.cache._entry import (
     read_completion,
     read_embeddings,
 )
-from typedspy.errors import CacheError, ConfigurationError
+from typedspy.errors import CacheError, check_int, check_number
 from typedspy.lm import EmbeddingResponse, LMResponse
 
 __all__ = ["Cache", "CacheMode", "FailureLog", "Flights", "StoreFailure"]
@@ -170,10 +170,8 @@ class Cache(abc.ABC):
     def __init__(
         self, *, ttl: float | None = None, max_entries: int | None = None, name: str = ""
     ) -> None:
-        if ttl is not None and not ttl > 0:
-            raise ConfigurationError(f"cache ttl={ttl!r}: expected seconds > 0 or None")
-        if max_entries is not None and (isinstance(max_entries, bool) or max_entries < 1):
-            raise ConfigurationError(f"cache max_entries={max_entries!r}: expected >= 1 or None")
+        check_number(type(self).__name__, "ttl", ttl, unit="seconds")
+        check_int(type(self).__name__, "max_entries", max_entries)
         self.ttl = ttl
         self.max_entries = max_entries
         self.hits = 0

@@ -6,7 +6,7 @@ import threading
 from collections import OrderedDict
 
 from typedspy.cache._base import Cache, StoreFailure
-from typedspy.errors import ConfigurationError
+from typedspy.errors import check_int
 
 __all__ = ["MemoryCache"]
 
@@ -40,8 +40,7 @@ class MemoryCache(Cache):
         ttl: float | None = None,
     ) -> None:
         super().__init__(ttl=ttl, max_entries=max_entries)
-        if max_bytes is not None and (isinstance(max_bytes, bool) or max_bytes < 1):
-            raise ConfigurationError(f"MemoryCache max_bytes={max_bytes!r}: expected >= 1 or None")
+        check_int("MemoryCache", "max_bytes", max_bytes)
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[float, str, int]] = OrderedDict()

@@ -82,6 +82,7 @@ from typedspy.errors._lm import (
     LMTimeoutError,
     LMUnsupportedFeatureError,
 )
+from typedspy.errors._options import check_finite as check_finite
 from typedspy.errors._options import check_instance as check_instance
 from typedspy.errors._options import check_int as check_int
 from typedspy.errors._options import check_number as check_number

@@ -14,7 +14,7 @@ import reprlib
 
 from typedspy.errors._base import ConfigurationError
 
-__all__ = ["check_instance", "check_int", "check_number"]
+__all__ = ["check_finite", "check_instance", "check_int", "check_number"]
 
 _repr = reprlib.Repr()
 _repr.maxstring = _repr.maxother = 60
@@ -68,6 +68,16 @@ def check_number(
         or value <= 0
     ):
         _refuse(owner, name, value, f"a finite number{f' of {unit}' if unit else ''} > 0", optional)
+
+
+def check_finite(owner: str, name: str, value: object) -> None:
+    """Refuse ``value`` unless it is a finite int or float (not a bool): a score, a threshold.
+
+    Raises:
+        ConfigurationError: Naming ``owner``, ``name`` and the value.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        _refuse(owner, name, value, "a finite number", False)
 
 
 def check_instance(

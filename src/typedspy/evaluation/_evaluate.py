@@ -12,7 +12,7 @@ from typing_extensions import Unpack
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
 from typedspy.batch import BatchOptions
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, check_finite
 from typedspy.evaluation._example import Example
 from typedspy.evaluation._metric import FieldMetric, Metric, score
 from typedspy.evaluation._observe import Outcome, run_observed
@@ -33,6 +33,7 @@ async def aevaluate(
     """Async `evaluate`."""
     if not devset:
         raise ConfigurationError("evaluate: the dataset is empty")
+    check_finite("evaluate", "failure_score", failure_score)
     chosen: Metric = metric if metric is not None else FieldMetric()
     start = time.perf_counter()
     outcomes = await run_scored(program, devset, chosen, **options)

@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from typedspy.errors import BudgetExceededError, ConfigurationError
+from typedspy.errors import BudgetExceededError, check_finite, check_int
 from typedspy.evaluation import (
     Example,
     FieldMetric,
@@ -113,10 +113,13 @@ class BootstrapFewShot(Optimizer):
         budget: Budget | None = None,
         verbose: bool = True,
     ) -> None:
-        if max_bootstrapped_demos < 0 or max_labeled_demos < 0:
-            raise ConfigurationError("BootstrapFewShot: demo counts must be >= 0")
-        if max_rounds < 1:
-            raise ConfigurationError("BootstrapFewShot: max_rounds must be >= 1")
+        check_bootstrap_options(
+            "BootstrapFewShot",
+            metric_threshold=metric_threshold,
+            max_bootstrapped_demos=max_bootstrapped_demos,
+            max_labeled_demos=max_labeled_demos,
+            max_rounds=max_rounds,
+        )
         self.metric = metric if metric is not None else FieldMetric()
         self.metric_threshold = metric_threshold
         self.teacher = teacher
@@ -306,3 +309,22 @@ def _same(demo: Any, example: Example) -> bool:
 def _collect(result: BootstrapResult, trace: list[TraceStep]) -> None:
     for step in trace:
         result.demos.setdefault(step.path, []).append({**step.inputs, **step.outputs})
+
+
+def check_bootstrap_options(
+    owner: str,
+    *,
+    metric_threshold: object,
+    max_bootstrapped_demos: object,
+    max_labeled_demos: object,
+    max_rounds: object,
+) -> None:
+    """Refuse bootstrap options of the wrong type or range when the optimizer is made.
+
+    Raises:
+        ConfigurationError: Naming the option (a NaN threshold passed no demo, silently).
+    """
+    check_finite(owner, "metric_threshold", metric_threshold)
+    check_int(owner, "max_bootstrapped_demos", max_bootstrapped_demos, minimum=0, optional=False)
+    check_int(owner, "max_labeled_demos", max_labeled_demos, minimum=0, optional=False)
+    check_int(owner, "max_rounds", max_rounds, optional=False)

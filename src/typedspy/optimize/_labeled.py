@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import random
 
-from typedspy.errors import ConfigurationError
+from typedspy.errors import check_int
 from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.modules import Module
 from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
@@ -49,8 +49,7 @@ class LabeledFewShot(Optimizer):
         metric: Metric | None = None,
         verbose: bool = True,
     ):
-        if k < 0:
-            raise ConfigurationError("LabeledFewShot: k must be >= 0")
+        check_int("LabeledFewShot", "k", k, minimum=0, optional=False)
         self.k, self.sample, self.seed, self.verbose = k, sample, seed, verbose
         self.stratify = stratify
         self.metric = metric if metric is not None else FieldMetric()

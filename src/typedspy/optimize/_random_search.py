@@ -6,7 +6,7 @@ import logging
 import random
 from dataclasses import dataclass
 
-from typedspy.errors import ConfigurationError
+from typedspy.errors import check_int
 from typedspy.evaluation import EvaluationReport, Example, FieldMetric, Metric, aevaluate
 from typedspy.limits import Budget
 from typedspy.modules import Module
@@ -18,7 +18,7 @@ from typedspy.optimize._base import (
     fresh_copy,
     predictors,
 )
-from typedspy.optimize._bootstrap import BootstrapFewShot
+from typedspy.optimize._bootstrap import BootstrapFewShot, check_bootstrap_options
 from typedspy.optimize._labeled import LabeledFewShot
 from typedspy.optimize._stratify import class_step
 
@@ -94,8 +94,17 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
         budget: Budget | None = None,
         verbose: bool = True,
     ) -> None:
-        if num_candidate_programs < 0:
-            raise ConfigurationError("num_candidate_programs must be >= 0")
+        owner = "BootstrapFewShotWithRandomSearch"
+        check_int(
+            owner, "num_candidate_programs", num_candidate_programs, minimum=0, optional=False
+        )
+        check_bootstrap_options(
+            owner,
+            metric_threshold=metric_threshold,
+            max_bootstrapped_demos=max_bootstrapped_demos,
+            max_labeled_demos=max_labeled_demos,
+            max_rounds=max_rounds,
+        )
         self.metric = metric if metric is not None else FieldMetric()
         self.num_candidate_programs = num_candidate_programs
         self.max_bootstrapped_demos = max_bootstrapped_demos
