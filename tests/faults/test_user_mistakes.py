@@ -266,6 +266,27 @@ OPTION_MISTAKES: dict[str, tuple[Callable[[], object], str]] = {
         lambda: ts.cache.MemoryCache(max_bytes="1"),  # type: ignore[arg-type]
         "MemoryCache(max_bytes='1')",
     ),
+    # JSON has no NaN: the SDK raised a bare ValueError when it sent the request.
+    "predict_temperature_nan": (
+        lambda: ts.Predict("question -> answer", temperature=math.nan),
+        "temperature=nan cannot be sent",
+    ),
+    "lm_extra_body_infinite": (
+        lambda: ts.LM("m", extra_body={"options": {"top_k": [1, math.inf]}}),
+        "extra_body.options.top_k[1]=inf cannot be sent",
+    ),
+    "lm_model_not_a_str": (
+        lambda: ts.LM(3),  # type: ignore[arg-type]
+        "LM(model=3): expected a model name",
+    ),
+    "knn_k_nan": (
+        lambda: ts.optimize.KNNFewShot(k=math.nan),  # type: ignore[arg-type]
+        "KNNFewShot(k=nan)",
+    ),
+    "load_dataset_signature_str": (
+        lambda: ts.evaluation.load_dataset([{"q": "x"}], "q -> a"),  # type: ignore[arg-type]
+        "not a Signature subclass",
+    ),
     "memory_cache_ttl_str": (
         lambda: ts.cache.MemoryCache(ttl="60"),  # type: ignore[arg-type]
         "MemoryCache(ttl='60')",

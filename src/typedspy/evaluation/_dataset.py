@@ -66,6 +66,11 @@ def load_dataset(
         OSError: The file cannot be read.
     """
     check_int("load_dataset", "max_row_bytes", max_row_bytes, optional=False)
+    if not (isinstance(signature, type) and issubclass(signature, Signature)):
+        raise ConfigurationError(
+            f"load_dataset: signature={signature!r} is not a Signature subclass "
+            "(for a string one, pass ts.make_signature(...))"
+        )
     name, rows = _rows(source, max_row_bytes)
     from_csv = name.lower().endswith(".csv")
     renames = dict(rename or {})

@@ -21,7 +21,7 @@ from typing_extensions import Unpack
 from typedspy._json import MAX_JSON_DEPTH
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
-from typedspy.errors import ConfigurationError, check_int, check_number
+from typedspy.errors import ConfigurationError, check_instance, check_int, check_number
 from typedspy.lm._base import DEFAULT_MAX_RESPONSE_BYTES, BaseLM
 from typedspy.lm._identify import (
     DETECT_TIMEOUT,
@@ -140,6 +140,7 @@ class LM(BaseLM):
                 f"LM({model!r}): {', '.join(given)} cannot be combined with client=; "
                 "configure the AsyncOpenAI client instead"
             )
+        check_instance("LM", "model", model, str, "a model name (a str)", optional=False)
         check_int("LM", "max_retries", max_retries, minimum=0)
         check_int("LM", "max_response_bytes", max_response_bytes)
         check_int("LM", "max_json_depth", max_json_depth)

@@ -14,9 +14,10 @@ keeps it and `create_kwargs` hands it to the SDK as it is (ADR-061).
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from typedspy.errors import ConfigurationError
 from typedspy.lm._messages import LMRequest
@@ -122,7 +123,9 @@ def check_params(params: Mapping[str, Any], *, where: str) -> None:
         ConfigurationError: A name `LM` sends itself (``model``, ``messages``, ``stream``...);
             a name the Chat Completions API does not have, with the closest known name (pass
             endpoint-specific parameters through ``extra_body={...}``); ``n`` other than 1 (one
-            completion is read per request); or an ``extra_body`` that is not a mapping.
+            completion is read per request); an ``extra_body`` that is not a mapping; or a NaN
+            or infinite number anywhere in them, which JSON cannot carry (the SDK raised a bare
+            ``ValueError`` when sending it).
     """
     reserved = sorted(set(params) & _RESERVED_PARAMS)
     if reserved:
@@ -153,6 +156,29 @@ def check_params(params: Mapping[str, Any], *, where: str) -> None:
             f"{where}: extra_body must be a mapping of parameter names to values, "
             f"got {type(extra).__name__}"
         )
+    found = _non_finite(params)
+    if found is not None:
+        raise ConfigurationError(
+            f"{where}: {found[0]}={found[1]!r} cannot be sent: JSON has no NaN or infinity"
+        )
+
+
+def _non_finite(params: Mapping[str, Any], *, most: int = 10_000) -> tuple[str, float] | None:
+    """The first NaN or infinite float in ``params`` (its path and value), if any."""
+    stack: list[tuple[str, Any]] = list(params.items())
+    while stack and most > 0:
+        most -= 1
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path, value
+        if isinstance(value, Mapping):
+            items = cast("Mapping[object, Any]", value).items()
+            stack.extend((f"{path}.{key}", item) for key, item in items)
+        elif isinstance(value, (list, tuple)):
+            stack.extend(
+                (f"{path}[{i}]", item) for i, item in enumerate(cast("Sequence[Any]", value))
+            )
+    return None
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")

@@ -266,8 +266,7 @@ class KNNFewShot(Optimizer):
         budget: Budget | None = None,
         verbose: bool = True,
     ) -> None:
-        if k < 1:
-            raise ConfigurationError("KNNFewShot: k must be >= 1")
+        check_int("KNNFewShot", "k", k, optional=False)
         self.k, self.lm, self.embedding_model, self.verbose = k, lm, embedding_model, verbose
         self.stratify = stratify
         self.metric = metric if metric is not None else FieldMetric()
