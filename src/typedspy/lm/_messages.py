@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from typedspy._types import Usage
 from typedspy.errors import LMResponseError
@@ -181,7 +181,7 @@ class LMResponse:
             raise LMResponseError("the endpoint returned a choice without a message")
         served = completion.get("model")
         return cls(
-            text=_content_text(message.get("content")),
+            text=_content_text(message.get("content"), "choices[0].message.content"),
             refusal=_non_empty(message.get("refusal")),
             finish_reason=_non_empty(choice.get("finish_reason")),
             tool_calls=_tool_calls(message.get("tool_calls")),
@@ -205,13 +205,29 @@ def _non_empty(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _content_text(content: object) -> str | None:
+def _content_text(content: object, where: str) -> str | None:
+    """The text of a message's content: a string, ``None``, or content parts (joined).
+
+    Raises:
+        LMResponseError: Content of another type (a number, an object) or a part that is not an
+            object: the endpoint's fault, named by ``where``, never blamed on the model.
+    """
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts, as a few compatible servers send
-        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        parts = cast("list[object]", content)
+        for n, part in enumerate(parts):
+            if not isinstance(part, dict):
+                raise LMResponseError(
+                    f"the endpoint sent {where}[{n}] as {_kind(part)}, not a content part"
+                )
+        texts = [cast("dict[str, object]", p).get("text") for p in parts]
         return "".join(t for t in texts if isinstance(t, str))
-    return None
+    raise LMResponseError(f"the endpoint sent {where} as {_kind(content)}, not text")
+
+
+def _kind(value: object) -> str:
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def _tool_calls(calls: object) -> tuple[ToolCall, ...]:

@@ -50,7 +50,11 @@ class LMChunk:
 
     @classmethod
     def from_dict(cls, chunk: Mapping[str, Any]) -> LMChunk:
-        """Read a decoded ``chat.completion.chunk`` body (values of the wrong type are skipped)."""
+        """Read a decoded ``chat.completion.chunk`` body (values of the wrong type are skipped).
+
+        Raises:
+            LMResponseError: The content is neither text nor content parts (as for a body).
+        """
         choices = chunk.get("choices")
         first: Mapping[str, Any] = next(
             (
@@ -66,7 +70,7 @@ class LMChunk:
         usage = chunk.get("usage")
         model = chunk.get("model")
         return cls(
-            text=_content_text(delta.get("content")) or "",
+            text=_content_text(delta.get("content"), "choices[0].delta.content") or "",
             refusal=_text(delta.get("refusal")),
             tool_calls=tuple(
                 _call_delta(tc, position)

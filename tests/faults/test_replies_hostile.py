@@ -1,0 +1,66 @@
+"""What a server sends back besides the answer text, made hostile: the reply's shape and headers.
+
+Over a real socket (`FaultServer`) under the real openai client. A reply the endpoint got wrong
+is its fault: one request, a typed error naming what was wrong, never a feedback turn that
+blames the model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import typedspy as ts
+from faults.server import FaultServer, Reply, completion_body
+
+
+class Answer(ts.Signature):
+    """Answer."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+NOT_TEXT: dict[str, Any] = {
+    "a number": 42,
+    "an object": {"answer": "4"},
+    "a bool": True,
+    "a part that is no object": ['{"answer": "4"}'],
+}
+
+
+def content_reply(content: Any, *, streamed: bool) -> Reply:
+    if not streamed:
+        return Reply.json(completion_body(content))
+    delta = {"index": 0, "delta": {"role": "assistant", "content": content}}
+    end = {"index": 0, "delta": {}, "finish_reason": "stop"}
+    return Reply.sse([{"choices": [delta]}, {"choices": [end]}])
+
+
+@pytest.mark.parametrize("content", NOT_TEXT.values(), ids=NOT_TEXT.keys())
+@pytest.mark.parametrize("streamed", [False, True], ids=["called", "streamed"])
+def test_content_that_is_not_text_is_the_endpoints_fault(content: Any, streamed: bool) -> None:
+    # On main it was read as no content: the model was told it sent none and asked again.
+    with FaultServer(content_reply(content, streamed=streamed)) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        predict = ts.Predict(Answer, lm=lm)
+        with ts.context(max_retries=2), pytest.raises(ts.errors.LMResponseError) as caught:
+            if streamed:
+                list(predict.stream(question="q"))
+            else:
+                predict(question="q")
+        lm.close()
+    assert len(server.requests) == 1
+    where = "delta" if streamed else "message"
+    assert f"choices[0].{where}.content" in str(caught.value)
+
+
+def test_content_parts_are_still_read_as_text() -> None:
+    parts = [{"type": "text", "text": '{"answer": '}, {"type": "text", "text": '"4"}'}]
+    with FaultServer(Reply.json(completion_body(parts))) as server:  # type: ignore[arg-type]
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        assert ts.Predict(Answer, lm=lm)(question="q").answer == "4"
+        lm.close()
+    assert json.loads(server.requests[0].body)["model"] == "m"
