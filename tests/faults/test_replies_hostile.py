@@ -64,3 +64,31 @@ def test_content_parts_are_still_read_as_text() -> None:
         assert ts.Predict(Answer, lm=lm)(question="q").answer == "4"
         lm.close()
     assert json.loads(server.requests[0].body)["model"] == "m"
+
+
+RETRY_AFTER = {
+    "retry-after 1e400": ({"retry-after": "1e400"}, None),
+    "retry-after-ms 1e400": ({"retry-after-ms": "1e400"}, None),
+    "retry-after inf": ({"retry-after": "inf"}, None),
+    "retry-after NaN": ({"retry-after": "NaN"}, None),
+    "retry-after -5": ({"retry-after": "-5"}, None),
+    "retry-after a date in 9999": ({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}, None),
+    "retry-after-ms 1e400, retry-after 2": ({"retry-after-ms": "1e400", "retry-after": "2"}, 2.0),
+    "retry-after 2": ({"retry-after": "2"}, 2.0),
+}
+
+
+@pytest.mark.parametrize("case", list(RETRY_AFTER))
+def test_a_429s_retry_after_is_finite_seconds_or_none(case: str) -> None:
+    # On main "1e400" made LMRateLimitError.retry_after infinite: a caller sleeping for it slept
+    # for ever (asyncio.sleep) or raised OverflowError (time.sleep).
+    headers, expected = RETRY_AFTER[case]
+    error = json.dumps({"error": {"message": "Rate limit reached"}}).encode()
+    reply = Reply(429, {"content-type": "application/json", **headers}, lambda: [error])
+    with FaultServer(reply) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        with pytest.raises(ts.errors.LMRateLimitError) as caught:
+            ts.Predict(Answer, lm=lm)(question="q")
+        lm.close()
+    assert len(server.requests) == 1
+    assert caught.value.retry_after == expected

@@ -36,7 +36,9 @@ class LMRateLimitError(LMError):
 
     Attributes:
         retry_after: Seconds the endpoint asked to wait (``Retry-After`` / ``retry-after-ms``),
-            when it said; a batch's `RateLimit` pauses every item for that long.
+            when it said so as a finite number of seconds >= 0 (``None`` for ``"1e400"``,
+            ``"NaN"``, ``"-5"`` or a date); a batch's `RateLimit` pauses every item for that
+            long.
     """
 
     retry_after: float | None = None

@@ -524,7 +524,7 @@ def rate_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or a numeric ``retry-after``; ``None`` otherwise."""
+    """Finite seconds from ``retry-after-ms`` or a numeric ``retry-after``; ``None`` otherwise."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
         if value is None:
@@ -533,7 +533,7 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
             seconds = float(value) * scale
         except ValueError:
             continue  # an HTTP date: the SDK already waited for it between its retries
-        if seconds >= 0:
+        if math.isfinite(seconds) and seconds >= 0:  # "1e400" is no number of seconds
             return seconds
     return None
 
