@@ -137,8 +137,15 @@ def _gzip_zeros(total: int, block: int = 1 << 20) -> Iterator[bytes]:
 class FaultServer:
     """The server: ``url`` is its ``/v1`` base URL, ``requests`` what it received."""
 
-    def __init__(self, *replies: Reply, max_requests: int = 200, lifetime: float = 30.0) -> None:
+    def __init__(
+        self,
+        *replies: Reply,
+        max_requests: int = 200,
+        lifetime: float = 30.0,
+        models: Reply | None = None,
+    ) -> None:
         self.replies = list(replies) or [Reply.completion("{}")]
+        self.models = models  # the answer to GET /models (else OpenAI's, see `_next`)
         self.requests: list[Seen] = []
         self.models_requests = 0
         self.max_requests = max_requests
@@ -187,6 +194,8 @@ class FaultServer:
             # An LM asks an unknown base URL which server it is (ADR-084): answer as OpenAI does,
             # apart from the requests a test scripts replies for.
             self.models_requests += 1
+            if self.models is not None:
+                return self.models
             listed = Reply.json({"object": "list", "data": [{"id": "m", "owned_by": "system"}]})
             return dataclasses.replace(
                 listed, headers={**listed.headers, "openai-version": "2020-10-01"}

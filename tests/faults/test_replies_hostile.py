@@ -8,6 +8,7 @@ blames the model.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -92,3 +93,31 @@ def test_a_429s_retry_after_is_finite_seconds_or_none(case: str) -> None:
         lm.close()
     assert len(server.requests) == 1
     assert caught.value.retry_after == expected
+
+
+MODELS = {
+    "a thousand owners": (
+        {"data": [{"id": f"m{i}", "owned_by": f"org-{i:04d}-" + "x" * 2_000} for i in range(1_000)]},
+        "and 995 more",
+    ),
+    "one owner of a megabyte": ({"data": [{"id": "m", "owned_by": "x" * (1 << 20)}]}, "..."),
+    "an owner that is an object": ({"data": [{"id": "m", "owned_by": {"a": [1] * 50_000}}]}, "..."),
+}
+
+
+@pytest.mark.parametrize("case", list(MODELS))
+def test_a_models_list_no_server_wrote_is_one_short_line(
+    case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # On main the warning quoted every owner whole: 2 MB for a thousand long ones.
+    body, shown = MODELS[case]
+    with (
+        FaultServer(Reply.completion('{"answer": "4"}'), models=Reply.json(body)) as server,
+        caplog.at_level(logging.INFO, "typedspy"),
+    ):
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        assert ts.Predict(Answer, lm=lm)(question="q").answer == "4"
+        assert lm.profile.name == "generic"
+        lm.close()
+    (line,) = [r.getMessage() for r in caplog.records if "gets profile" in r.getMessage()]
+    assert len(line) < 500 and shown in line and "\n" not in line

@@ -49,6 +49,9 @@ _OWNERS: dict[str, tuple[str, str]] = {
 }
 
 
+_SHOWN = 5  # owners a reason names
+
+
 @dataclass(frozen=True)
 class Identification:
     """What one ``GET /models`` said about the server behind a base URL.
@@ -80,7 +83,8 @@ def identify_server(
         return Identification("generic", f"GET /models failed ({failure or 'no reply'})")
     lower = {str(k).lower(): str(v) for k, v in headers.items()}
     if "openai-version" in lower:
-        return Identification("openai", f"openai-version: {lower['openai-version']} header")
+        version = lower["openai-version"][:40]
+        return Identification("openai", f"openai-version: {version} header")
     if status != 200:
         return Identification("generic", f"GET /models answered {status}")
     entries = _entries(body)
@@ -92,7 +96,14 @@ def identify_server(
         return Identification(profile, f"{server}: owned_by {owners[0]!r}")
     if owners == ["me"] and all("permissions" in e for e in entries):
         return Identification("llama-cpp-python", "llama-cpp-python: owned_by 'me', permissions")
-    return Identification("generic", f"no known server's models list (owned_by {owners})")
+    return Identification("generic", f"no known server's models list (owned_by {_few(owners)})")
+
+
+def _few(owners: list[str]) -> str:
+    """The first owners, each cut short, and how many more: one line, however long the list."""
+    shown = ", ".join(repr(o if len(o) <= 40 else o[:37] + "...") for o in owners[:_SHOWN])
+    more = len(owners) - _SHOWN
+    return f"[{shown}{f', and {more} more' if more > 0 else ''}]"
 
 
 def _entries(body: object) -> list[Mapping[str, Any]]:
