@@ -121,3 +121,54 @@ def test_a_models_list_no_server_wrote_is_one_short_line(
         lm.close()
     (line,) = [r.getMessage() for r in caplog.records if "gets profile" in r.getMessage()]
     assert len(line) < 500 and shown in line and "\n" not in line
+
+
+def search(query: str) -> str:
+    """Search."""
+    return f"found {query}"
+
+
+def tool_calls(*calls: tuple[Any, str, str], streamed: bool) -> Reply:
+    listed = [
+        {"id": i, "type": "function", "function": {"name": name, "arguments": arguments}}
+        for i, name, arguments in calls
+    ]
+    if not streamed:
+        return Reply.completion(None, tool_calls=listed)
+    delta = {"tool_calls": [{"index": n, **c} for n, c in enumerate(listed)]}
+    end = {"index": 0, "delta": {}, "finish_reason": "tool_calls"}
+    return Reply.sse([{"choices": [{"index": 0, "delta": delta}]}, {"choices": [end]}])
+
+
+IDS: dict[str, list[Any]] = {
+    "the same id twice": ["a", "a"],
+    "an id that is an object, then a number": [{"x": 1}, 5],
+    "a made-up id taken by the model": ["call_1_2", None],
+}
+
+
+@pytest.mark.parametrize("ids", IDS.values(), ids=IDS.keys())
+@pytest.mark.parametrize("streamed", [False, True], ids=["called", "streamed"])
+def test_each_tool_call_of_a_step_has_its_own_string_id(ids: list[Any], streamed: bool) -> None:
+    # On main two calls sharing an id were answered by two tool messages with that one id, and
+    # an id that is no string was its Python repr ("{'x': 1}").
+    first = tool_calls(
+        (ids[0], "search", '{"query": "x"}'), (ids[1], "search", '{"query": "y"}'), streamed=streamed
+    )
+    done = tool_calls(("z", "finish", '{"answer": "done"}'), streamed=streamed)
+    with FaultServer(first, done) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        agent = ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3)
+        if streamed:
+            events = list(agent.stream(question="q"))
+            answer = events[-1].answer
+        else:
+            answer = agent(question="q").answer
+        lm.close()
+    assert answer == "done"
+    messages = server.requests[1].json()["messages"]
+    (asked,) = [m for m in messages if m.get("tool_calls")]
+    answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    made = [c["id"] for c in asked["tool_calls"]]
+    assert answered == made and len(set(made)) == 2
+    assert all(isinstance(i, str) and i and "{" not in i for i in made)

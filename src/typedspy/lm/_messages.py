@@ -241,10 +241,11 @@ def _tool_calls(calls: object) -> tuple[ToolCall, ...]:
         arguments = function.get("arguments")
         if not isinstance(arguments, str):  # a few servers send the object itself
             arguments = json.dumps(arguments if arguments is not None else {})
+        # An id or name that is no string is none, as in a stream (an agent makes up an id).
         found.append(
             ToolCall(
-                id=str(call.get("id") or ""),
-                name=str(function.get("name") or ""),
+                id=_non_empty(call.get("id")) or "",
+                name=_non_empty(function.get("name")) or "",
                 arguments=arguments,
             )
         )
