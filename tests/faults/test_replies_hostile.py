@@ -97,7 +97,11 @@ def test_a_429s_retry_after_is_finite_seconds_or_none(case: str) -> None:
 
 MODELS = {
     "a thousand owners": (
-        {"data": [{"id": f"m{i}", "owned_by": f"org-{i:04d}-" + "x" * 2_000} for i in range(1_000)]},
+        {
+            "data": [
+                {"id": f"m{i}", "owned_by": f"org-{i:04d}-" + "x" * 2_000} for i in range(1_000)
+            ]
+        },
         "and 995 more",
     ),
     "one owner of a megabyte": ({"data": [{"id": "m", "owned_by": "x" * (1 << 20)}]}, "..."),
@@ -153,7 +157,9 @@ def test_each_tool_call_of_a_step_has_its_own_string_id(ids: list[Any], streamed
     # On main two calls sharing an id were answered by two tool messages with that one id, and
     # an id that is no string was its Python repr ("{'x': 1}").
     first = tool_calls(
-        (ids[0], "search", '{"query": "x"}'), (ids[1], "search", '{"query": "y"}'), streamed=streamed
+        (ids[0], "search", '{"query": "x"}'),
+        (ids[1], "search", '{"query": "y"}'),
+        streamed=streamed,
     )
     done = tool_calls(("z", "finish", '{"answer": "done"}'), streamed=streamed)
     with FaultServer(first, done) as server:
