@@ -535,6 +535,21 @@ def test_tools_mode_feedback_is_the_tool_reply_to_the_forced_call(
     assert pred.action == CompleteTask(task_id="T-7", result="shipped")
 
 
+def test_a_forced_call_without_an_id_is_answered_under_one_made_up(
+    llm: respx.MockRouter,
+) -> None:
+    # A server that sends no id: an empty tool_call_id is refused by strict servers.
+    idless = tool_reply("Decide", BAD_PRIORITY).json()
+    del idless["choices"][0]["message"]["tool_calls"][0]["id"]
+    route = llm.post("/chat/completions").mock(
+        side_effect=[httpx.Response(200, json=idless), tool_reply("Decide", GOOD)]
+    )
+    ts.Predict(Decide, lm=make_lm(), mode="tools")(task="Ship it")
+
+    assistant, answer = sent(route)[1]["messages"][2:]
+    assert assistant["tool_calls"][0]["id"] == answer["tool_call_id"] == "call_1"
+
+
 def test_exhausted_retries_raise_with_every_attempt_and_flat_request_size(
     llm: respx.MockRouter,
 ) -> None:

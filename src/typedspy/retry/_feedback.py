@@ -51,13 +51,14 @@ def feedback_messages(
     """
     text = feedback_text(kind, errors, schema)
     if tool_call is not None:
+        call_id = tool_call.id or "call_1"  # a server that sent none: the API needs one to answer
         call = {
-            "id": tool_call.id,
+            "id": call_id,
             "type": "function",
             "function": {"name": tool_call.name, "arguments": tool_call.arguments},
         }
         return [
             {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": tool_call.id, "content": text},
+            {"role": "tool", "tool_call_id": call_id, "content": text},
         ]
     return [{"role": "assistant", "content": raw}, {"role": "user", "content": text}]
