@@ -12,7 +12,14 @@ from typedspy.errors import ConfigurationError, SavedStateError
 from typedspy.parse import field_value
 from typedspy.program import PredictorState, listed, too_deep, under
 from typedspy.schema import compile_schema
-from typedspy.signature import FieldTexts, Signature, texts_errors, texts_of, to_jsonable_fields
+from typedspy.signature import (
+    FieldTexts,
+    Signature,
+    texts_errors,
+    texts_of,
+    to_jsonable_fields,
+    unsendable,
+)
 
 __all__ = [
     "checked_demos",
@@ -63,7 +70,8 @@ def checked_demos(sig: type[Signature], demos: object) -> list[Mapping[str, Any]
 
     Raises:
         ConfigurationError: Not a sequence of mappings, an unknown key, a demo with no
-            output, or a value of the wrong type; the message names the demo and the field.
+            output, a value of the wrong type or one JSON cannot write; the message names the
+            demo and the field.
     """
     if isinstance(demos, (str, bytes, Mapping)) or not isinstance(demos, Sequence):
         raise ConfigurationError(
@@ -86,7 +94,8 @@ def demo_errors(sig: type[Signature], demo: Mapping[str, Any]) -> list[FieldErro
     """What is wrong with ``demo`` as a demo of ``sig`` (paths start at the field name).
 
     Every key must name an input or output field, at least one output must be shown, and each
-    value must validate against its field's type. Empty when the demo fits.
+    value must validate against its field's type and be one JSON can write (not an ``object()``,
+    nor a value that contains itself). Empty when the demo fits.
     """
     return _typed(sig, demo)[1]
 
@@ -113,7 +122,10 @@ def _typed(
         for name in model.model_fields:
             if name not in demo:
                 continue
-            value, wrong = field_value(model, name, demo[name], declared[name].annotation)
+            annotation = declared[name].annotation
+            value, wrong = field_value(model, name, demo[name], annotation)
+            if not wrong and (problem := unsendable(value, annotation)):
+                wrong = [FieldError((name,), f"cannot be sent: {problem}")]
             problems += wrong
             if not wrong:
                 typed[name] = value

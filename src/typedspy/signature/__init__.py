@@ -11,6 +11,7 @@ from typedspy.signature._dispatch import is_union as is_union
 from typedspy.signature._dispatch import resolve_name as resolve_name
 from typedspy.signature._dispatch import to_jsonable
 from typedspy.signature._dispatch import to_jsonable_fields as to_jsonable_fields
+from typedspy.signature._dispatch import unsendable as unsendable
 from typedspy.signature._dispatch import wire_names as wire_names
 from typedspy.signature._fields import InputField, OutputField
 from typedspy.signature._fields import without_role as without_role

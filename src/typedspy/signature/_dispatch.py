@@ -18,6 +18,7 @@ from pydantic import BaseModel, Discriminator, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError, to_jsonable_python
 
+from typedspy._json import MAX_JSON_DEPTH
 from typedspy._json import loads as bounded_loads
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "strip_type_key",
     "to_jsonable",
     "to_jsonable_fields",
+    "unsendable",
     "user_discriminated",
     "wire_names",
 ]
@@ -298,32 +300,57 @@ def to_jsonable(value: Any, annotation: Any = None) -> Any:
         ts.signature.to_jsonable(SpawnTask(description="x", priority="high"))
         # {"_type": "SpawnTask", "description": "x", "priority": "high"}
         ```
+
+    Raises:
+        ValueError: ``value`` nests containers deeper than `MAX_JSON_DEPTH` levels (or contains
+            itself), or holds a value Pydantic cannot serialise (an ``object()``, a function,
+            bytes that are not UTF-8).
     """
+    return _jsonable(value, annotation, MAX_JSON_DEPTH)
+
+
+def unsendable(value: Any, annotation: Any = None) -> str | None:
+    """Why ``value`` cannot be written as JSON for the model to read; None when it can."""
+    try:
+        json.dumps(to_jsonable(value, annotation), ensure_ascii=False)
+    except UnicodeDecodeError as exc:
+        return f"bytes that are not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except (TypeError, ValueError) as exc:  # an integer past sys.get_int_max_str_digits()
+        return str(exc)
+    return None
+
+
+def _jsonable(value: Any, annotation: Any, room: int) -> Any:
+    """`to_jsonable` with ``room`` levels of containers left (no recursion past it)."""
+    if room < 0:
+        raise ValueError(
+            f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth), or contains itself"
+        )
     origin = get_origin(annotation)
     if origin is Annotated:
         inner = get_args(annotation)[0]
         if user_discriminated(annotation.__metadata__):
             # The user's own Literal tag tells the members apart: no `_type` (as in the schema).
-            return to_jsonable(value, _member_annotation(inner, value))
-        return to_jsonable(value, inner)
+            return _jsonable(value, _member_annotation(inner, value), room)
+        return _jsonable(value, inner, room)
     if origin in (Union, types.UnionType):
         models = _union_models(annotation)
         if isinstance(value, BaseModel) and type(value) in models:
             name = wire_names(models)[models.index(type(value))]
-            return _model(value, name)
-        return to_jsonable(value, _member_annotation(annotation, value))
+            return _model(value, name, room)
+        return _jsonable(value, _member_annotation(annotation, value), room)
     if isinstance(value, BaseModel):
         tag = type(value).__name__ if annotation is None else None
-        return _model(value, tag)
+        return _model(value, tag, room)
     if isinstance(value, Mapping):
         value_type = get_args(annotation)[1] if len(get_args(annotation)) == 2 else None
-        return {str(k): to_jsonable(v, value_type) for k, v in value.items()}
+        return {str(k): _jsonable(v, value_type, room - 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         args = get_args(annotation)
         if origin is tuple and args and args[-1] is not Ellipsis:
-            return [to_jsonable(v, a) for v, a in zip(value, args, strict=False)]
+            return [_jsonable(v, a, room - 1) for v, a in zip(value, args, strict=False)]
         item = args[0] if args else None
-        return [to_jsonable(v, item) for v in value]
+        return [_jsonable(v, item, room - 1) for v in value]
     return to_jsonable_python(value)
 
 
@@ -340,7 +367,7 @@ def to_jsonable_fields(
     }
 
 
-def _model(value: BaseModel, tag: str | None) -> dict[str, Any]:
+def _model(value: BaseModel, tag: str | None, room: int) -> dict[str, Any]:
     out: dict[str, Any] = {TYPE_KEY: tag} if tag else {}
     for name, info in type(value).model_fields.items():
         if info.exclude:
@@ -348,5 +375,5 @@ def _model(value: BaseModel, tag: str | None) -> dict[str, Any]:
         annotation: Any = info.annotation
         if info.discriminator is not None:
             annotation = Annotated[annotation, info]
-        out[info.alias or name] = to_jsonable(getattr(value, name), annotation)
+        out[info.alias or name] = _jsonable(getattr(value, name), annotation, room - 1)
     return out
