@@ -17,7 +17,7 @@ from typedspy._types import FieldError
 from typedspy.errors import ToolArgumentsError, ToolError
 from typedspy.parse import LenientDecodeError, decode_lenient, field_errors
 from typedspy.prediction import Prediction
-from typedspy.signature import Signature, is_union
+from typedspy.signature import Signature, is_union, unsendable
 
 __all__ = ["check_arguments", "check_result"]
 
@@ -83,7 +83,8 @@ def check_result(
         The outputs by name, as validated Python values.
 
     Raises:
-        ToolError: The result has no usable shape or fails validation (``errors`` set).
+        ToolError: The result has no usable shape, fails validation, or holds a value JSON
+            cannot write for the model (``errors`` set).
     """
     fields = signature.output_fields
     data: Mapping[str, Any]
@@ -113,7 +114,15 @@ def check_result(
             tool=tool,
             errors=errors,
         ) from exc
-    return {name: getattr(model, name) for name in fields}
+    outputs = {name: getattr(model, name) for name in fields}
+    for name, value in outputs.items():
+        if problem := unsendable(value, fields[name].annotation):
+            raise ToolError(
+                f"{tool}: output {name!r} cannot be sent to the model: {problem}",
+                tool=tool,
+                errors=[FieldError((name,), problem)],
+            )
+    return outputs
 
 
 def _decode(tool: str, arguments: object) -> dict[str, Any]:
