@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from typedspy._json import MAX_JSON_DEPTH, depth_exceeded
+from typedspy.errors import InputError
 from typedspy.lm import ChatMessage
 
 __all__ = ["History", "history_messages"]
@@ -21,16 +24,19 @@ class History:
         history.add_message("assistant", "Hello.")
         predict(question="And now?", history=history)
         ```
+
+    Raises:
+        InputError: A message that is not a mapping with a string ``role`` JSON can write
+            (checked here and at every call, see `history_messages`).
     """
 
     def __init__(
         self, system_prompt: str | None = None, messages: list[ChatMessage] | None = None
     ) -> None:
         self.system_prompt = system_prompt
-        self._messages: list[ChatMessage] = [
-            m for m in (messages or []) if m.get("role") != "system"
-        ]
-        for m in messages or []:
+        messages = history_messages(messages)  # each checked, as at every call
+        self._messages: list[ChatMessage] = [m for m in messages if m.get("role") != "system"]
+        for m in messages:
             if m.get("role") == "system" and self.system_prompt is None:
                 self.system_prompt = str(m.get("content") or "")
 
@@ -74,9 +80,36 @@ class History:
 
 
 def history_messages(history: History | Sequence[ChatMessage] | None) -> list[ChatMessage]:
-    """The messages of a `History`, a list of messages, or nothing."""
+    """The messages of a `History`, a list of messages, or nothing.
+
+    Raises:
+        InputError: ``history`` is none of those, or a message is not a mapping with a string
+            ``role`` that JSON can write (the message names its index in the messages).
+    """
     if history is None:
         return []
-    if isinstance(history, History):
-        return history.messages
-    return list(history)
+    messages = history.messages if isinstance(history, History) else history
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise InputError(
+            f"history must be a ts.History or a list of messages, not {type(messages).__name__}"
+        )
+    for index, message in enumerate(messages):
+        if problem := _unsendable(message):
+            raise InputError(f"history message {index}: {problem}")
+    return list(messages)
+
+
+def _unsendable(message: object) -> str | None:
+    if not isinstance(message, Mapping):
+        return (
+            f"a message is a mapping such as {{'role': 'user', ...}}, not {type(message).__name__}"
+        )
+    if not isinstance(message.get("role"), str):
+        return "a message needs a string 'role' ('user', 'assistant', 'tool' or 'system')"
+    if depth_exceeded(dict(message), MAX_JSON_DEPTH):
+        return f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth), or contains itself"
+    try:
+        json.dumps(message)
+    except (TypeError, ValueError) as exc:
+        return f"not JSON: {exc}"
+    return None
