@@ -160,6 +160,26 @@ def test_a_signature_mistake_is_a_schema_error_at_class_definition(name: str) ->
         assert word in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "field", ["instructions", "input_fields", "output_fields", "input_model", "with_instructions"]
+)
+@pytest.mark.parametrize("role", ["input", "output"])
+def test_a_field_named_as_the_signature_s_own_attribute_is_a_schema_error(
+    field: str, role: str
+) -> None:
+    # It raised "S is the Signature base class, not a signature" (or, for with_instructions,
+    # a Pydantic warning, then a class whose method the field shadowed).
+    text = f"{field} -> answer" if role == "input" else f"question -> {field}"
+    with pytest.raises(ts.SchemaError, match=rf"\.{field}: the name '{field}' is the signature's"):
+        ts.make_signature(text)
+    marker = ts.InputField() if role == "input" else ts.OutputField()
+    namespace = {"__annotations__": {field: str, "other": str}, field: marker}
+    namespace["other"] = ts.OutputField() if role == "input" else ts.InputField()
+    with pytest.raises(ts.SchemaError) as caught:
+        type("Own", (ts.Signature,), {"__doc__": "Own.", **namespace})
+    assert caught.value.path == (field,)
+
+
 class Handle:
     """A type Pydantic validates (by ``isinstance``) but has no JSON schema for."""
 

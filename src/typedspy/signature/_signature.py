@@ -120,6 +120,12 @@ def _check_field_names(name: str, annotations: Any, namespace: dict[str, Any]) -
                 f"names as private attributes, not fields){tag}; rename it (e.g. {rename!r})",
                 path=(field,),
             )
+        if field in _OWN_NAMES:
+            raise SchemaError(
+                f"{name}.{field}: the name {field!r} is the signature's own "
+                f"({name}.{field}); rename the field",
+                path=(field,),
+            )
         if field == "model_config" or (
             not field.startswith("_") and hasattr(BaseModel, field) and field != "__doc__"
         ):
@@ -128,6 +134,13 @@ def _check_field_names(name: str, annotations: Any, namespace: dict[str, Any]) -
                 f"(BaseModel.{field}); rename the field",
                 path=(field,),
             )
+
+
+# What a signature class answers itself (``Sig.instructions``): a field of that name would be
+# shadowed by it, and reading the class's fields while it is built fails.
+_OWN_NAMES = frozenset(
+    {n for n in vars(_SignatureMeta) if not n.startswith("_")} | {"with_instructions"}
+)
 
 
 def _spec(cls: type) -> SignatureSpec:
