@@ -180,6 +180,28 @@ def test_a_field_named_as_the_signature_s_own_attribute_is_a_schema_error(
     assert caught.value.path == (field,)
 
 
+@pytest.mark.parametrize(
+    ("annotation", "constraint", "cause"),
+    [
+        (str, {"pattern": "(\\d+"}, "unclosed group"),
+        (str, {"max_length": 10**30}, "int too big"),
+        (int, {"le": math.inf}, "'le' must be coercible to an integer"),
+    ],
+)
+@pytest.mark.parametrize("role", ["input", "output"])
+def test_a_constraint_pydantic_cannot_build_is_a_schema_error_naming_the_field(
+    annotation: type, constraint: dict[str, Any], cause: str, role: str
+) -> None:
+    # It raised pydantic_core's SchemaError, outside the ts.TypedspyError tree.
+    marker = ts.InputField(**constraint) if role == "input" else ts.OutputField(**constraint)
+    other = ts.OutputField() if role == "input" else ts.InputField()
+    namespace = {"__annotations__": {"field": annotation, "other": str}, "field": marker}
+    with pytest.raises(ts.SchemaError, match=r"Bad\.field: its type or constraints") as caught:
+        type("Bad", (ts.Signature,), {"__doc__": "Bad.", **namespace, "other": other})
+    assert caught.value.path == ("field",)
+    assert cause in str(caught.value)
+
+
 class Handle:
     """A type Pydantic validates (by ``isinstance``) but has no JSON schema for."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copyreg
 import inspect
+import re
 import sys
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
@@ -20,6 +21,7 @@ from pydantic import (
 from pydantic._internal._model_construction import ModelMetaclass, build_lenient_weakvaluedict
 from pydantic._internal._typing_extra import parent_frame_namespace
 from pydantic.fields import FieldInfo
+from pydantic_core import SchemaError as CoreSchemaError
 from typing_extensions import dataclass_transform
 
 from typedspy.errors import SchemaError
@@ -72,7 +74,10 @@ class _SignatureMeta(ModelMetaclass):
             parent = parent_frame_namespace()
             namespace["__pydantic_parent_namespace__"] = build_lenient_weakvaluedict(parent)
             kwargs["__pydantic_reset_parent_namespace__"] = False
-        cls: type = super().__new__(mcs, name, bases, namespace, **kwargs)
+        try:
+            cls: type = super().__new__(mcs, name, bases, namespace, **kwargs)
+        except CoreSchemaError as exc:  # a constraint Pydantic cannot build: pattern="(", 10**30
+            raise _unbuildable(name, str(exc)) from None
         return cls
 
     @property
@@ -141,6 +146,17 @@ def _check_field_names(name: str, annotations: Any, namespace: dict[str, Any]) -
 _OWN_NAMES = frozenset(
     {n for n in vars(_SignatureMeta) if not n.startswith("_")} | {"with_instructions"}
 )
+
+
+def _unbuildable(name: str, message: str) -> SchemaError:
+    """The error for a field Pydantic cannot build a validator for, naming it where it says."""
+    field = re.search(r'Field "([^"]+)"', message)
+    cause = message.rsplit("\n", 1)[-1].strip()
+    where = f"{name}.{field.group(1)}" if field else name
+    return SchemaError(
+        f"{where}: its type or constraints cannot be checked ({cause})",
+        path=(field.group(1),) if field else (),
+    )
 
 
 def _spec(cls: type) -> SignatureSpec:
