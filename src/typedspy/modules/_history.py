@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from typedspy._json import MAX_JSON_DEPTH, depth_exceeded
 from typedspy.errors import InputError
@@ -88,28 +88,29 @@ def history_messages(history: History | Sequence[ChatMessage] | None) -> list[Ch
     """
     if history is None:
         return []
-    messages = history.messages if isinstance(history, History) else history
+    # What a caller hands may be anything (a string, a dict): checked, not trusted to its type.
+    messages = cast("object", history.messages if isinstance(history, History) else history)
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
         raise InputError(
             f"history must be a ts.History or a list of messages, not {type(messages).__name__}"
         )
-    for index, message in enumerate(messages):
+    for index, message in enumerate(cast("Sequence[object]", messages)):
         if problem := _unsendable(message):
             raise InputError(f"history message {index}: {problem}")
-    return list(messages)
+    return list(cast("Sequence[ChatMessage]", messages))
 
 
 def _unsendable(message: object) -> str | None:
     if not isinstance(message, Mapping):
-        return (
-            f"a message is a mapping such as {{'role': 'user', ...}}, not {type(message).__name__}"
-        )
-    if not isinstance(message.get("role"), str):
+        kind = type(message).__name__
+        return f"a message is a mapping such as {{'role': 'user', ...}}, not {kind}"
+    checked = dict(cast("Mapping[str, Any]", message))
+    if not isinstance(checked.get("role"), str):
         return "a message needs a string 'role' ('user', 'assistant', 'tool' or 'system')"
-    if depth_exceeded(dict(message), MAX_JSON_DEPTH):
+    if depth_exceeded(checked, MAX_JSON_DEPTH):
         return f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth), or contains itself"
     try:
-        json.dumps(message)
+        json.dumps(checked)
     except (TypeError, ValueError) as exc:
         return f"not JSON: {exc}"
     return None

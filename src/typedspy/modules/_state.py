@@ -124,8 +124,9 @@ def _typed(
                 continue
             annotation = declared[name].annotation
             value, wrong = field_value(model, name, demo[name], annotation)
-            if not wrong and (problem := unsendable(value, annotation)):
-                wrong = [FieldError((name,), f"cannot be sent: {problem}")]
+            unwritable = None if wrong else unsendable(value, annotation)
+            if unwritable:
+                wrong = [FieldError((name,), f"cannot be sent: {unwritable}")]
             problems += wrong
             if not wrong:
                 typed[name] = value
