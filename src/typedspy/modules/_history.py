@@ -90,10 +90,9 @@ def history_messages(history: History | Sequence[ChatMessage] | None) -> list[Ch
         return []
     # What a caller hands may be anything (a string, a dict): checked, not trusted to its type.
     messages = cast("object", history.messages if isinstance(history, History) else history)
+    kind = type(messages).__name__
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise InputError(
-            f"history must be a ts.History or a list of messages, not {type(messages).__name__}"
-        )
+        raise InputError(f"history must be a ts.History or a list of messages, not {kind}")
     for index, message in enumerate(cast("Sequence[object]", messages)):
         if problem := _unsendable(message):
             raise InputError(f"history message {index}: {problem}")
