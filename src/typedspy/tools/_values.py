@@ -116,6 +116,8 @@ def check_result(
         ) from exc
     outputs = {name: getattr(model, name) for name in fields}
     for name, value in outputs.items():
+        if callable(value):  # an agent's module callback (`ts.react.module_callback`): it runs it
+            continue
         if problem := unsendable(value, fields[name].annotation):
             raise ToolError(
                 f"{tool}: output {name!r} cannot be sent to the model: {problem}",
