@@ -16,10 +16,11 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic.fields import FieldInfo
 
 from typedspy.adapter._parts import user_content
+from typedspy.errors import InputError
 from typedspy.lm import ChatMessage, LMRequest
 from typedspy.profiles import Mode, Profile
 from typedspy.schema import CompiledSchema, compile_schema
-from typedspy.signature import Signature, to_jsonable
+from typedspy.signature import Signature, to_jsonable, unsendable
 
 __all__ = [
     "Mode",
@@ -69,12 +70,22 @@ def _type_name(annotation: Any) -> str:
 
 
 def format_inputs(sig: type[Signature], inputs: Mapping[str, Any]) -> str:
-    """The user turn: each input in a tag named after its field."""
+    """The user turn: each input in a tag named after its field.
+
+    Raises:
+        InputError: An input JSON cannot write (it contains itself, an ``object()``, bytes that
+            are not UTF-8), named; nothing is sent.
+    """
     fields = sig.input_fields
     parts = []
     for name, info in fields.items():
         if name in inputs:
-            parts.append(f"<{name}>\n{render_value(inputs[name], info.annotation)}\n</{name}>")
+            try:
+                text = render_value(inputs[name], info.annotation)
+            except (TypeError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+                why = unsendable(inputs[name], info.annotation)
+                raise InputError(f"{sig.__name__}: input {name!r} cannot be sent: {why}") from exc
+            parts.append(f"<{name}>\n{text}\n</{name}>")
     return "\n".join(parts)
 
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from typedspy.errors import InputError, SchemaError
 from typedspy.parse import field_value
-from typedspy.signature import Signature, make_signature, returns_signature, unsendable
+from typedspy.signature import Signature, make_signature, returns_signature
 
 __all__ = ["check_inputs", "signature_class", "signature_of"]
 
@@ -18,9 +18,8 @@ def check_inputs(signature: type[Signature], inputs: Mapping[str, Any]) -> dict[
     """``inputs`` validated by the signature's input model, as the values to send.
 
     Raises:
-        InputError: Missing or unexpected names, a value that fails validation, or one that
-            cannot be written as JSON for the model (it contains itself, an ``object()``,
-            bytes that are not UTF-8); the message names the signature and the field path.
+        InputError: Missing or unexpected names, or a value that fails validation (the message
+            names the signature and the field path).
     """
     fields = signature.input_fields
     missing = [n for n, f in fields.items() if n not in inputs and f.is_required()]
@@ -43,15 +42,11 @@ def check_inputs(signature: type[Signature], inputs: Mapping[str, Any]) -> dict[
         model = _by_the_value_rule(signature, inputs, exc)
     # An input left out takes its default, sent like any other value (issue 23): the model
     # must learn the audience a caller did not override. A default of None means "not given".
-    values = {
+    return {
         n: value
         for n in fields
         if (value := getattr(model, n)) is not None or n in inputs or n in model.model_fields_set
     }
-    for name, value in values.items():
-        if not isinstance(value, str) and (problem := unsendable(value, fields[name].annotation)):
-            raise InputError(f"{signature.__name__}: input {name!r} cannot be sent: {problem}")
-    return values
 
 
 def _by_the_value_rule(
