@@ -94,16 +94,28 @@ def history_messages(history: History | Sequence[ChatMessage] | None) -> list[Ch
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
         raise InputError(f"history must be a ts.History or a list of messages, not {kind}")
     for index, message in enumerate(cast("Sequence[object]", messages)):
+        if _plain_turn(message):
+            continue  # this runs for every message of every call: the common case walks nothing
         if problem := _unsendable(message):
             raise InputError(f"history message {index}: {problem}")
     return list(cast("Sequence[ChatMessage]", messages))
+
+
+def _plain_turn(message: object) -> bool:
+    """A dict of strings (and None) with a string ``role``: nothing in it can fail to send."""
+    if type(message) is not dict:
+        return False
+    values = cast("dict[str, object]", message)
+    return type(values.get("role")) is str and all(
+        value is None or type(value) is str for value in values.values()
+    )
 
 
 def _unsendable(message: object) -> str | None:
     if not isinstance(message, Mapping):
         kind = type(message).__name__
         return f"a message is a mapping such as {{'role': 'user', ...}}, not {kind}"
-    checked = dict(cast("Mapping[str, Any]", message))
+    checked = cast("Mapping[str, Any]", message)
     if not isinstance(checked.get("role"), str):
         return "a message needs a string 'role' ('user', 'assistant', 'tool' or 'system')"
     if depth_exceeded(checked, MAX_JSON_DEPTH):
