@@ -277,8 +277,8 @@ async def _consume(factory: Callable[[], AsyncIterator[T]], requests: asyncio.Qu
             except asyncio.CancelledError:
                 reply.cancel()
                 raise
-            except Exception as exc:  # the caller re-raises it; the task ends quietly
-                reply.set_exception(exc)
+            except (Exception, KeyboardInterrupt, SystemExit) as exc:
+                reply.set_exception(exc)  # the caller raises it; the task ends quietly
                 return
             reply.set_result(item)
     finally:

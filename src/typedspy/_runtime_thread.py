@@ -110,7 +110,15 @@ class _LoopThread:
     def _run(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
         asyncio.set_event_loop(loop)
         loop.call_soon(started.set)
-        loop.run_forever()
+        while True:
+            try:
+                loop.run_forever()
+            except (KeyboardInterrupt, SystemExit):
+                # Raised by code a task ran (a tool calling sys.exit): asyncio lets these two
+                # out of the loop once the task holds it, and its caller raises it; the loop
+                # goes on serving the process's other sync calls.
+                continue
+            return  # stopped
 
 
 async def finish(loop: asyncio.AbstractEventLoop) -> None:

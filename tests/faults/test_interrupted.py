@@ -1,0 +1,114 @@
+"""Calls interrupted at the boundary: Ctrl-C, and `SystemExit`/`KeyboardInterrupt` raised by code.
+
+A sync call made inside a running loop (a notebook cell, ``asyncio.run`` calling sync code) runs
+on typedspy's background loop while the caller's loop is blocked. A tool or module that calls
+``sys.exit`` (an argparse or click command wrapped as a tool) raises `SystemExit` there, which
+asyncio lets out of the loop: it must reach the caller, and the loop must go on serving later
+calls. Ctrl-C under ``asyncio.run`` cancels the blocked task rather than raising, and must stop
+the call. On a thread's own loop, the other tasks of a call that ended in `SystemExit` are
+cancelled before it is raised, as on Ctrl-C, not left to run during later calls.
+
+Every case that could hang runs in a child process bounded by a timeout.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import typedspy as ts
+
+BOUND = 120  # seconds: only bounds a hang (a loaded machine is slow to import)
+
+
+class Ask(ts.Signature):
+    """Answer the question."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+def child_command(script: str, *args: str) -> list[str]:
+    return [sys.executable, "-W", "error", "-c", textwrap.dedent(script), *args]
+
+
+def run_child(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        child_command(script, *args),
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        check=False,
+    )
+
+
+EXITING_CODE = """
+    import asyncio, sys
+    import typedspy as ts
+    from typedspy.testing import StandIn
+
+    class Ask(ts.Signature):
+        '''Answer the question.'''
+        question: str = ts.InputField()
+        answer: str = ts.OutputField()
+
+    raised = {"KeyboardInterrupt": KeyboardInterrupt, "SystemExit": SystemExit}[sys.argv[1]]
+
+    def run_cli(command: str) -> str:
+        '''Run a command line tool.'''
+        raise raised()
+
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-test", max_retries=0)
+        inner = ts.Predict(Ask, lm=lm)
+
+        class Exits(ts.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = inner
+
+            async def aforward(self, question: str) -> ts.Prediction:
+                if question == "exit":
+                    run_cli(question)
+                return await self.inner.acall(question=question)
+
+        def call(how: str) -> None:
+            if how == "batch":
+                Exits().batch([{"question": q} for q in ("a", "exit", "b")])
+            elif how == "stream":
+                list(Exits().stream(question="exit"))
+            else:
+                Exits()(question="exit")
+
+        async def cell(how: str) -> None:  # sync calls from code a running loop runs
+            try:
+                call(how)
+            except raised:
+                print("raised", how, flush=True)
+            print("then", inner(question="again").answer != "", flush=True)
+
+        for how in ("call", "batch", "stream"):
+            asyncio.run(cell(how))
+        lm.close()
+"""
+
+
+@pytest.mark.parametrize("raised", ["SystemExit", "KeyboardInterrupt"])
+def test_code_raising_systemexit_in_a_sync_call_inside_a_running_loop_reaches_the_caller(
+    raised: str,
+) -> None:
+    """On main the background loop's thread died of it and the call waited for ever."""
+    done = run_child(EXITING_CODE, raised)
+
+    assert done.stdout.split("\n")[:-1] == [
+        "raised call",
+        "then True",
+        "raised batch",
+        "then True",
+        "raised stream",
+        "then True",
+    ], done.stderr[-2000:]
+    assert "Exception in thread" not in done.stderr
