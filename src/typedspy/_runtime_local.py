@@ -159,7 +159,9 @@ def is_root() -> bool:
 def run_here(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine on this thread's own loop (no loop may be running here) to its end.
 
-    On Ctrl-C the task is cancelled and run to its end before the `KeyboardInterrupt` goes on.
+    On Ctrl-C the task is cancelled and run to its end before the `KeyboardInterrupt` goes on;
+    so on a `SystemExit` a task of the call raised (a tool calling ``sys.exit``), which asyncio
+    lets out of the loop as it does Ctrl-C: nothing of the call is left to run in later calls.
     """
     here = own_loop()
     ctx = contextvars.copy_context()
@@ -167,13 +169,13 @@ def run_here(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
     here.roots.add(task)
     try:
         return here.wait(task)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
         if not task.done():
             task.cancel()
             try:
                 here.wait(task)
-            except (Exception, asyncio.CancelledError):
-                pass  # the KeyboardInterrupt is the news
+            except (Exception, asyncio.CancelledError, SystemExit):
+                pass  # the first one is the news
         raise
     finally:
         here.roots.discard(task)

@@ -13,6 +13,7 @@ Every case that could hang runs in a child process bounded by a timeout.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,7 @@ import textwrap
 import pytest
 
 import typedspy as ts
+from typedspy.testing import StandIn
 
 BOUND = 120  # seconds: only bounds a hang (a loaded machine is slow to import)
 
@@ -112,3 +114,32 @@ def test_code_raising_systemexit_in_a_sync_call_inside_a_running_loop_reaches_th
         "then True",
     ], done.stderr[-2000:]
     assert "Exception in thread" not in done.stderr
+
+
+def test_a_systemexit_in_a_batch_item_cancels_the_other_items_before_it_is_raised() -> None:
+    """On main the other items were left pending on the thread's loop, to go on in later calls."""
+    cancelled: list[str] = []
+
+    class Exits(ts.Module):
+        async def aforward(self, question: str) -> ts.Prediction:
+            if question == "exit":
+                await asyncio.sleep(0)  # the other items have started
+                raise SystemExit(2)
+            try:
+                await asyncio.Event().wait()  # never set: only cancellation ends it
+            except asyncio.CancelledError:
+                cancelled.append(question)
+                raise
+            raise AssertionError("unreachable")
+
+    with pytest.raises(SystemExit):
+        Exits().batch([{"question": q} for q in ("a", "exit", "b")], concurrency=3)
+
+    assert sorted(cancelled) == ["a", "b"]
+    with StandIn() as server:  # and the thread's next call is its own
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-test", max_retries=0)
+        try:
+            assert ts.Predict(Ask, lm=lm)(question="again").answer
+        finally:
+            lm.close()
+    assert sorted(cancelled) == ["a", "b"]
