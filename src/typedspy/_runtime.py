@@ -56,7 +56,8 @@ def run_sync(awaitable: Awaitable[T] | Callable[[], Awaitable[T]], *, async_name
 
     The coroutine runs in a copy of the calling thread's `contextvars` context. Its exception, if
     any, is raised here with its original type and traceback. A `KeyboardInterrupt` while
-    waiting cancels the coroutine.
+    waiting cancels the coroutine, and so does a cancellation of the task that called while its
+    loop is blocked here (Ctrl-C under ``asyncio.run``), raised as `asyncio.CancelledError`.
 
     Args:
         awaitable: The coroutine to run, or a zero-argument callable that creates it (preferred:

@@ -162,10 +162,11 @@ def run_on_thread(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
         for task in tasks:
             task.cancel()
 
+    cancelled = _cancel_requested()
     try:
         loop.call_soon_threadsafe(start)
-        return _wait_for(result)
-    except KeyboardInterrupt:
+        return _wait_for(result, cancelled)
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or the caller's task cancelled
         if result.cancel():  # not started yet, and now it never will be
             close_unawaited(awaitable)
         else:  # running: cancel the task on its loop
@@ -183,7 +184,9 @@ async def await_on_thread(factory: Callable[[], Awaitable[T]]) -> T:
     return await asyncio.wrap_future(future)
 
 
-def _wait_for(future: concurrent.futures.Future[T]) -> T:
+def _wait_for(
+    future: concurrent.futures.Future[T], cancelled: Callable[[], bool] = lambda: False
+) -> T:
     # Wait in slices: a wait without timeout cannot be interrupted by Ctrl-C on every platform.
     # Wait on a private lock that the thread completing the future releases, never on the
     # future's own lock: Ctrl-C can interrupt this thread between Python-level acquire and
@@ -192,9 +195,27 @@ def _wait_for(future: concurrent.futures.Future[T]) -> T:
     wake = _thread.allocate_lock()
     wake.acquire()
     future.add_done_callback(lambda _: wake.release())
-    while not wake.acquire(timeout=WAIT_SLICE):
-        pass
-    return future.result()
+    while not cancelled():
+        if wake.acquire(timeout=WAIT_SLICE):
+            return future.result()
+    raise asyncio.CancelledError
+
+
+def _cancel_requested() -> Callable[[], bool]:
+    """Whether the calling thread's task, if any, is asked to cancel after this moment.
+
+    A sync call made inside a running loop blocks that loop while it waits, so the cancellation
+    of the task that made it (what Ctrl-C does under ``asyncio.run``) can only be seen by
+    looking: the wait does, in its slices, and raises `asyncio.CancelledError`.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no loop runs on this thread
+        task = None
+    if task is None:
+        return lambda: False
+    before = task.cancelling()
+    return lambda: task.cancelling() > before
 
 
 class BackgroundSeat:
@@ -205,11 +226,18 @@ class BackgroundSeat:
     """
 
     future = concurrent.futures.Future
-    wait = staticmethod(_wait_for)
 
     def __init__(self) -> None:
         self.loop = LOOP.get()
         self.call = self.loop.call_soon_threadsafe
+        self._cancelled = _cancel_requested()
+
+    def wait(self, future: concurrent.futures.Future[T]) -> T:
+        try:
+            return _wait_for(future, self._cancelled)
+        except asyncio.CancelledError:
+            self._cancelled = lambda: False  # raised once: closing the driver then waits
+            raise
 
     def spawn(
         self, coro: Coroutine[Any, None, None], ctx: contextvars.Context

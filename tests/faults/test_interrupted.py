@@ -14,13 +14,17 @@ Every case that could hang runs in a child process bounded by a timeout.
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
 import typedspy as ts
+from faults.server import FaultServer, Reply
 from typedspy.testing import StandIn
 
 BOUND = 120  # seconds: only bounds a hang (a loaded machine is slow to import)
@@ -121,7 +125,7 @@ def test_a_systemexit_in_a_batch_item_cancels_the_other_items_before_it_is_raise
     cancelled: list[str] = []
 
     class Exits(ts.Module):
-        async def aforward(self, question: str) -> ts.Prediction:
+        async def aforward(self, question: str) -> None:
             if question == "exit":
                 await asyncio.sleep(0)  # the other items have started
                 raise SystemExit(2)
@@ -130,7 +134,6 @@ def test_a_systemexit_in_a_batch_item_cancels_the_other_items_before_it_is_raise
             except asyncio.CancelledError:
                 cancelled.append(question)
                 raise
-            raise AssertionError("unreachable")
 
     with pytest.raises(SystemExit):
         Exits().batch([{"question": q} for q in ("a", "exit", "b")], concurrency=3)
@@ -143,3 +146,72 @@ def test_a_systemexit_in_a_batch_item_cancels_the_other_items_before_it_is_raise
         finally:
             lm.close()
     assert sorted(cancelled) == ["a", "b"]
+
+
+INTERRUPTED_CODE = """
+    import asyncio, signal, sys
+    import typedspy as ts
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+
+    class Ask(ts.Signature):
+        '''Answer the question.'''
+        question: str = ts.InputField()
+        answer: str = ts.OutputField()
+
+    lm = ts.LM("m", base_url=sys.argv[2], api_key="sk-test", max_retries=0)
+    predict = ts.Predict(Ask, lm=lm)
+
+    async def main() -> None:  # sync code called from async code: the loop is blocked
+        print("calling", flush=True)
+        if sys.argv[1] == "stream":
+            for _ in predict.stream(question="q"):
+                pass
+        else:
+            predict(question="q")
+        print("call ended", flush=True)
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+"""
+
+
+def stalled_reply(stream: bool) -> Reply:
+    """A reply whose first piece comes at once and the rest only after the test is over."""
+    if stream:
+        first = b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
+        first += b'"choices":[{"index":0,"delta":{"content":"{\\"answer\\": \\""}}]}\n\n'
+        pieces = [first, b"data: [DONE]\n\n"]
+        return Reply(200, {"content-type": "text/event-stream"}, lambda: pieces, drip=600)
+    body = json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode()
+    return Reply(200, {"content-type": "application/json"}, lambda: [body[:9], body[9:]], drip=600)
+
+
+@pytest.mark.parametrize("how", ["call", "stream"])
+def test_ctrl_c_under_asyncio_run_stops_a_sync_call_made_there(how: str) -> None:
+    """On main asyncio.run's Ctrl-C only cancelled the blocked task: the call went on to its end."""
+    with FaultServer(stalled_reply(how == "stream"), lifetime=600) as server:
+        child = subprocess.Popen(
+            child_command(INTERRUPTED_CODE, how, server.url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            out, err = _interrupt_once_asked(child, server)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+
+    assert out.split("\n")[:-1] == ["calling", "interrupted"], err[-2000:]
+
+
+def _interrupt_once_asked(child: subprocess.Popen[str], server: FaultServer) -> tuple[str, str]:
+    ends = time.monotonic() + BOUND
+    while not server.requests and time.monotonic() < ends and child.poll() is None:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    return child.communicate(timeout=BOUND)
