@@ -90,3 +90,21 @@ def test_an_agent_reads_the_unwritable_result_as_a_failed_call_and_goes_on(
     told = json.loads(route.calls[1].request.content)["messages"][-1]
     assert told["role"] == "tool"
     assert told["content"].startswith("Error: lookup failed: ToolError: lookup: output 'result'")
+
+
+def test_an_agent_reads_a_function_that_is_no_module_callback_as_a_failed_call(
+    router: respx.MockRouter,
+) -> None:
+    # Callables pass the tool's own check (a module callback is one); an unmarked one cannot
+    # be shown to the model, and the run went down with a bare serialisation error.
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            calls_reply(("c1", "lookup", {"key": "k"})),
+            finish_reply(answer="without it"),
+        ]
+    )
+    pred = ReAct(Answer, tools=[returning(lambda: len)], lm=make_lm())(question="q")
+
+    assert pred.answer == "without it"
+    told = json.loads(route.calls[1].request.content)["messages"][-1]
+    assert told["content"].startswith("Error: lookup failed: PydanticSerializationError")

@@ -410,7 +410,10 @@ class Run(Generic[SigT]):
         value = _single_value(result)
         if not is_module_callback(value):
             # Rendered against the tool's output types: only union members carry `_type`.
-            return observation(result, tool), False
+            try:
+                return observation(result, tool), False
+            except (TypeError, ValueError) as exc:  # a callable that is no module callback
+                return _failure(call, exc)
         context = ModuleContext(module=self.agent, tools=self.tools, trajectory=self.trajectory)
         try:
             said = value(context)
