@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from typedspy.callbacks import BaseCallback
 from typedspy.errors import ConfigurationError
 from typedspy.settings import Settings, SettingsKeywords, configure, context, get_settings
 from typedspy.testing._fake_lm import FakeLM
@@ -35,13 +36,14 @@ def test_defaults() -> None:
 
 def test_configure_changes_the_process_wide_defaults(restore_defaults: None) -> None:
     lm = FakeLM([])
-    configure(lm=lm, max_retries=5, callbacks=[print])
+    observer = BaseCallback()
+    configure(lm=lm, max_retries=5, callbacks=[observer])
 
     settings = get_settings()
 
     assert settings.lm is lm
     assert settings.max_retries == 5
-    assert settings.callbacks == (print,)  # any sequence is stored as a tuple
+    assert settings.callbacks == (observer,)  # any sequence is stored as a tuple
     assert settings.mode == "auto"  # untouched keys keep their values
     seen_in_thread: list[int] = []
     thread = threading.Thread(target=lambda: seen_in_thread.append(get_settings().max_retries))
@@ -176,6 +178,7 @@ def test_unknown_keys_are_rejected_with_the_valid_ones_listed() -> None:
         ("retry_wait", float("inf")),
         ("deadline", float("nan")),
         ("callbacks", "print"),
+        ("callbacks", [42]),  # accepted, and observed nothing
     ],
 )
 def test_values_of_the_wrong_kind_are_rejected(key: str, value: object) -> None:

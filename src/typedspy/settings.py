@@ -233,6 +233,12 @@ def _checked(values: Mapping[str, object]) -> dict[str, Any]:
         if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
             raise ConfigurationError(f"callbacks must be a sequence, got {callbacks!r}")
         checked["callbacks"] = tuple(callbacks)
+        for index, callback in enumerate(checked["callbacks"]):
+            if not any(name.startswith("on_") for name in dir(callback)):  # would observe nothing
+                raise ConfigurationError(
+                    f"callbacks[{index}]={callback!r} has none of the callback methods "
+                    "(on_lm_start, on_module_end, ...): subclass ts.BaseCallback"
+                )
     if "resume_secret" in checked:  # checked here, never echoed in a message below
         secret = checked["resume_secret"]
         none = secret is None or (isinstance(secret, (tuple, list)) and not secret)
