@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.server
+import json
+import multiprocessing as mp
+import os
 import socket
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import openai
 import pytest
 
 import typedspy as ts
 from faults.server import FaultServer, Reply
-from typedspy.testing import StandIn
+from typedspy.testing import StandIn, chat_completion
 
 SAFETY = 60.0  # seconds: bounds a hang, never a timing assertion
 
@@ -141,3 +145,49 @@ def test_a_sync_call_sends_as_the_raw_sdk_client_it_uses(deadline: float | None)
     (seen,) = server.requests
     assert raw_sync.startswith("OpenAI/") and raw_async.startswith("AsyncOpenAI/")
     assert seen.headers["user-agent"] == (raw_sync if deadline is None else raw_async)
+
+
+class _KeepAlive(http.server.BaseHTTPRequestHandler):
+    """Answers every chat completion on a kept-alive connection, noting the client's port."""
+
+    protocol_version = "HTTP/1.1"
+    ports: ClassVar[list[int]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        self.ports.append(self.client_address[1])
+        body = json.dumps(chat_completion('{"answer": "hi"}')).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_sends_on_connections_of_its_own() -> None:
+    # The parent's blocking client pools a kept-alive connection; a child forked after it (a
+    # fork pool) reused that socket, and children writing to one connection crossed their
+    # requests and replies.
+    _KeepAlive.ports = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    lm = ts.LM("m", base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="k")
+    try:
+        predict = ts.Predict(Answer, lm=lm, mode="json_schema")
+        predict(question="parent")
+        child = mp.get_context("fork").Process(target=predict, kwargs={"question": "child"})
+        child.start()
+        child.join(SAFETY)
+        assert child.exitcode == 0
+        predict(question="parent again")
+    finally:
+        lm.close()
+        server.shutdown()
+        server.server_close()
+    parent, forked, again = _KeepAlive.ports
+    assert forked != parent  # a connection of the child's own
+    assert again == parent  # the parent's pool is untouched

@@ -110,6 +110,7 @@ class Sender:
         self._max_bytes = max_bytes
         self._blocking: OpenAI | None = None
         self._lock = threading.Lock()
+        _senders.add(self)
 
     # --- clients ---------------------------------------------------------------------------------
 
@@ -536,6 +537,29 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         if math.isfinite(seconds) and seconds >= 0:  # "1e400" is no number of seconds
             return seconds
     return None
+
+
+_senders: weakref.WeakSet[Sender] = weakref.WeakSet()
+_inherited: list[Any] = []  # the parent's blocking clients, kept (never used) in a forked child
+
+
+def _forget_after_fork() -> None:
+    """In a forked child, drop every `Sender`'s blocking client; the child builds its own.
+
+    Its pooled connections are the parent's sockets, and two processes writing to one
+    connection cross their requests and replies (a fork pool after a call in the parent). The
+    parent's clients are kept, never closed from here (not even at exit).
+    """
+    for sender in list(_senders):
+        if sender._blocking is not None:
+            _inherited.append(sender._blocking)
+            _open.discard(sender._blocking)
+        sender._blocking = None
+        sender._lock = threading.Lock()  # another thread of the parent may have held it
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 _open: weakref.WeakSet[Any] = weakref.WeakSet()
