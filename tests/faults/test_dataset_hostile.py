@@ -96,3 +96,35 @@ def test_a_line_separator_inside_a_value_stays_in_its_row(tmp_path: Path) -> Non
     for path in (jsonl, table):
         [example] = ts.evaluation.load_dataset(path, Ask)
         assert example.question == "a\u2028b"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        # Was: the cells past the header dropped unsaid (an unquoted comma in a question).
+        (
+            "question,answer\nok,fine\nWhat, then?,yes\n",
+            "row 2: <root>: 1 cell(s) past the header's 2 columns",
+        ),
+        # Was: the rest of the file read as one cell of row 1.
+        ('question,answer\n"q,a\nq2,a2\n', "row 1 (line 3): a quoted cell is never closed"),
+        # Was: 'ab' (the quotes dropped).
+        ('question,answer\n"a"b,c\n', "row 1 (line 2): not readable as CSV: ',' expected after"),
+        # Was: the first column's cells dropped, the last kept.
+        ("question,question,answer\nq1,q2,a\n", "the header row names ['question'] more than once"),
+    ],
+    ids=["extra-cells", "unclosed-quote", "text-after-quote", "duplicate-column"],
+)
+def test_a_csv_row_that_does_not_split_into_the_header_is_named(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text(text, encoding="utf-8")
+    assert says in str(refused(path))
+
+
+def test_a_quote_inside_an_unquoted_cell_is_text(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text('question,answer\nhe said "hi",ok\n', encoding="utf-8")
+    [example] = ts.evaluation.load_dataset(path, Ask)
+    assert example.question == 'he said "hi"'

@@ -77,6 +77,9 @@ def load_dataset(
     examples: list[Example] = []
     problems: list[RowError] = []
     for number, row in rows:
+        if isinstance(row, FieldError):  # a row the reader could not take apart
+            problems.append(RowError(number, row))
+            continue
         if not isinstance(row, Mapping):
             problems.append(
                 RowError(number, FieldError((), f"expected an object, got {_kind(row)}"))
@@ -181,11 +184,16 @@ def _json(text: str, name: str, number: int) -> Any:
         ) from exc
 
 
-def _csv(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """The rows of a CSV file, bytes that are not UTF-8 kept as lone surrogates (`_not_utf8`)."""
-    rows: list[tuple[int, dict[str, Any]]] = []
+def _csv(path: Path) -> list[tuple[int, dict[str, Any] | FieldError]]:
+    """The rows of a CSV file, bytes that are not UTF-8 kept as lone surrogates (`_not_utf8`).
+
+    Quoting is read strictly: a quote never closed, or text after a closing quote, is an
+    error naming the row, not the rest of the file read as one cell. A row with more cells
+    than the header has columns is that row's problem (an unquoted comma shifts its cells).
+    """
+    rows: list[tuple[int, dict[str, Any] | FieldError]] = []
     with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
-        reader = csv.DictReader(f)
+        reader = csv.DictReader(f, strict=True)
         number = 0  # the row being read: 0 for the header
         try:
             header = reader.fieldnames or ()
@@ -196,12 +204,23 @@ def _csv(path: Path) -> list[tuple[int, dict[str, Any]]]:
                     rows=[RowError(0, e) for e in bad],
                     source=str(path),
                 )
+            twice = sorted({name for name in header if header.count(name) > 1})
+            if twice:  # DictReader would keep the last such cell of each row, unsaid
+                raise DatasetError(
+                    f"{path}: the header row names {twice} more than once",
+                    rows=[RowError(0, FieldError((n,), "a column named twice")) for n in twice],
+                    source=str(path),
+                )
             number = 1
             for row in reader:
-                cells = {k: v for k, v in row.items() if k is not None and v not in ("", None)}
-                rows.append((number, cells))
+                extra = row.pop(None, None)  # type: ignore[call-overload]
+                if extra:
+                    problem = f"{len(extra)} cell(s) past the header's {len(header)} columns"
+                    rows.append((number, FieldError((), problem)))
+                else:
+                    rows.append((number, {k: v for k, v in row.items() if v not in ("", None)}))
                 number += 1
-        except csv.Error as exc:  # a cell past csv.field_size_limit(), a NUL, ...
+        except csv.Error as exc:  # a cell past csv.field_size_limit(), unclosed quoting, ...
             raise _unreadable(str(path), number, reader.reader.line_num, exc) from exc
     return rows
 
@@ -210,6 +229,8 @@ def _unreadable(name: str, number: int, line: int, exc: csv.Error) -> DatasetErr
     limit = csv.field_size_limit()
     if "field limit" in str(exc):
         problem = f"a cell is longer than csv.field_size_limit() ({limit:,} characters)"
+    elif "unexpected end of data" in str(exc):
+        problem = "a quoted cell is never closed (the file ends inside it)"
     else:
         problem = f"not readable as CSV: {exc}"
     where = f"row {number}" if number else "the header row"
