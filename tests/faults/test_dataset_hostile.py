@@ -9,8 +9,10 @@ examples or a `DatasetError` (``rows`` naming row, field and problem), within se
 from __future__ import annotations
 
 import csv
+import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,3 +130,48 @@ def test_a_quote_inside_an_unquoted_cell_is_text(tmp_path: Path) -> None:
     path.write_text('question,answer\nhe said "hi",ok\n', encoding="utf-8")
     [example] = ts.evaluation.load_dataset(path, Ask)
     assert example.question == 'he said "hi"'
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        # Was: TypeError 'NoneType' object is not iterable.
+        ({"source": None}, "source is null, neither a file path"),
+        # Was: each key of the dict read as a row ('expected an object, got str').
+        ({"source": {"question": "q", "answer": "a"}}, "source is dict, neither a file path"),
+        # Was: each byte read as a row.
+        ({"source": b"data.jsonl"}, "source is bytes, neither a file path"),
+        # Was: TypeError 'keywords must be strings' from the first row.
+        ({"rename": {"q": None}}, "rename 'q': None is not a column name and a field name"),
+        # Was: ValueError 'dictionary update sequence element #0 has length 1'.
+        ({"rename": "q"}, "rename is str, not a mapping of column names"),
+        # Was: every row's 'qq: not a field of the signature'.
+        (
+            {"rename": {"q": "qq"}},
+            "rename 'q': 'qq' names no field of Ask (fields: question, answer)",
+        ),
+    ],
+    ids=["none", "a-dict", "bytes", "rename-to-none", "rename-a-string", "rename-to-no-field"],
+)
+def test_a_source_or_rename_of_the_wrong_shape_is_named(options: dict[str, Any], says: str) -> None:
+    arguments: dict[str, Any] = {"source": [{"q": "q", "answer": "a"}], **options}
+    with pytest.raises(ts.ConfigurationError, match=re.escape(says)):
+        ts.evaluation.load_dataset(arguments.pop("source"), Ask, **arguments)
+
+
+def test_two_columns_renamed_to_one_field_is_the_rows_problem() -> None:
+    # Was: the last column kept, the other dropped unsaid.
+    rows = [{"q": "q1", "answer": "a"}, {"q": "q2", "question": "q2 again", "answer": "a"}]
+    with pytest.raises(ts.errors.DatasetError) as caught:
+        ts.evaluation.load_dataset(rows, Ask, rename={"q": "question"})
+    assert [str(r) for r in caught.value.rows] == [
+        "row 2: question: given by more than one column: 'q', 'question'"
+    ]
+
+
+def test_a_max_row_bytes_past_what_a_read_takes_is_no_limit(tmp_path: Path) -> None:
+    # Was: OverflowError 'cannot fit 'int' into an index-sized integer'.
+    path = tmp_path / "data.jsonl"
+    path.write_text('{"question": "q", "answer": "a"}\n', encoding="utf-8")
+    [example] = ts.evaluation.load_dataset(path, Ask, max_row_bytes=10**30)
+    assert example.question == "q"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,10 @@ def load_dataset(
             row that is not JSON or not UTF-8, a JSONL line longer than ``max_row_bytes``, or
             a CSV cell longer than ``csv.field_size_limit()``, naming the row (and line, or
             column).
-        ConfigurationError: A file of an unknown type.
+        ConfigurationError: A file of an unknown type, a ``source`` that is neither a path
+            nor an iterable of mappings, or a ``rename`` that is not a mapping of column names
+            to field names of ``signature``. Two columns of a row named (or renamed) as one
+            field are that row's problem, in the `DatasetError`.
         OSError: The file cannot be read.
     """
     check_int("load_dataset", "max_row_bytes", max_row_bytes, optional=False)
@@ -71,9 +75,9 @@ def load_dataset(
             f"load_dataset: signature={signature!r} is not a Signature subclass "
             "(for a string one, pass ts.make_signature(...))"
         )
+    renames = _renames(rename, signature)
     name, rows = _rows(source, max_row_bytes)
     from_csv = name.lower().endswith(".csv")
-    renames = dict(rename or {})
     examples: list[Example] = []
     problems: list[RowError] = []
     for number, row in rows:
@@ -86,6 +90,9 @@ def load_dataset(
             )
             continue
         values = {renames.get(str(k), str(k)): v for k, v in row.items()}
+        if len(values) < len(row):  # two columns renamed to one field: neither is dropped
+            problems.extend(RowError(number, e) for e in _collisions(row, renames))
+            continue
         if from_csv:
             not_utf8 = _not_utf8(values)
             if not_utf8:
@@ -110,10 +117,53 @@ def load_dataset(
     return examples
 
 
+def _renames(rename: object, signature: type[Signature]) -> dict[str, str]:
+    """``rename`` checked: a mapping of column names to names of ``signature``'s fields.
+
+    Raises:
+        ConfigurationError: Not a mapping, or a pair that is not two strings or renames a
+            column to no field of the signature, naming it.
+    """
+    if rename is None:
+        return {}
+    if not isinstance(rename, Mapping):
+        raise ConfigurationError(
+            f"load_dataset: rename is {_kind(rename)}, not a mapping of column names to field "
+            "names such as {'question_text': 'question'}"
+        )
+    fields = {**signature.input_fields, **signature.output_fields}
+    for column, field in rename.items():  # pyright: ignore[reportUnknownVariableType]
+        if not (isinstance(column, str) and isinstance(field, str)):
+            problem = "is not a column name and a field name, both strings"
+        elif field not in fields:
+            problem = f"names no field of {signature.__name__} (fields: {', '.join(fields)})"
+        else:
+            continue
+        raise ConfigurationError(f"load_dataset: rename {column!r}: {field!r} {problem}")
+    return dict(rename)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _collisions(row: Mapping[Any, Any], renames: Mapping[str, str]) -> list[FieldError]:
+    """A problem for each field that two or more of ``row``'s columns are named (renamed) as."""
+    columns: dict[str, list[str]] = {}
+    for key in row:
+        columns.setdefault(renames.get(str(key), str(key)), []).append(str(key))
+    return [
+        FieldError((field,), f"given by more than one column: {', '.join(map(repr, keys))}")
+        for field, keys in columns.items()
+        if len(keys) > 1
+    ]
+
+
 def _rows(
     source: str | os.PathLike[str] | Iterable[Mapping[str, Any]], max_row_bytes: int
 ) -> tuple[str, list[tuple[int, Any]]]:
     if not isinstance(source, (str, os.PathLike)):
+        if isinstance(source, (bytes, Mapping)) or not isinstance(source, Iterable):
+            raise ConfigurationError(
+                f"load_dataset: source is {_kind(source)}, neither a file path (str or Path) "
+                "nor an iterable of rows (mappings)"
+            )
         return "<list>", list(enumerate(source, start=1))
     path = Path(source)
     suffix = path.suffix.lower()
@@ -139,7 +189,8 @@ def _jsonl(path: Path, max_row_bytes: int) -> list[tuple[int, Any]]:
     rows: list[tuple[int, Any]] = []
     with path.open("rb") as f:  # lines end at "\n" only: JSON strings may hold U+2028
         line = 0
-        while raw := f.readline(max_row_bytes + 1):  # never more than the limit held at once
+        most = min(max_row_bytes, sys.maxsize - 1) + 1  # readline takes no more than maxsize
+        while raw := f.readline(most):  # never more than the limit held at once
             line += 1
             number = len(rows) + 1
             if len(raw) > max_row_bytes:
