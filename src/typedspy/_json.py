@@ -25,6 +25,7 @@ from typedspy._scope import JSON_DEPTH, Saved, current
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "DuplicateKeyError",
     "JSONLimitError",
     "active_depth",
     "depth_exceeded",
@@ -93,6 +94,20 @@ class JSONLimitError(ValueError):
         self.path = path
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object naming a key twice, read with ``loads(..., unique_keys=True)``."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict, or `DuplicateKeyError` (``json.loads`` keeps the last)."""
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise DuplicateKeyError(f"the key {twice!r} appears twice in one object")
+    return found
+
+
 def depth_exceeded(value: Any, max_depth: int) -> bool:
     """Whether decoded ``value`` nests objects and arrays deeper than ``max_depth`` (no recursion).
 
@@ -136,27 +151,30 @@ def path_at(text: str, offset: int, start: int = 0) -> tuple[str | int, ...]:
     return tuple(part for _, part in stack[:_MAX_PATH] if part is not None)
 
 
-def loads(text: str, *, max_depth: int | None = None) -> Any:
+def loads(text: str, *, max_depth: int | None = None, unique_keys: bool = False) -> Any:
     """``json.loads`` within the depth and number-length limits.
 
     Args:
         text: The JSON text.
         max_depth: Deepest nesting accepted (default: `active_depth`).
+        unique_keys: Refuse an object naming a key twice (files a person edits: a dataset, a
+            saved program), where ``json.loads`` keeps the last value unsaid.
 
     Raises:
         JSONLimitError: Nested deeper than ``max_depth``, or a number with more digits than
             Python converts.
+        DuplicateKeyError: With ``unique_keys``, an object naming a key twice.
         ValueError: Not JSON.
     """
     max_depth = active_depth() if max_depth is None else max_depth
     if nesting_exceeds(text, max_depth):
         raise too_deep(max_depth)
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique if unique_keys else None)
     except RecursionError:  # a max_depth set past what this interpreter's stack allows
         raise too_deep(max_depth) from None
     except ValueError as exc:
-        if isinstance(exc, json.JSONDecodeError) or "digits" not in str(exc):
+        if isinstance(exc, (json.JSONDecodeError, DuplicateKeyError)) or "digits" not in str(exc):
             raise
         raise number_too_long(text, _number_offset(text)) from None
     return value

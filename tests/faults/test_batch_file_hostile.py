@@ -87,6 +87,16 @@ def test_a_custom_id_that_is_not_a_string_is_refused_naming_the_line(
         read(predict, path)
 
 
+def test_a_line_naming_a_key_twice_is_refused_naming_the_line(
+    predict: ts.Predict[Any, Any], tmp_path: Path
+) -> None:
+    # Was: the last custom_id read, the line taken as another item's.
+    line = json.dumps(answered("item-0", "A"))[:-1] + ', "custom_id": "item-1"}\n'
+    path = write(tmp_path / "out.jsonl", line.encode())
+    with pytest.raises(ts.ConfigurationError, match=r"out\.jsonl:1: .*'custom_id' appears twice"):
+        read(predict, path)
+
+
 def test_a_line_that_is_not_utf8_is_refused_naming_the_line(
     predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:

@@ -175,3 +175,17 @@ def test_a_max_row_bytes_past_what_a_read_takes_is_no_limit(tmp_path: Path) -> N
     path.write_text('{"question": "q", "answer": "a"}\n', encoding="utf-8")
     [example] = ts.evaluation.load_dataset(path, Ask, max_row_bytes=10**30)
     assert example.question == "q"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("data.jsonl", '{"question": "q", "answer": "a"}\n{"question": "q1", "question": "q2"}\n'),
+        ("data.json", '[{"question": "q", "answer": "a", "answer": "b"}]'),
+    ],
+)
+def test_a_row_naming_a_key_twice_is_named(tmp_path: Path, name: str, text: str) -> None:
+    # Was: the last value kept, the other dropped unsaid.
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert "appears twice in one object" in str(refused(path))

@@ -98,8 +98,20 @@ def written(tmp_path: Path, data: bytes | str | Any) -> Path:
         (b'{"version": 1, "predictors": {"answer": {"signature": "Ans', "not JSON"),
         (b'{"version": 1, "predictors": ' + b"[" * 300 + b"]" * 300 + b"}", "deeper than 256"),
         (b'{"version": 1, "n": 1' + b"0" * 5000 + b"}", "digits"),
+        # Was: loaded, the second value kept unsaid (a hand edit, a merge that kept both).
+        (b'{"version": 2, "predictors": {}, "predictors": {}}', "'predictors' appears twice"),
     ],
-    ids=["not-json", "100k-deep", "bad-utf8", "empty", "blank", "cut", "deep-inside", "digits"],
+    ids=[
+        "not-json",
+        "100k-deep",
+        "bad-utf8",
+        "empty",
+        "blank",
+        "cut",
+        "deep-inside",
+        "digits",
+        "key-twice",
+    ],
 )
 def test_a_file_that_is_not_json_is_a_typed_error(tmp_path: Path, data: bytes, says: str) -> None:
     error = load_fails(trained(), written(tmp_path, data))

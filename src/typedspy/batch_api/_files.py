@@ -255,7 +255,8 @@ def _decoded(raw: bytes, where: str) -> str:
 
 def _parse(text: str, where: str, known: set[str], lm: BaseLM) -> tuple[str, Mapping[str, Any]]:
     try:
-        line = loads(text, max_depth=lm.max_json_depth)  # bounded: a line is endpoint output
+        # bounded: a line is endpoint output; a key twice (two custom_ids) is not guessed at
+        line = loads(text, max_depth=lm.max_json_depth, unique_keys=True)
     except JSONLimitError as exc:
         raise ConfigurationError(
             f"{where}: {exc}; LM(max_json_depth=...) raises the limit"

@@ -226,7 +226,7 @@ def _bad_row(name: str, number: int, problem: str) -> DatasetError:
 
 def _json(text: str, name: str, number: int) -> Any:
     try:
-        return loads(text)
+        return loads(text, unique_keys=True)
     except ValueError as exc:
         raise DatasetError(
             f"{name}: row {number} is not valid JSON: {exc}",
@@ -313,8 +313,8 @@ def _cell(text: Any, signature: type[Signature], name: str) -> Any:
     if not isinstance(text, str) or field is None or field.annotation is str:
         return text
     try:
-        return loads(text)
-    except ValueError:
+        return loads(text, unique_keys=True)
+    except ValueError:  # then validation names the field
         return text
 
 

@@ -150,7 +150,7 @@ def read_state_file(model: type[StateT], path: str | os.PathLike[str]) -> StateT
     if not text.strip():
         raise state_error(source, [FieldError((), "the file is empty")])
     try:
-        value = loads(text, max_depth=MAX_JSON_DEPTH)
+        value = loads(text, max_depth=MAX_JSON_DEPTH, unique_keys=True)
     except JSONLimitError as exc:  # its message names the path
         raise state_error(source, [FieldError((), str(exc))]) from exc
     except ValueError as exc:
