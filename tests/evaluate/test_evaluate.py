@@ -133,3 +133,32 @@ def test_an_item_past_the_timeout_is_reported_as_a_timeout_and_the_others_score(
     assert report.slowest(1)[0].index == 1 and report.items[1].seconds >= 3.0
     assert len(server.requests) == 3
     assert "failures         timeout 1" in report.table()
+
+
+class Measure(ts.Signature):
+    """Measure the text."""
+
+    text: str = ts.InputField()
+    size: float = ts.OutputField()
+
+
+def test_a_report_of_a_row_with_a_lone_surrogate_or_nan_is_written_and_read_back(
+    tmp_path: Path,
+) -> None:
+    # A JSONL row may escape half an emoji ("\ud83d") and label a NaN. Was: to_json raised
+    # PydanticSerializationError and to_csv(path) UnicodeEncodeError for the surrogate, and
+    # to_json wrote the NaN as null (it read back as None) where to_csv wrote NaN.
+    path = tmp_path / "dev.jsonl"
+    path.write_text('{"text": "hi \\ud83d", "size": NaN}\n', encoding="utf-8")
+    devset = ts.evaluation.load_dataset(path, Measure)
+    with served(lambda _: '{"size": 2.0}') as (server, _):
+        report = ts.evaluate(ts.Predict(Measure), devset)
+    assert server.requests[0]["messages"][-1]["content"].count("hi \ufffd") == 1  # as sent
+    [item] = report.items
+    assert item.inputs == {"text": "hi \ufffd"}
+    back = ts.evaluation.EvaluationReport.model_validate_json(report.to_json(tmp_path / "r.json"))
+    assert back.items[0].inputs == item.inputs
+    assert str(back.items[0].expected["size"]) == "nan"
+    report.to_csv(tmp_path / "r.csv")
+    [row] = csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text(encoding="utf-8")))
+    assert row["inputs"] == '{"text": "hi \ufffd"}' and row["expected"] == '{"size": NaN}'

@@ -16,7 +16,7 @@ from typedspy.errors import ConfigurationError, check_finite
 from typedspy.evaluation._example import Example
 from typedspy.evaluation._metric import FieldMetric, Metric, score
 from typedspy.evaluation._observe import Outcome, run_observed
-from typedspy.evaluation._report import EvaluationReport, ItemResult, failure_kind
+from typedspy.evaluation._report import EvaluationReport, ItemResult, failure_kind, writable
 from typedspy.modules import Module
 
 __all__ = ["Evaluate", "aevaluate", "evaluate", "run_scored"]
@@ -146,7 +146,7 @@ class Evaluate:
 
 
 def _item(index: int, example: Example, outcome: Outcome, failure_score: float) -> ItemResult:
-    values = example.to_dict()
+    values = writable(example.to_dict())
     item = ItemResult(
         index=index,
         inputs={k: values[k] for k in example.inputs()},
@@ -159,11 +159,11 @@ def _item(index: int, example: Example, outcome: Outcome, failure_score: float) 
         completion_tokens=outcome.usage.completion_tokens,
     )
     if outcome.error is not None:
-        item.failure, item.error = failure_kind(outcome.error), _message(outcome.error)
+        item.failure, item.error = failure_kind(outcome.error), writable(_message(outcome.error))
         return item
-    item.outputs = outcome.outputs()
+    item.outputs = writable(outcome.outputs())
     if isinstance(outcome.scored, Exception):
-        item.failure, item.error = "metric", _message(outcome.scored)
+        item.failure, item.error = "metric", writable(_message(outcome.scored))
     elif outcome.scored is not None:
         item.score, item.field_scores, _ = outcome.scored
     return item

@@ -6,9 +6,10 @@ import csv
 import io
 import json
 import os
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from typedspy._files import write_atomically
 from typedspy.errors import (
@@ -26,7 +27,9 @@ from typedspy.errors import (
     TruncatedOutputError,
 )
 
-__all__ = ["EvaluationReport", "FailureKind", "ItemResult", "failure_kind"]
+__all__ = ["EvaluationReport", "FailureKind", "ItemResult", "failure_kind", "writable"]
+
+_SURROGATES = re.compile("[\ud800-\udfff]")  # alone in a str: what UTF-8 cannot encode
 
 FailureKind = Literal[
     "decode",
@@ -105,6 +108,8 @@ class EvaluationReport(BaseModel):
         calls / prompt_tokens / completion_tokens: Totals over all items.
         seconds: Wall time of the whole evaluation.
     """
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")  # a NaN label stays NaN, as in to_csv
 
     program: str
     metric: str
@@ -196,6 +201,22 @@ class EvaluationReport(BaseModel):
 
     def __str__(self) -> str:
         return self.table()
+
+
+def writable(value: Any) -> Any:
+    """JSON-ready ``value`` with lone surrogates (which UTF-8 cannot encode) replaced by U+FFFD.
+
+    A dataset row may hold a lone surrogate (half an emoji, escaped in its JSON): the request
+    carried U+FFFD for it (the LM repairs what it sends), and so does the report, which
+    `EvaluationReport.to_json` and ``to_csv`` could not write otherwise.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # not JSON-ready: to_json names it
+        return value
+    if text.isascii() or not _SURROGATES.search(text):
+        return value
+    return json.loads(_SURROGATES.sub("\ufffd", text))
 
 
 def _what(item: ItemResult) -> str:
