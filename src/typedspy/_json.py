@@ -103,8 +103,10 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) < len(pairs):
         seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise DuplicateKeyError(f"the key {twice!r} appears twice in one object")
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(f"the key {key!r} appears twice in one object")
+            seen.add(key)
     return found
 
 

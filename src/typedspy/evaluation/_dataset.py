@@ -264,7 +264,7 @@ def _csv(path: Path) -> list[tuple[int, dict[str, Any] | FieldError]]:
                 )
             number = 1
             for row in reader:
-                extra = row.pop(None, None)  # type: ignore[call-overload]
+                extra = row.pop(None, None)
                 if extra:
                     problem = f"{len(extra)} cell(s) past the header's {len(header)} columns"
                     rows.append((number, FieldError((), problem)))
