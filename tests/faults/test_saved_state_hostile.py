@@ -9,6 +9,7 @@ the file and the field path, with nothing loaded (ADR-054).
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable
@@ -366,3 +367,20 @@ def test_a_vector_that_is_not_finite_is_not_saved(tmp_path: Path) -> None:
     ):
         program.save(path)
     assert not path.exists()
+
+
+def test_a_demo_holding_nan_or_infinity_is_saved_and_loaded_as_it_was(tmp_path: Path) -> None:
+    # Written as null before, which load read back as None (and the demo check then refused).
+    class Measure(ts.Signature):
+        """Round the reading."""
+
+        reading: float = ts.InputField()
+        rounded: int = ts.OutputField()
+
+    demos = [{"reading": math.nan, "rounded": 0}, {"reading": -math.inf, "rounded": 0}]
+    path = tmp_path / "program.json"
+    ts.Predict(Measure, demos=demos).save(path)
+    loaded = ts.Predict(Measure)
+    loaded.load(path)
+    assert math.isnan(loaded.demos[0]["reading"])
+    assert loaded.demos[1]["reading"] == -math.inf

@@ -62,7 +62,8 @@ class StateModel(BaseModel):
     or a file of another version, never something to skip.
     """
 
-    model_config = ConfigDict(strict=True, extra="forbid")
+    # A demo's NaN or infinity is written as such: as null, load read it back as None.
+    model_config = ConfigDict(strict=True, extra="forbid", ser_json_inf_nan="constants")
 
 
 class PredictorState(StateModel):
