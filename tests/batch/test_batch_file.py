@@ -147,3 +147,13 @@ def test_custom_ids_must_be_unique_and_one_per_input(
 ) -> None:
     with pytest.raises(ts.ConfigurationError, match="2 unique ids"):
         ts.batch_api.write_batch_file(predict, INPUTS[:2], tmp_path / "x", custom_ids=["a", "a"])
+
+
+@pytest.mark.parametrize("ids", ["ab", [None, 7], [b"a", b"b"]], ids=["a-str", "not-strs", "bytes"])
+def test_custom_ids_must_be_a_list_of_strings(
+    predict: ts.Predict[Any, Any], tmp_path: Path, ids: Any
+) -> None:
+    # "ab" was read as the ids 'a' and 'b'; None and 7 were written as 'None' and '7'.
+    with pytest.raises(ts.ConfigurationError, match="custom_ids must be a list of str ids"):
+        ts.batch_api.write_batch_file(predict, INPUTS[:2], tmp_path / "x", custom_ids=ids)
+    assert list(tmp_path.iterdir()) == []

@@ -199,7 +199,10 @@ class _Replay(BaseLM):
 def _ids(custom_ids: Sequence[str] | None, count: int) -> list[str]:
     if custom_ids is None:
         return [f"item-{i}" for i in range(count)]
-    ids = [str(i) for i in custom_ids]
+    # A string is a sequence too (one id a character), and None or 7 became 'None' and '7'.
+    if isinstance(custom_ids, (str, bytes)) or not all(isinstance(i, str) for i in custom_ids):
+        raise ConfigurationError(f"custom_ids must be a list of str ids, got {custom_ids!r:.80}")
+    ids = list(custom_ids)
     if len(ids) != count or len(set(ids)) != count:
         raise ConfigurationError(
             f"custom_ids must be {count} unique ids, one per input; got {len(ids)} "
