@@ -29,8 +29,9 @@ from jiter import from_json
 from pydantic import BaseModel
 
 from typedspy._json import depth_exceeded
+from typedspy.parse._lenient import LenientDecodeError, decode_lenient
 from typedspy.parse._sections import section_value
-from typedspy.parse._validate import JITER_DEPTH
+from typedspy.parse._validate import JITER_DEPTH, finite_for_jiter
 from typedspy.signature import TYPE_KEY, Signature, is_model, is_union, resolve_name, wire_names
 
 __all__ = ["FieldValues", "ObjectValues"]
@@ -128,10 +129,16 @@ class FieldValues:
         self._done: dict[str, tuple[Any, Any]] = {}
 
     def member(self, name: str, text: str) -> Any:
-        """A complete JSON member's value, validated (`UNSET` when it is not one)."""
+        """A complete JSON member's value, validated (`UNSET` when it is not one).
+
+        A huge number is read as the final parse reads it (`finite_for_jiter`).
+        """
         try:
-            raw = from_json(text.encode(), allow_inf_nan=False)
-        except ValueError:
+            if finite_for_jiter(text):
+                raw = from_json(text.encode(), allow_inf_nan=False)
+            else:
+                raw = decode_lenient(text)
+        except (ValueError, LenientDecodeError):
             return UNSET
         if self._too_deep(raw, inside=1):
             return UNSET  # the final validation reports it

@@ -13,6 +13,7 @@ union choices out of the path, no URLs.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "ParseResult",
     "field_errors",
     "field_value",
+    "finite_for_jiter",
     "parse_outputs",
     "validate_outputs",
 ]
@@ -38,6 +40,10 @@ __all__ = [
 # Pydantic's JSON reader (jiter) refuses nesting past about 200 levels by itself; a lower
 # max_json_depth must be checked before its fast path can accept a value.
 JITER_DEPTH = 200
+# A number jiter (Pydantic's JSON reader) reads as inf: an exponent of three digits, or 200 digits
+# in a row (a few harmless ones too). The lenient decoder reads it as `NonFinite`, which numeric
+# fields refuse, as they refuse NaN and Infinity.
+_HUGE_NUMBER = re.compile(r"[0-9][eE]\+?0*[1-9][0-9]{2}|[0-9]{200}")
 
 
 @dataclass(frozen=True)
@@ -89,9 +95,17 @@ def _values(instance: BaseModel) -> dict[str, Any]:
     return {name: getattr(instance, name) for name in type(instance).model_fields}
 
 
+def finite_for_jiter(text: str) -> bool:
+    """Whether jiter reads ``text`` as the lenient decoder does: no NaN, Infinity or huge number.
+
+    Where it may not, the text must reach the lenient decoder, which keeps numeric fields from
+    accepting a value the model most likely did not mean.
+    """
+    return "NaN" not in text and "Infinity" not in text and _HUGE_NUMBER.search(text) is None
+
+
 def _fast_path_ok(text: str) -> bool:
-    # NaN/Infinity must reach the lenient decoder, which keeps numeric fields from accepting them.
-    if text[:1] != "{" or text[-1:] != "}" or "NaN" in text or "Infinity" in text:
+    if text[:1] != "{" or text[-1:] != "}" or not finite_for_jiter(text):
         return False
     max_depth = active_depth()
     # Nesting cannot pass the bracket count; past it the full path checks the depth itself.
