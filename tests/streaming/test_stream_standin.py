@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pytest
 
 import typedspy as ts
-from agent_models import Decide, SpawnTask
+from agent_models import Continue, Decide, SpawnTask
 from typedspy.react import ReAct
 from typedspy.streaming import (
     OutputDelta,
@@ -114,6 +114,25 @@ def test_union_partial_names_the_variant_before_the_object_is_complete(
     assert partials(events)[-1].values == dict(final)
     assert final == predict(task="Ship the release")
     assert len(server.requests) == 2 and server.requests[0]["stream"] is True
+
+
+@pytest.mark.parametrize("raw", ["\n", "\t", "\r\n", "\x00"])
+def test_a_raw_control_character_in_a_string_does_not_hide_the_field_from_the_partials(
+    server: StandIn, lm: ts.LM, raw: str
+) -> None:
+    # Invalid JSON, but what models write and what the final parse reads: the partials showed
+    # the reason until the newline arrived, then never again, not even once it was complete.
+    reason = f"first line{raw}second line"
+    reply = {"action": {"_type": "Continue", "reason": reason}, "confidence": 0.5}
+    server.enqueue(json.dumps(reply).replace(json.dumps(raw)[1:-1], raw))
+    events = collect(lm, ts.Predict(Decide, lm=lm), task="Ship the release")
+    final = events[-1]
+    assert isinstance(final, ts.Prediction) and final.action == Continue(reason=reason)
+    shown = [getattr(p.values.get("action"), "reason", None) for p in partials(events)]
+    reasons = [r for r in shown if isinstance(r, str)]
+    assert all(reason.startswith(r) for r in reasons)
+    assert any(raw in r and r != reason for r in reasons)  # shown as it grew, past the newline
+    assert partials(events)[-1].values == dict(final)
 
 
 def test_a_partial_has_a_typed_view_of_its_values(server: StandIn, lm: ts.LM) -> None:

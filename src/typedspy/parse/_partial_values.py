@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from jiter import from_json
 from pydantic import BaseModel
@@ -135,7 +135,7 @@ class FieldValues:
         """
         try:
             if finite_for_jiter(text):
-                raw = from_json(text.encode(), allow_inf_nan=False)
+                raw = _from_json(text)
             else:
                 raw = decode_lenient(text)
         except (ValueError, LenientDecodeError):
@@ -147,9 +147,7 @@ class FieldValues:
     def open_member(self, name: str, text: str, tail: str) -> Any:
         """The JSON member being written, read as far as it goes, shaped by its annotation."""
         try:
-            data = from_json(
-                b"[" + text.encode(), partial_mode="trailing-strings", allow_inf_nan=False
-            )
+            data = _from_json("[" + text, partial=True)
         except ValueError:  # not JSON (yet, or at all): nothing to show for it
             return UNSET
         if not isinstance(data, list) or not data or self._too_deep(data[0], inside=1):
@@ -189,6 +187,31 @@ class FieldValues:
         return value
 
 
+# A JSON string, possibly still open at the end of the text.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.S)
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_CONTROLS = {code: f"\\u{code:04x}" for code in range(0x20)}
+
+
+def _from_json(text: str, *, partial: bool = False) -> Any:
+    """The value of JSON ``text``, read by jiter (``partial``: as far as it goes).
+
+    Raw control characters in strings (a newline, a tab) are invalid JSON, but what models
+    write and what the final parse reads: they are escaped and the text read again.
+
+    Raises:
+        ValueError: Not JSON, even so.
+    """
+    mode: Literal["trailing-strings", "off"] = "trailing-strings" if partial else "off"
+    try:
+        return from_json(text.encode(), partial_mode=mode, allow_inf_nan=False)
+    except ValueError:
+        if _CONTROL.search(text) is None:
+            raise
+    escaped = _STRING.sub(lambda string: string.group().translate(_CONTROLS), text)
+    return from_json(escaped.encode(), partial_mode=mode, allow_inf_nan=False)
+
+
 # -- partial JSON shaped like a field's annotation --
 
 # The text ends inside the value of a "_type" key: the member's name is not complete yet.
@@ -225,7 +248,7 @@ def _partial_section(annotation: Any, body: str) -> Any:
         newline = body.find("\n")
         body = body[newline + 1 :] if newline >= 0 else ""
     try:
-        data = from_json(body.encode(), partial_mode="trailing-strings", allow_inf_nan=False)
+        data = _from_json(body, partial=True)
     except ValueError:
         return UNSET
     _drop_open_type(data, body[-_TAIL:])
