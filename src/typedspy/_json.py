@@ -183,7 +183,9 @@ def loads(text: str, *, max_depth: int | None = None, unique_keys: bool = False)
 
 
 def nesting_exceeds(text: str, max_depth: int, start: int = 0, stop: int | None = None) -> bool:
-    """Whether the JSON in ``text[start:stop]`` opens more than ``max_depth`` nested brackets.
+    """Whether the JSON value at ``text[start]`` opens more than ``max_depth`` nested brackets.
+
+    Only the value is read (up to ``stop`` at most): the text after it costs nothing.
 
     Read before decoding, without recursion: ``json.loads`` recurses once per level, and a
     decode that runs the stack to the interpreter's limit leaves no room for the finalizers
@@ -203,6 +205,8 @@ def nesting_exceeds(text: str, max_depth: int, start: int = 0, stop: int | None 
                 return True
         elif bracket in "]}":
             depth -= 1
+            if depth <= 0:  # the value closed: what follows is no part of it
+                return False
     return False
 
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import cProfile
 import json
+import pstats
 
 import pytest
 
@@ -268,6 +270,20 @@ def test_hostile_inputs_are_bounded() -> None:
     assert values(f'{{"s": "{big}"}}') == [{"s": big}]
     assert "unterminated string" in failure('{"s": "' + big)
     assert values(f'Note: [it\'s {big}] {{"a": 1}}') == [{"a": 1}]
+
+
+def test_many_small_objects_are_read_in_one_pass_not_one_per_object() -> None:
+    # Each object the strict fast path decoded had its nesting checked to the end of the whole
+    # text, not of the object: 256 objects, 256 passes over the text (a 1 MB reply took 16 s).
+    # The work is counted as the calls made (Python functions and C methods), per object.
+    for objects in (1_000, 4_000):
+        text = '{"a": 1} ' * objects
+        profile = cProfile.Profile()
+        profile.enable()
+        found = values(text)
+        profile.disable()
+        assert found == [{"a": 1}] * MAX_CANDIDATES
+        assert pstats.Stats(profile).total_calls < 60 * objects  # 700 per object on main
 
 
 def test_never_raises_for_odd_strings() -> None:
