@@ -384,3 +384,35 @@ def test_a_demo_holding_nan_or_infinity_is_saved_and_loaded_as_it_was(tmp_path: 
     loaded.load(path)
     assert math.isnan(loaded.demos[0]["reading"])
     assert loaded.demos[1]["reading"] == -math.inf
+
+
+def test_instructions_or_texts_with_a_lone_surrogate_are_set_saved_and_loaded(
+    tmp_path: Path,
+) -> None:
+    # Half an emoji a model wrote (an optimizer's rewrite, a hand-edited file's escape): Python
+    # could not make a class with that docstring, so setting or loading it raised a bare
+    # UnicodeEncodeError. It becomes U+FFFD, as the wire already made it.
+    class Ask(ts.Signature):
+        """Answer."""
+
+        question: str = ts.InputField(desc="the question")
+        answer: str = ts.OutputField()
+
+    predict = ts.Predict(Ask)
+    predict.instructions = "Answer \ud83d briefly"
+    assert predict.instructions == "Answer \ufffd briefly"
+    worded = ts.signature.with_texts(
+        Ask, ts.signature.SignatureTexts(instructions="Do \udc00", inputs={"question": "a \ud83d"})
+    )
+    assert (worded.instructions, worded.input_fields["question"].description) == (
+        "Do \ufffd",
+        "a \ufffd",
+    )
+    path = tmp_path / "program.json"
+    predict.save(path)
+    state = json.loads(path.read_text())
+    state["predictors"]["self"]["instructions"] = "Escaped \udc00 half"
+    path.write_text(json.dumps(state))  # ensure_ascii: the escape Python reads back as is
+    loaded = ts.Predict(Ask)
+    loaded.load(path)
+    assert loaded.instructions == "Escaped \ufffd half"

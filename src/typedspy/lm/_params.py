@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, cast
 
+from typedspy._json import encodable
 from typedspy.errors import ConfigurationError
 from typedspy.lm._messages import LMRequest
 
@@ -181,8 +181,6 @@ def _non_finite(params: Mapping[str, Any], *, most: int = 10_000) -> tuple[str, 
     return None
 
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
 _OPTIONS = REQUEST_OPTIONS - {"extra_body"}
 """The SDK's per-request options sent beside the body (headers, query string, client timeout)."""
 
@@ -198,7 +196,7 @@ def plain(value: Any) -> Any:
     """
     kind = value.__class__
     if kind is str:
-        return value if value.isascii() else _encodable(value)
+        return value if value.isascii() else encodable(value)
     if kind in _ATOMS:
         return value
     if isinstance(value, Mapping):
@@ -213,21 +211,8 @@ def plain(value: Any) -> Any:
             for v in value  # pyright: ignore[reportUnknownVariableType]
         ]
     if isinstance(value, str):  # a subclass of str
-        return _encodable(value)
+        return encodable(value)
     return value
-
-
-def _encodable(text: str) -> str:
-    """``text`` with lone surrogates (which UTF-8 cannot encode) replaced by U+FFFD.
-
-    A model may send an escaped lone surrogate in its JSON; echoed back in a feedback turn it
-    would make the SDK fail to encode the request (an untyped `UnicodeEncodeError`, issue 10).
-    """
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return _SURROGATES.sub("\ufffd", text)
-    return text
 
 
 def wire_body(model: str, defaults: Mapping[str, Any], request: LMRequest) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import SchemaError as CoreSchemaError
 from typing_extensions import dataclass_transform
 
+from typedspy._json import encodable
 from typedspy.errors import SchemaError
 from typedspy.signature._declared import check_output_types, check_resolved, unsupported_type
 from typedspy.signature._dispatch import TYPE_KEY, decode_json_once, is_model
@@ -208,9 +209,13 @@ class Signature(BaseModel, metaclass=_SignatureMeta):
 
     @classmethod
     def with_instructions(cls, instructions: str) -> type[Signature]:
-        """A copy of this signature with another instruction (same name and fields)."""
+        """A copy of this signature with another instruction (same name and fields).
+
+        A lone surrogate in ``instructions`` (a model's rewrite) becomes U+FFFD, as on the wire:
+        Python cannot make a class whose docstring UTF-8 cannot encode.
+        """
         derived: type[Signature] = create_model(
-            cls.__name__, __base__=cls, __doc__=instructions, __module__=cls.__module__
+            cls.__name__, __base__=cls, __doc__=encodable(instructions), __module__=cls.__module__
         )
         derived.__qualname__ = cls.__qualname__
         return derived

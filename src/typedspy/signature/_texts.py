@@ -12,9 +12,10 @@ import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
+from typedspy._json import encodable
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError
 from typedspy.signature._dispatch import is_model, is_union, qualified_name
@@ -39,11 +40,22 @@ class FieldTexts(BaseModel):
     outputs: dict[str, str] = Field(default_factory=dict)
     members: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("inputs", "outputs", "members")
+    @classmethod
+    def _encodable(cls, texts: dict[str, str]) -> dict[str, str]:
+        # A model's rewrite may hold a lone surrogate (half an emoji): U+FFFD, as on the wire.
+        return {name: encodable(text) for name, text in texts.items()}
+
 
 class SignatureTexts(FieldTexts):
     """Everything a signature says in words: its instruction and its `FieldTexts`."""
 
     instructions: str
+
+    @field_validator("instructions")
+    @classmethod
+    def _encodable_instructions(cls, text: str) -> str:
+        return encodable(text)
 
 
 def union_members(sig: type[Signature]) -> dict[str, type[BaseModel]]:
