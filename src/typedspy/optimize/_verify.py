@@ -26,7 +26,8 @@ def devset_hash(devset: Sequence[Example]) -> str:
     """A SHA-256 digest of ``devset``: each example's values (as JSON) and input names.
 
     The order of the examples does not count (a score does not depend on it); a changed,
-    added or removed example does.
+    added or removed example does. A lone surrogate (an escaped half emoji in a JSONL row) is
+    hashed as its own code point, not refused.
     """
     rows = sorted(
         json.dumps(
@@ -38,7 +39,7 @@ def devset_hash(devset: Sequence[Example]) -> str:
         )
         for ex in devset
     )
-    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+    return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def score_record(report: EvaluationReport, devset: Sequence[Example]) -> ScoreRecord:
@@ -107,7 +108,9 @@ async def averify(
             f"verify: {type(program).__name__} has no score record: compile it with a valset "
             "(optimizer.compile(program, trainset, valset=devset)) or load one saved so"
         )
-    if isinstance(tolerance, bool) or not 0.0 <= tolerance <= 1.0:
+    if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool):
+        raise ConfigurationError(f"verify: tolerance={tolerance!r}, expected 0.0 to 1.0")
+    if not 0.0 <= tolerance <= 1.0:
         raise ConfigurationError(f"verify: tolerance={tolerance!r}, expected 0.0 to 1.0")
     digest = devset_hash(devset)
     if digest != record.devset_sha256:
