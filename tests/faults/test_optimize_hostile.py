@@ -7,9 +7,14 @@ NaN, is a typed error naming what is wrong, not numpy's ValueError or a random r
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Sequence
+
 import pytest
 
 import typedspy as ts
+from faults.server import FaultServer, Reply, Seen
 from served import nearest, served
 from typedspy.testing import RouteTicket, support_tickets
 
@@ -39,3 +44,90 @@ def test_a_tolerance_that_is_no_number_is_refused(tolerance: object) -> None:
         )
         with pytest.raises(ts.ConfigurationError, match="tolerance="):
             ts.optimize.verify(compiled, DEV[:2], tolerance=tolerance)  # type: ignore[arg-type]
+
+
+def embeddings_server(train: list[list[float]], query: list[float]) -> FaultServer:
+    """Embeds a request of many texts as ``train``, one text as ``query``; answers a Bug."""
+
+    def echo(seen: Seen) -> Reply:
+        if not seen.path.endswith("/embeddings"):
+            return Reply.completion(json.dumps({"route": {"_type": "Bug", "component": "app"}}))
+        texts = seen.json()["input"]
+        vectors = train[: len(texts)] if len(texts) > 1 else [query]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        return Reply.json({"object": "list", "model": "e", "data": data, "usage": {}})
+
+    return FaultServer(Reply(echo=echo))
+
+
+def knn_call(train: list[list[float]], query: list[float]) -> object:
+    with embeddings_server(train, query) as server:
+        lm = ts.LM("e", base_url=server.url, api_key="k", max_retries=0)
+        try:
+            with ts.context(lm=lm):
+                knn = ts.optimize.KNNFewShot(k=2, verbose=False)
+                return knn.compile(ts.Predict(RouteTicket), TRAIN[:3])(ticket=DEV[0].ticket)
+        finally:
+            lm.close()
+
+
+@pytest.mark.parametrize(
+    ("train", "message"),
+    [
+        ([[1.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0]], "all of one width"),
+        ([[], [], []], "one or more numbers"),
+    ],
+)
+def test_training_embeddings_of_different_widths_are_an_lm_response_error(
+    train: list[list[float]], message: str
+) -> None:
+    with pytest.raises(ts.errors.LMResponseError, match=f"training inputs: .*{message}"):
+        knn_call(train, [1.0, 0.0])
+
+
+def test_an_input_embedded_in_another_width_than_the_training_set_is_refused() -> None:
+    # A saved KNN program used with another embedding model: numpy's matmul ValueError on main.
+    with pytest.raises(ts.ConfigurationError, match=r"inputs in 3 values, .* embedded in 2"):
+        knn_call([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [1.0, 0.0, 0.0])
+
+
+class Embedder(ts.lm.BaseLM):
+    """A user's own embedder (no endpoint): what it hands back is not checked on the wire."""
+
+    model = "own"
+
+    def __init__(self, vectors: list[list[float]]) -> None:
+        self.vectors = vectors
+
+    async def acomplete(self, request: ts.lm.LMRequest) -> ts.lm.LMResponse:
+        raise NotImplementedError
+
+    async def aembed_response(
+        self, texts: Sequence[str], *, model: str | None = None
+    ) -> ts.lm.EmbeddingResponse:
+        return ts.lm.EmbeddingResponse(self.vectors[: len(texts)])
+
+
+@pytest.mark.parametrize(
+    ("vectors", "message"),
+    [
+        ([[math.nan, 1.0]] * 3, "not a finite number"),
+        ([[math.inf, 1.0]] * 3, "not a finite number"),
+        ([[1.0], [1.0, 2.0], [1.0]], "all of one width"),
+        ([[1.0]], "1 vectors for 3 texts"),
+    ],
+)
+def test_a_user_embedder_handing_back_no_usable_vectors_is_an_lm_response_error(
+    vectors: list[list[float]], message: str
+) -> None:
+    knn = ts.optimize.KNNFewShot(k=2, lm=Embedder(vectors), verbose=False)
+    with pytest.raises(ts.errors.LMResponseError, match=message):
+        knn.compile(ts.Predict(RouteTicket), TRAIN[:3])
+
+
+@pytest.mark.parametrize(
+    "vectors", [[[math.nan], [1.0]], [[1.0], [1.0, 2.0]], [["a"], ["b"]], [[], []]]
+)
+def test_a_knn_program_built_with_unusable_vectors_is_refused(vectors: list[list[float]]) -> None:
+    with pytest.raises(ts.ConfigurationError, match="KNNProgram: vectors: "):
+        ts.optimize.KNNProgram(ts.Predict(RouteTicket), TRAIN[:2], vectors)

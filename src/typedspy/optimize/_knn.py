@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 from typedspy import pipeline
 from typedspy._types import FieldError
 from typedspy.adapter import render_value
-from typedspy.errors import ConfigurationError, check_int
+from typedspy.errors import ConfigurationError, LMResponseError, check_int
 from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.limits import Budget
 from typedspy.lm import BaseLM
@@ -38,6 +38,24 @@ def _numpy() -> Any:
     except ImportError as exc:  # pragma: no cover - the knn extra is part of dev
         raise ConfigurationError("KNNFewShot needs numpy: pip install 'typedspy[knn]'") from exc
     return numpy
+
+
+def matrix(vectors: object) -> tuple[Any, str | None]:
+    """``vectors`` as a float matrix, one row each, and what is wrong with them (None: nothing).
+
+    Rows must be lists of finite numbers, all of one width of at least one value: numpy would
+    refuse rows of different widths with a ValueError, and rank by a NaN at random.
+    """
+    np_ = _numpy()
+    try:
+        rows = np_.asarray(vectors, dtype=float)
+    except (TypeError, ValueError):
+        return None, "they are not lists of numbers all of one width"
+    if rows.ndim != 2 or rows.shape[1] == 0:
+        return rows, f"they are not lists of one or more numbers (shape {rows.shape})"
+    if not np_.isfinite(rows).all():
+        return rows, "a value is not a finite number"
+    return rows, None
 
 
 def embedding_text(inputs: Mapping[str, Any]) -> str:
@@ -142,7 +160,10 @@ class KNNProgram(Module):
         self.examples = list(examples)
         self.k = k
         self.stratify = stratify
-        self._vectors = _numpy().asarray(vectors if vectors is not None else [], dtype=float)
+        rows, problem = matrix(vectors if vectors is not None else [])
+        if problem is not None and len(self.examples):
+            raise ConfigurationError(f"KNNProgram: vectors: {problem}")
+        self._vectors = rows
         if len(self._vectors) != len(self.examples):
             raise ConfigurationError(
                 f"KNNProgram: {len(self._vectors)} vectors for {len(self.examples)} examples"
@@ -167,8 +188,18 @@ class KNNProgram(Module):
             )
         np_ = _numpy()
         lm = resolve_lm(self._lm)
-        [query] = await pipeline.embed(lm, [embedding_text(inputs)], model=self._embedding_model)
-        q = np_.asarray(query, dtype=float)
+        reply = await pipeline.embed(lm, [embedding_text(inputs)], model=self._embedding_model)
+        rows, problem = matrix(reply)
+        model = self._embedding_model or lm.model
+        if problem is not None or len(rows) != 1:
+            raise LMResponseError(f"{model}: the embedding of the inputs is unusable: {problem}")
+        [q] = rows
+        if len(q) != self._vectors.shape[1]:
+            raise ConfigurationError(
+                f"KNNProgram: {model} embeds the inputs in {len(q)} values, the training "
+                f"examples were embedded in {self._vectors.shape[1]}: embed with the model "
+                "that embedded them (embedding_model=)"
+            )
         norm = np_.linalg.norm(q)
         sims = self._vectors @ (q / norm if norm else q)
         order = np_.argsort(-sims, kind="stable")
@@ -296,7 +327,12 @@ class KNNFewShot(Optimizer):
         np_ = _numpy()
         lm = resolve_lm(self.lm)
         texts = [embedding_text(ex.inputs()) for ex in items]
-        raw = np_.asarray(await pipeline.embed(lm, texts, model=self.embedding_model), dtype=float)
+        raw, problem = matrix(await pipeline.embed(lm, texts, model=self.embedding_model))
+        if problem is None and len(raw) != len(texts):
+            problem = f"{len(raw)} vectors for {len(texts)} texts"
+        if problem is not None:
+            model = self.embedding_model or lm.model
+            raise LMResponseError(f"{model}: the embeddings of the training inputs: {problem}")
         norms = np_.linalg.norm(raw, axis=1, keepdims=True)
         vectors = raw / np_.where(norms == 0, 1.0, norms)
         return KNNProgram(
