@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from pydantic import BaseModel
@@ -84,6 +85,30 @@ def test_composite_field_metric_with_weights_and_comparers() -> None:
     assert metrics.union_accuracy("label")(EXAMPLE, pred(label=Question(topic="x"))) == 0.0
 
 
+@pytest.mark.parametrize("weight", [math.nan, math.inf, -1, "2", None])
+def test_a_weight_that_is_no_finite_number_at_least_zero_is_refused(weight: object) -> None:
+    # A NaN or infinite weight made every score NaN (a composite's past the NaN check), a
+    # string a TypeError at the first score, a negative composite weight a silent 0.0.
+    with pytest.raises(ts.ConfigurationError, match=r"FieldMetric: weights\['label'\]="):
+        metrics.FieldMetric(weights={"label": weight})  # type: ignore[dict-item]
+    with pytest.raises(ts.ConfigurationError, match=r"composite: weights\['a'\]="):
+        metrics.composite({"a": metrics.FieldMetric()}, weights={"a": weight})  # type: ignore[dict-item]
+
+
+def test_a_composite_weight_naming_no_metric_is_refused() -> None:
+    with pytest.raises(ts.ConfigurationError, match=r"weights name \['feilds'\]"):
+        metrics.composite({"fields": metrics.FieldMetric()}, weights={"feilds": 2})
+
+
+def test_integers_past_a_float_compare_by_value() -> None:
+    # Labels of 400 digits (JSON reads them exactly): math.isclose raised OverflowError.
+    big = 10**400
+    for compare in (metrics.exact(), metrics.normalized(), metrics.f1(), metrics.type_match()):
+        assert compare(big, big) == 1.0
+        assert compare(big, big + 1) == 0.0
+        assert compare(big, 1.0) == 0.0
+
+
 def test_composite_of_plain_functions_reports_each_part() -> None:
     def short(example: ts.Example, prediction: ts.Prediction[Triage]) -> bool:
         return len(prediction.summary) < 10
@@ -140,7 +165,11 @@ def test_a_metric_returning_something_else_is_a_reported_failure() -> None:
     assert json.loads(report.to_json())["failures"] == {"metric": 1}
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize(
+    "value",
+    [float("nan"), float("inf"), float("-inf"), 10**400],
+    ids=["nan", "inf", "-inf", "400-digits"],
+)
 def test_a_metric_returning_a_non_finite_score_is_a_reported_failure(value: float) -> None:
     # A NaN (0/0 in a user's metric) made the whole report's score NaN, and an optimizer's
     # comparisons with it false: the item is a metric failure at the failure score instead.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import reprlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -63,9 +64,7 @@ class FieldMetric:
         self.comparers = dict(comparers or {})
         self.default = default or exact(rel_tol=1e-6)
         self.only = list(only) if only is not None else None
-        self.weights = dict(weights or {})
-        if any(w < 0 for w in self.weights.values()):
-            raise ConfigurationError("metric weights must be >= 0")
+        self.weights = checked_weights("FieldMetric", weights or {})
 
     def per_field(self, example: Example, prediction: Any) -> dict[str, float]:
         """Each scored field's score (a field missing from the prediction scores 0.0)."""
@@ -105,10 +104,36 @@ def union_accuracy(*fields: str) -> FieldMetric:
     return FieldMetric({f: type_match() for f in fields}, only=list(fields))
 
 
+def checked_weights(owner: str, weights: Mapping[str, float]) -> dict[str, float]:
+    """``weights`` as floats, each a finite number >= 0.
+
+    Raises:
+        ConfigurationError: Naming ``owner`` and the weight (a NaN weight made every score NaN).
+    """
+    for name, weight in weights.items():
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, (int, float))
+            or not math.isfinite(weight)
+            or weight < 0
+        ):
+            raise ConfigurationError(
+                f"{owner}: weights[{name!r}]={reprlib.repr(weight)}: expected a finite number >= 0"
+            )
+    return {name: float(weight) for name, weight in weights.items()}
+
+
 class _Composite:
     def __init__(self, metrics: Mapping[str, Metric], weights: Mapping[str, float]) -> None:
         self.metrics = dict(metrics)
-        self.weights = {n: float(weights.get(n, 1.0)) for n in self.metrics}
+        given = checked_weights("composite", weights)
+        unknown = sorted(set(given) - set(self.metrics))
+        if unknown:
+            raise ConfigurationError(
+                f"composite: weights name {unknown}, which are not among the metrics "
+                f"{sorted(self.metrics)}"
+            )
+        self.weights = {n: given.get(n, 1.0) for n in self.metrics}
 
     def combine(self, parts: Mapping[str, float]) -> float:
         total = sum(self.weights.values())
@@ -150,7 +175,7 @@ async def score(
     """
     if isinstance(metric, _Composite):
         parts = await metric.aper_field(example, prediction)
-        return metric.combine(parts), parts, ""
+        return _value(metric, metric.combine(parts)), parts, ""
     ascore = getattr(metric, "ascore", None)
     result: Any = await ascore(example, prediction) if ascore else metric(example, prediction)
     if inspect.isawaitable(result):
@@ -158,17 +183,30 @@ async def score(
     feedback = ""
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
         result, feedback = result
-    if isinstance(result, bool):
-        value = 1.0 if result else 0.0
-    elif isinstance(result, (int, float)) and math.isfinite(result):
-        value = float(result)
-    else:
-        got = repr(result) if isinstance(result, float) else type(result).__name__
-        raise ConfigurationError(
-            f"metric {metric!r} returned {got}; return a finite float or a bool, "
-            "or (score, feedback)"
-        )
+    value = _value(metric, result)
     per_field: dict[str, float] = {}
     if isinstance(metric, _PerField):
         per_field = metric.per_field(example, prediction)
     return value, per_field, feedback
+
+
+def _value(metric: object, result: object) -> float:
+    """A metric's result as a finite float (``True`` is 1.0).
+
+    Raises:
+        ConfigurationError: Anything else: NaN, infinity, an int past a float, ``None``, ...
+    """
+    if isinstance(result, bool):
+        return 1.0 if result else 0.0
+    if isinstance(result, (int, float)):
+        try:
+            value = float(result)
+        except OverflowError:  # an int of 400 digits
+            value = math.inf
+        if math.isfinite(value):
+            return value
+    got = reprlib.repr(result) if isinstance(result, (int, float)) else type(result).__name__
+    raise ConfigurationError(
+        f"metric {metric!r} returned {got}; return a finite float or a bool, "
+        "or (score, feedback)"
+    )
