@@ -288,6 +288,33 @@ OPTION_MISTAKES: dict[str, tuple[Callable[[], object], str]] = {
         lambda: ts.optimize.BootstrapFewShot(max_bootstrapped_demos="4"),  # type: ignore[arg-type]
         "BootstrapFewShot(max_bootstrapped_demos='4')",
     ),
+    # A concurrency of 1.5 or "2" was a TypeError mid-compile (a slice, a comparison).
+    "bootstrap_concurrency_float": (
+        lambda: ts.optimize.BootstrapFewShot(concurrency=1.5),  # type: ignore[arg-type]
+        "BootstrapFewShot(concurrency=1.5)",
+    ),
+    "random_search_concurrency_str": (
+        lambda: ts.optimize.BootstrapFewShotWithRandomSearch(concurrency="2"),  # type: ignore[arg-type]
+        "BootstrapFewShotWithRandomSearch(concurrency='2')",
+    ),
+    # A text perfect_score was a TypeError in gepa's thread, a NaN one silently never reached;
+    # an unknown candidate_selection was gepa's bare ValueError at compile.
+    "gepa_perfect_score_str": (
+        lambda: ts.optimize.GEPA(perfect_score="1"),  # type: ignore[arg-type]
+        "GEPA(perfect_score='1')",
+    ),
+    "gepa_perfect_score_nan": (
+        lambda: ts.optimize.GEPA(perfect_score=math.nan),
+        "GEPA(perfect_score=nan)",
+    ),
+    "gepa_candidate_selection_unknown": (
+        lambda: ts.optimize.GEPA(candidate_selection="best"),  # type: ignore[arg-type]
+        "GEPA(candidate_selection='best')",
+    ),
+    "gepa_concurrency_zero": (
+        lambda: ts.optimize.GEPA(concurrency=0),
+        "GEPA(concurrency=0)",
+    ),
     "random_search_threshold_nan": (
         lambda: ts.optimize.BootstrapFewShotWithRandomSearch(metric_threshold=math.nan),
         "BootstrapFewShotWithRandomSearch(metric_threshold=nan)",

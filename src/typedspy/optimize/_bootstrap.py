@@ -119,6 +119,7 @@ class BootstrapFewShot(Optimizer):
             max_bootstrapped_demos=max_bootstrapped_demos,
             max_labeled_demos=max_labeled_demos,
             max_rounds=max_rounds,
+            concurrency=concurrency,
         )
         self.metric = metric if metric is not None else FieldMetric()
         self.metric_threshold = metric_threshold
@@ -318,13 +319,16 @@ def check_bootstrap_options(
     max_bootstrapped_demos: object,
     max_labeled_demos: object,
     max_rounds: object,
+    concurrency: object,
 ) -> None:
     """Refuse bootstrap options of the wrong type or range when the optimizer is made.
 
     Raises:
-        ConfigurationError: Naming the option (a NaN threshold passed no demo, silently).
+        ConfigurationError: Naming the option (a NaN threshold passed no demo, silently; a
+            concurrency of 1.5 was a TypeError mid-compile).
     """
     check_finite(owner, "metric_threshold", metric_threshold)
     check_int(owner, "max_bootstrapped_demos", max_bootstrapped_demos, minimum=0, optional=False)
     check_int(owner, "max_labeled_demos", max_labeled_demos, minimum=0, optional=False)
     check_int(owner, "max_rounds", max_rounds, optional=False)
+    check_int(owner, "concurrency", concurrency, optional=False)

@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Literal
 
 from typedspy._types import Usage
-from typedspy.errors import ConfigurationError, check_int
+from typedspy.errors import ConfigurationError, check_finite, check_int
 from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.limits import Budget, price_of
 from typedspy.lm import BaseLM
@@ -89,7 +89,8 @@ class GEPA(Optimizer):
         verbose: Print the plan before compiling.
 
     Raises:
-        ConfigurationError: gepa is not installed, or an option is out of range.
+        ConfigurationError: gepa is not installed, or an option is out of range (a NaN or
+            text ``perfect_score``, an unknown ``candidate_selection``, ...).
 
     Attributes:
         result: The `GEPAResult` of the last compile.
@@ -119,6 +120,13 @@ class GEPA(Optimizer):
         check_int("GEPA", "minibatch_size", minibatch_size, optional=False)
         check_int("GEPA", "max_metric_calls", max_metric_calls)
         check_int("GEPA", "max_proposals", max_proposals)
+        check_int("GEPA", "concurrency", concurrency, optional=False)
+        check_finite("GEPA", "perfect_score", perfect_score)
+        if candidate_selection not in ("pareto", "current_best"):
+            raise ConfigurationError(
+                f"GEPA(candidate_selection={candidate_selection!r}): expected 'pareto' or "
+                "'current_best'"
+            )
         self.metric: Metric = metric if metric is not None else FieldMetric()
         self.reflection_lm = reflection_lm
         self.budget = budget

@@ -104,6 +104,7 @@ class BootstrapFewShotWithRandomSearch(Optimizer):
             max_bootstrapped_demos=max_bootstrapped_demos,
             max_labeled_demos=max_labeled_demos,
             max_rounds=max_rounds,
+            concurrency=concurrency,
         )
         self.metric = metric if metric is not None else FieldMetric()
         self.num_candidate_programs = num_candidate_programs
