@@ -131,3 +131,21 @@ def test_a_user_embedder_handing_back_no_usable_vectors_is_an_lm_response_error(
 def test_a_knn_program_built_with_unusable_vectors_is_refused(vectors: list[list[float]]) -> None:
     with pytest.raises(ts.ConfigurationError, match="KNNProgram: vectors: "):
         ts.optimize.KNNProgram(ts.Predict(RouteTicket), TRAIN[:2], vectors)
+
+
+def test_a_metric_that_fails_on_every_prediction_is_said_once_not_silently_zero_demos(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A metric with no `return` (None): every prediction failed to pass, and the compile
+    # returned a program without bootstrapped demos, saying nothing.
+    optimizer = ts.optimize.BootstrapFewShot(
+        lambda example, prediction: None,  # type: ignore[arg-type,return-value]
+        max_labeled_demos=0,
+        verbose=False,
+    )
+    with served(nearest()), caplog.at_level("WARNING", logger="typedspy"):
+        optimizer.compile(ts.Predict(RouteTicket), TRAIN[:4])
+    said = [r.getMessage() for r in caplog.records if "the metric failed" in r.getMessage()]
+    assert len(said) == 1
+    assert "BootstrapFewShot" in said[0] and "returned NoneType" in said[0]
+    assert optimizer.result.passed == [] and optimizer.result.failed == [0, 1, 2, 3]

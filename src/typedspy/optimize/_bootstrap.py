@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ from typedspy.optimize._labeled import LabeledFewShot
 from typedspy.optimize._stratify import class_step, demo_class, spread
 
 __all__ = ["BootstrapFewShot", "BootstrapResult"]
+
+logger = logging.getLogger("typedspy")
 
 
 @dataclass
@@ -133,6 +136,7 @@ class BootstrapFewShot(Optimizer):
         self.budget = budget
         self.verbose = verbose
         self.result = BootstrapResult()
+        self._metric_warned = False
 
     def make_plan(
         self, program: Module, items: list[Example], valset: list[Example] | None = None
@@ -181,6 +185,7 @@ class BootstrapFewShot(Optimizer):
     async def bootstrap(self, teacher: Module, items: list[Example]) -> BootstrapResult:
         """Run ``teacher`` over ``items`` (in order, in rounds) and collect passing traces."""
         result = BootstrapResult()
+        self._metric_warned = False
         classes = _Classes(teacher, items, self.max_bootstrapped_demos if self.stratify else 0)
         tried: set[int] = set()
         pending = list(range(len(items)))
@@ -228,7 +233,16 @@ class BootstrapFewShot(Optimizer):
             return False
         try:
             value, _, _ = await score(self.metric, example, outcome.result)
-        except Exception:  # a metric that fails on one prediction rejects that prediction
+        except Exception as exc:  # a metric that fails on one prediction rejects that prediction
+            if not self._metric_warned:  # said once: a metric that returns None fails them all
+                self._metric_warned = True
+                logger.warning(
+                    "%s: the metric failed on a training example (%s: %s); a prediction it "
+                    "fails on does not pass",
+                    type(self).__name__,
+                    type(exc).__name__,
+                    exc,
+                )
             return False
         return value >= self.metric_threshold
 
