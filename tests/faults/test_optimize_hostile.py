@@ -19,6 +19,7 @@ from served import nearest, served
 from typedspy.testing import RouteTicket, support_tickets
 
 TRAIN, DEV = support_tickets()
+NO_VALUES: list[list[float]] = [[], [], []]
 SURROGATE = ts.Example(ticket="broken \ud83d emoji", route={"_type": "Bug", "component": "app"})
 
 
@@ -75,7 +76,7 @@ def knn_call(train: list[list[float]], query: list[float]) -> object:
     ("train", "message"),
     [
         ([[1.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0]], "all of one width"),
-        ([[], [], []], "one or more numbers"),
+        (NO_VALUES, "one or more numbers"),
     ],
 )
 def test_training_embeddings_of_different_widths_are_an_lm_response_error(

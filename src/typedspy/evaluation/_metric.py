@@ -104,12 +104,13 @@ def union_accuracy(*fields: str) -> FieldMetric:
     return FieldMetric({f: type_match() for f in fields}, only=list(fields))
 
 
-def checked_weights(owner: str, weights: Mapping[str, float]) -> dict[str, float]:
+def checked_weights(owner: str, weights: Mapping[str, object]) -> dict[str, float]:
     """``weights`` as floats, each a finite number >= 0.
 
     Raises:
         ConfigurationError: Naming ``owner`` and the weight (a NaN weight made every score NaN).
     """
+    checked: dict[str, float] = {}
     for name, weight in weights.items():
         if (
             isinstance(weight, bool)
@@ -120,7 +121,8 @@ def checked_weights(owner: str, weights: Mapping[str, float]) -> dict[str, float
             raise ConfigurationError(
                 f"{owner}: weights[{name!r}]={reprlib.repr(weight)}: expected a finite number >= 0"
             )
-    return {name: float(weight) for name, weight in weights.items()}
+        checked[name] = float(weight)
+    return checked
 
 
 class _Composite:
@@ -207,6 +209,5 @@ def _value(metric: object, result: object) -> float:
             return value
     got = reprlib.repr(result) if isinstance(result, (int, float)) else type(result).__name__
     raise ConfigurationError(
-        f"metric {metric!r} returned {got}; return a finite float or a bool, "
-        "or (score, feedback)"
+        f"metric {metric!r} returned {got}; return a finite float or a bool, or (score, feedback)"
     )

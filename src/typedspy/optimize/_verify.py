@@ -12,7 +12,7 @@ from typing_extensions import Unpack
 from typedspy._runtime import run_sync
 from typedspy._version import __version__
 from typedspy.batch import BatchOptions
-from typedspy.errors import ConfigurationError, VerificationError
+from typedspy.errors import ConfigurationError, VerificationError, check_finite
 from typedspy.evaluation import EvaluationReport, Example, Metric, aevaluate
 from typedspy.modules import Module
 from typedspy.program import ScoreRecord
@@ -108,8 +108,7 @@ async def averify(
             f"verify: {type(program).__name__} has no score record: compile it with a valset "
             "(optimizer.compile(program, trainset, valset=devset)) or load one saved so"
         )
-    if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool):
-        raise ConfigurationError(f"verify: tolerance={tolerance!r}, expected 0.0 to 1.0")
+    check_finite("verify", "tolerance", tolerance)  # a str or None: a TypeError below
     if not 0.0 <= tolerance <= 1.0:
         raise ConfigurationError(f"verify: tolerance={tolerance!r}, expected 0.0 to 1.0")
     digest = devset_hash(devset)
