@@ -30,7 +30,6 @@ __all__ = [
     "active_depth",
     "depth_exceeded",
     "depth_limit",
-    "encodable",
     "loads",
     "nesting_exceeds",
     "path_at",
@@ -39,22 +38,6 @@ __all__ = [
 
 MAX_JSON_DEPTH = 256
 """Deepest nesting of objects and arrays accepted by default (the model output parser's too)."""
-
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-def encodable(text: str) -> str:
-    """``text`` with lone surrogates (which UTF-8 cannot encode) replaced by U+FFFD.
-
-    A model may send an escaped lone surrogate in its JSON (half an emoji); echoed back in a
-    request it made the SDK fail to encode it (issue 10), and as a signature's instructions
-    (an optimizer's rewrite) Python could not make the class.
-    """
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return _SURROGATES.sub("\ufffd", text)
-    return text
 
 
 def active_depth() -> int:

@@ -173,6 +173,23 @@ def test_a_metric_feedback_reaches_the_reflection_model() -> None:
     }
 
 
+def test_a_metrics_long_feedback_reaches_the_reflection_model_cut() -> None:
+    # A metric's feedback went into the reflection prompt whole (1 MB here), past what the
+    # plan's token estimate counts and what a provider takes.
+    def metric(example: ts.Example, pred: Any) -> tuple[float, str]:
+        return float(pred.mood == example.mood), "why " * 250_000
+
+    with served() as server:
+        optimizer = quiet(metric=metric, max_metric_calls=60, minibatch_size=6)
+        optimizer.compile(ts.Predict(Mood), TRAIN, valset=DEV)
+    body = next(b for b in server.requests if reflection_request(b))
+    user = body["messages"][-1]["content"]
+    shown = json.loads(user.split("<examples>\n", 1)[1].split("\n</examples>", 1)[0])
+    feedback = {r["feedback"] for r in shown} - {""}
+    assert feedback == {"why " * 250 + "... [999000 more characters cut]"}
+    assert len(user) < 50_000
+
+
 def test_a_too_small_budget_is_refused_before_any_request() -> None:
     with served() as server:
         with pytest.raises(ts.ConfigurationError) as refused:

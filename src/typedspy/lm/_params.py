@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, cast
 
-from typedspy._json import encodable
+from typedspy._text import encodable
 from typedspy.errors import ConfigurationError
 from typedspy.lm._messages import LMRequest
 

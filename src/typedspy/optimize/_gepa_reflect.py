@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from typedspy._text import bounded
 from typedspy._types import format_path
 from typedspy.errors import OutputError
 from typedspy.evaluation import (
@@ -100,12 +101,12 @@ def _explained(example: Example, outcome: Outcome) -> Evaluated:
         problems = [
             FieldProblem(path=format_path(e.path), problem=e.message)
             for e in (exc.errors if isinstance(exc, OutputError) else ())
-        ] or [FieldProblem(path="<root>", problem=f"{type(exc).__name__}: {exc}"[:500])]
+        ] or [FieldProblem(path="<root>", problem=f"{type(exc).__name__}: {exc}")]
         return Evaluated(example, 0.0, None, kind, problems, trace=outcome.trace, error=exc)
     outputs = outcome.outputs()
     scored = outcome.scored
     if isinstance(scored, Exception):  # a metric that fails on one prediction scores it 0
-        problem = FieldProblem(path="<root>", problem=f"the metric raised {scored!r}"[:500])
+        problem = FieldProblem(path="<root>", problem=f"the metric raised {scored!r}")
         return Evaluated(example, 0.0, outputs, "metric", [problem], trace=outcome.trace)
     value, _, feedback = scored if scored is not None else (0.0, {}, "")
     mismatches = _mismatches(example, outputs)
@@ -136,8 +137,10 @@ def records(path: str, runs: Sequence[Evaluated]) -> list[dict[str, Any]]:
             expected=expected,
             score=run.score,
             failure=run.failure,
-            problems=run.problems,
-            feedback=run.feedback,
+            # What the metric or a mismatch says is cut: a metric's 1 MB feedback went into the
+            # reflection prompt whole, past what the plan's token estimate counts.
+            problems=[FieldProblem(path=p.path, problem=bounded(p.problem)) for p in run.problems],
+            feedback=bounded(run.feedback),
         )
         out.append(record.model_dump(mode="json"))
     return out

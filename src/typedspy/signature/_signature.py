@@ -24,7 +24,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import SchemaError as CoreSchemaError
 from typing_extensions import dataclass_transform
 
-from typedspy._json import encodable
+from typedspy._text import encodable
 from typedspy.errors import SchemaError
 from typedspy.signature._declared import check_output_types, check_resolved, unsupported_type
 from typedspy.signature._dispatch import TYPE_KEY, decode_json_once, is_model

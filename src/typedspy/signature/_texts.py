@@ -15,7 +15,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
-from typedspy._json import encodable
+from typedspy._text import encodable
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError
 from typedspy.signature._dispatch import is_model, is_union, qualified_name

@@ -1,0 +1,30 @@
+"""Text typedspy passes on: made encodable as UTF-8, and cut to a bound."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["bounded", "encodable"]
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """``text`` with lone surrogates (which UTF-8 cannot encode) replaced by U+FFFD.
+
+    A model may send an escaped lone surrogate in its JSON (half an emoji); echoed back in a
+    request it made the SDK fail to encode it (issue 10), and as a signature's instructions
+    (an optimizer's rewrite) Python could not make the class.
+    """
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
+
+
+def bounded(text: str, limit: int = 1000) -> str:
+    """``text`` cut to ``limit`` characters, saying so when it was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
