@@ -16,7 +16,7 @@ from react_wire import BASE_URL, bodies, calls_reply, finish_reply
 import typedspy as ts
 from typedspy.react import ReAct
 from typedspy.streaming import PartialPrediction
-from typedspy.testing import Quirks, StandIn, chat_completion
+from typedspy.testing import Quirks, StandIn, chat_chunk, chat_completion, sse_body
 
 
 class AnswerQuestion(ts.Signature):
@@ -176,3 +176,54 @@ def test_a_streamed_content_answer_shows_no_partial_from_the_reasoning_block() -
     assert shown and "Lyon" not in shown and shown[-1] == "Paris"
     final = events[-1]
     assert isinstance(final, ts.Prediction) and final.answer == "Paris"
+
+
+def _streamed(content: str, finish_arguments: str | None) -> httpx.Response:
+    """A streamed reply: ``content`` in pieces, then a ``finish`` call with these arguments."""
+    chunks = [chat_chunk(role="assistant", content="")]
+    chunks += [chat_chunk(content=content[i : i + 4]) for i in range(0, len(content), 4)]
+    if finish_arguments is not None:
+        chunks.append(chat_chunk(tool_calls=[{"index": 0, "id": "c_f", "name": "finish"}]))
+        chunks += [
+            chat_chunk(tool_calls=[{"index": 0, "arguments": finish_arguments[i : i + 4]}])
+            for i in range(0, len(finish_arguments), 4)
+        ]
+    chunks.append(chat_chunk(finish_reason="tool_calls" if finish_arguments else "stop"))
+    return httpx.Response(
+        200, content=sse_body(chunks), headers={"content-type": "text/event-stream"}
+    )
+
+
+@pytest.mark.parametrize(
+    "prose", ["I think {x", "Let me answer: {", "Plan: {look it up} then finish."]
+)
+def test_a_brace_in_the_text_before_finish_does_not_hide_its_partial_outputs(
+    router: respx.MockRouter, prose: str
+) -> None:
+    # The text before a tool call is no answer: the partial parser reads finish's arguments.
+    router.post("/chat/completions").mock(
+        return_value=_streamed(prose, '{"answer": "Paris is the capital"}')
+    )
+    agent = ReAct(AnswerQuestion, tools=[search], lm=lm_with("openai"))
+    events = list(agent.stream(question="Capital?"))
+
+    shown = [e.values.get("answer") for e in events if isinstance(e, PartialPrediction)]
+    assert shown and shown[-1] == "Paris is the capital"
+    final = events[-1]
+    assert isinstance(final, ts.Prediction) and final.answer == "Paris is the capital"
+    assert final.trajectory[0].reasoning == prose
+
+
+@pytest.mark.parametrize(
+    "content", ['{"answer": "Paris"}', '  \n{"answer": "Paris"}', 'Sure: {"answer": "Paris"}']
+)
+def test_a_streamed_content_answer_still_shows_its_partial_outputs(
+    router: respx.MockRouter, content: str
+) -> None:
+    router.post("/chat/completions").mock(return_value=_streamed(content, None))
+    events = list(ReAct(AnswerQuestion, tools=[search], lm=lm_with("openai")).stream(question="q"))
+
+    shown = [e.values.get("answer") for e in events if isinstance(e, PartialPrediction)]
+    assert shown and shown[-1] == "Paris"
+    final = events[-1]
+    assert isinstance(final, ts.Prediction) and final.answer == "Paris" and final.finished

@@ -472,11 +472,11 @@ def extraction_signature(sig: type[Signature]) -> type[Signature]:
 class NativeStep:
     """A run's next native step, as the attempt loop's driver (`typedspy.engine.Driver`).
 
-    While streaming, the output is the first ``finish`` call's arguments (or the content, when
-    the step sent ``response_format``); the reply is read into the trajectory. Where the profile
-    allows ``response_format_with_tools`` the step also sends the outputs' schema with
-    ``tool_choice="auto"`` and a content answer counts as ``finish``; elsewhere ``tool_choice``
-    is ``"required"`` (ADR-043 says why).
+    While streaming, the output is the first ``finish`` call's arguments (or a content answer,
+    when the step sent ``response_format``: `_finish_arguments`); the reply is read into the
+    trajectory. Where the profile allows ``response_format_with_tools`` the step also sends the
+    outputs' schema with ``tool_choice="auto"`` and a content answer counts as ``finish``;
+    elsewhere ``tool_choice`` is ``"required"`` (ADR-043 says why).
     """
 
     what = "a ReAct step"
@@ -514,7 +514,8 @@ class NativeStep:
         )
 
     def pick(self) -> Pick:
-        return _finish_arguments(self._content)
+        tags = self.reasoning_tags()
+        return _finish_arguments(self._content, tags[0] if tags else None)
 
     def reasoning_tags(self) -> tuple[str, str] | None:
         # Split off the content as `read` does (ADR-027).
@@ -566,13 +567,38 @@ class NativeStep:
         return Done(step)
 
 
-def _finish_arguments(content: bool) -> Pick:
-    """Picks the task's outputs: the first ``finish`` call's arguments, or the content."""
+def _finish_arguments(content: bool, open_tag: str | None) -> Pick:
+    """Picks the task's outputs: the first ``finish`` call's arguments, or the content.
+
+    Content is the output only while no tool call has started, and when it opens as an answer
+    does (a JSON object, or a reasoning block before one). Content that opens as prose is held
+    back: text before a tool call is no answer, and a brace in it would make the partial parser
+    read it instead of ``finish``'s arguments; a reply that ends without a call passes it on.
+    """
     finish: int | None = None
+    answer: bool | None = None  # whether the content opens as an answer (None: not known yet)
+    lead = ""  # the content so far without leading whitespace, while that is not known
+    held: list[str] = []
+
+    def opened(text: str) -> bool | None:
+        nonlocal lead
+        lead = (lead + text).lstrip()
+        if not lead or (open_tag and open_tag.startswith(lead)):
+            return None
+        return lead.startswith("{") or bool(open_tag and lead.startswith(open_tag))
 
     def pick(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
-        nonlocal finish
-        pieces: list[str] = [chunk.text] if content and chunk.text else []
+        nonlocal finish, answer
+        pieces: list[str] = []
+        if content and accumulator.first_call is None:
+            if answer is None and chunk.text:
+                held.append(chunk.text)
+                answer = opened(chunk.text)
+            elif answer is not None:
+                held.append(chunk.text)
+            if answer or chunk.finish_reason is not None:
+                pieces.append("".join(held))
+                held.clear()
         for piece in chunk.tool_calls:
             if finish is None and accumulator.call_name(piece.index) == FINISH:
                 finish = piece.index
