@@ -378,3 +378,17 @@ def test_a_state_for_another_call_of_the_run_is_refused(
     with pytest.raises(ConfigurationError, match="paused at a call to 'send_email' \\(id 'call_e'"):
         ReAct(Notify, tools=tools, lm=make_lm())(resume_state=ResumeState(other, "yes"))
     assert sent == []
+
+
+@pytest.mark.parametrize("form", ["json", "dict", "pause", "word"])
+def test_a_resume_state_that_is_no_resume_state_is_refused(
+    router: respx.MockRouter, tools: list[Tool], sent: list[Any], form: str
+) -> None:
+    # The saved JSON, its dict, or the pause itself, passed where `ResumeState` goes.
+    route = router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL)])
+    pause = paused(ReAct(Notify, tools=tools, lm=make_lm()))
+    saved = ResumeState(pause, "yes").to_json(secret=SECRET)
+    given = {"json": saved, "dict": json.loads(saved), "pause": pause, "word": "yes"}[form]
+    with pytest.raises(ConfigurationError, match=r"resume_state=.*expected a ResumeState"):
+        ReAct(Notify, tools=tools, lm=make_lm())(resume_state=given)
+    assert sent == [] and len(route.calls) == 1

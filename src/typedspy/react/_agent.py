@@ -281,8 +281,9 @@ class ReAct(Module, Generic[SigT, InputsT]):
             ConfirmationRequired: A tool needs a person's confirmation; ``context["react"]``
                 holds the run's state (JSON-ready) for ``resume_state``.
             InputError: Missing, unexpected or invalid inputs.
-            ConfigurationError: No LM configured, or a ``resume_state`` from another kind of
-                run.
+            ConfigurationError: No LM configured, or a ``resume_state`` that is not a
+                `ResumeState` (saved JSON is read with `ResumeState.from_json`) or is from
+                another kind of run.
             OutputError: The answer could not be extracted after ``max_iters`` steps (or the
                 model refused, or was cut off).
             LMError: The endpoint could not be used.

@@ -35,6 +35,7 @@ from typedspy.errors import (
     TokenBudgetExceededError,
     ToolArgumentsError,
     ToolNotFoundError,
+    check_instance,
 )
 from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, counted_stream
 from typedspy.modules import History, Predict, history_messages
@@ -521,7 +522,18 @@ def restore(
 
     Its tokens carry on; tools the paused run did not have are removed, and tools it had
     (added by module callbacks) that the agent lacks now are named in a warning.
+
+    Raises:
+        ConfigurationError: ``state`` is not a `ResumeState`, or not one of this agent's runs
+            (`PausedRun.read`).
     """
+    check_instance(
+        f"ReAct({agent.signature.__name__})",
+        "resume_state",
+        state,
+        ResumeState,
+        "a ResumeState (read a saved one with ResumeState.from_json(saved, secret=...))",
+    )
     point = PausedRun.read(state, agent.signature)
     checked = check_inputs(agent.signature, inputs or point.inputs)
     trajectory = Trajectory(point.trajectory)
