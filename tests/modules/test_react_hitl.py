@@ -392,3 +392,33 @@ def test_a_resume_state_that_is_no_resume_state_is_refused(
     with pytest.raises(ConfigurationError, match=r"resume_state=.*expected a ResumeState"):
         ReAct(Notify, tools=tools, lm=make_lm())(resume_state=given)
     assert sent == [] and len(route.calls) == 1
+
+
+def _contains_itself() -> dict[str, Any]:
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    return loop
+
+
+@pytest.mark.parametrize(
+    ("edited", "why"),
+    [
+        (_contains_itself(), "contains itself"),
+        (object(), "object"),
+        (10**5000, "digits"),
+        (b"\xff", "not UTF-8"),
+    ],
+    ids=["cyclic", "object", "huge-int", "bytes"],
+)
+def test_an_edit_json_cannot_write_is_refused_and_the_pause_stays_open(
+    router: respx.MockRouter, tools: list[Tool], sent: list[Any], edited: object, why: str
+) -> None:
+    # It was a bare ValueError after the tool refused it, with the pause claimed for good.
+    router.post("/chat/completions").mock(side_effect=[calls_reply(EMAIL), finish_reply()])
+    agent = ReAct(Notify, tools=tools, lm=make_lm())
+    pause = paused(agent)
+    with pytest.raises(ConfigurationError, match=f"edited argument 'to' cannot be sent: .*{why}"):
+        ResumeState(pause, {"to": edited})
+    pred = agent(question=QUESTION, resume_state=ResumeState(pause, "yes"))
+    assert pred.summary == "Bob was told."
+    assert sent == [("bob@example.com", "The launch moved.")]

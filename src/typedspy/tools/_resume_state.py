@@ -20,15 +20,16 @@ from pydantic import (
     StrictStr,
     ValidationError,
     field_serializer,
+    field_validator,
 )
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticCustomError, PydanticSerializationError
 
 from typedspy._json import MAX_JSON_DEPTH, depth_exceeded, loads
 from typedspy._signing import Secrets, canonical, secret_keys, sign, verify
 from typedspy._types import first_error, format_path
 from typedspy.errors import ConfigurationError, ResumeStateError
 from typedspy.settings import get_settings
-from typedspy.signature import to_jsonable
+from typedspy.signature import to_jsonable, unsendable
 from typedspy.tools._approvals import ConfirmationRequired, ResumeAction, record
 
 __all__ = ["Answer", "ResumeState"]
@@ -91,7 +92,9 @@ class ResumeState(BaseModel):
         """Pair ``pause`` with ``response`` (Pydantic's validation passes the fields instead).
 
         Raises:
-            ConfigurationError: ``response`` is not a str, a mapping or a bool.
+            ConfigurationError: ``response`` is not a str, a mapping or a bool, or an edited
+                argument JSON cannot write (it contains itself, an ``object()``, bytes that
+                are not UTF-8), named.
         """
         if pause is None:
             super().__init__(**data)
@@ -107,6 +110,19 @@ class ResumeState(BaseModel):
             )
         except ValidationError as exc:
             raise ConfigurationError(f"ResumeState: {first_error(exc)}") from exc
+
+    @field_validator("response")
+    @classmethod
+    def _sendable(cls, value: str | bool | dict[str, Any]) -> str | bool | dict[str, Any]:
+        # Edited arguments are sent to the model and saved: each must be JSON-writable.
+        for name, argument in value.items() if isinstance(value, dict) else ():
+            if problem := unsendable(argument):
+                raise PydanticCustomError(
+                    "argument_unsendable",
+                    "edited argument {name} cannot be sent: {problem}",
+                    {"name": repr(name), "problem": problem},
+                )
+        return value
 
     @field_serializer("tool_call", "response")
     def _jsonable(self, value: Any) -> Any:
