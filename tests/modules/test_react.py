@@ -237,6 +237,20 @@ def test_an_unknown_tool_is_reported_with_the_available_names(
     assert content == "Error: there is no tool named 'browse'. Available tools: search, finish."
 
 
+def test_an_unknown_tool_s_long_name_is_not_repeated_whole(
+    router: respx.MockRouter, search: Any
+) -> None:
+    name = "browse" * 2000  # 12,000 characters of the model's invention
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(("c1", name, {})), finish_reply(answer="a")]
+    )
+    ReAct(AnswerQuestion, tools=[search], lm=make_lm())(question="q")
+
+    content = bodies(route)[1]["messages"][-1]["content"]
+    assert len(content) < 300
+    assert content.endswith("[11900 more characters cut]'. Available tools: search, finish.")
+
+
 def test_invalid_finish_arguments_continue_the_run(router: respx.MockRouter) -> None:
     route = router.post("/chat/completions").mock(
         side_effect=[

@@ -110,6 +110,9 @@ _SKIPPED = "Not run: `finish` was called before it."
 _MAX_FINISH_ERRORS = 10
 
 
+_SHOWN_NAME = 100  # the characters of an unknown tool's name an observation repeats
+
+
 class AgentPrediction(Prediction[SigT]):
     """A `ReAct` prediction: the signature's outputs, and the run that found them.
 
@@ -372,10 +375,8 @@ class Run(Generic[SigT]):
             tool = self.tools.get(call.name)
         except ToolNotFoundError:
             available = ", ".join([t.name for t in self.tools] + ["finish"])
-            return (
-                f"Error: there is no tool named {call.name!r}. Available tools: {available}.",
-                True,
-            )
+            name = bounded(call.name, _SHOWN_NAME)  # the model's own, of any length
+            return f"Error: there is no tool named {name!r}. Available tools: {available}.", True
         traced = callbacks.tool_start(tool, call.arguments)
         try:
             # No yield inside: the overrides end with the call. The model's arguments are
