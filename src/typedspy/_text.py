@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["bounded", "encodable"]
+__all__ = ["MAX_SHOWN_CHARS", "bounded", "encodable"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -23,7 +23,12 @@ def encodable(text: str) -> str:
     return text
 
 
-def bounded(text: str, limit: int = 1000) -> str:
+MAX_SHOWN_CHARS = 1000
+"""What the model is shown of an error, an observation or a metric's feedback, at most: a stack of
+validation messages or a huge exception text must not crowd out the conversation."""
+
+
+def bounded(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
     """``text`` cut to ``limit`` characters, saying so when it was cut."""
     if len(text) <= limit:
         return text

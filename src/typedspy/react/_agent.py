@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 from typing_extensions import ParamSpec, TypeVar, Unpack
 
+from typedspy._text import bounded
 from typedspy._types import FailureKind, Usage
 from typedspy.adapter import field_section, format_inputs, function_tool, user_content, with_history
 from typedspy.engine import (
@@ -73,7 +74,6 @@ from typedspy.react._state import (
     Trajectory,
     TrajectoryCall,
     TrajectoryStep,
-    bounded,
 )
 from typedspy.schema import compile_schema
 from typedspy.settings import resolve_lm

@@ -24,6 +24,7 @@ from typing_extensions import TypeAliasType
 from typedspy import callbacks
 from typedspy._json import depth_limit
 from typedspy._json import loads as bounded_loads
+from typedspy._text import bounded
 from typedspy._types import Attempt, Usage
 from typedspy.adapter import render_value
 from typedspy.engine import Attempts, check_inputs
@@ -50,7 +51,6 @@ from typedspy.react._state import (
     Trajectory,
     TrajectoryCall,
     TrajectoryStep,
-    bounded,
 )
 from typedspy.retry import RetryPolicy
 from typedspy.settings import context, get_settings

@@ -28,7 +28,6 @@ __all__ = [
     "CONTEXT_KEY",
     "DEFAULT_STORE",
     "FEEDBACK_LABEL",
-    "MAX_ERROR_CHARS",
     "MemoryResumeStore",
     "PausedRun",
     "ResumeRecord",
@@ -36,7 +35,6 @@ __all__ = [
     "Trajectory",
     "TrajectoryCall",
     "TrajectoryStep",
-    "bounded",
 ]
 
 
@@ -315,15 +313,3 @@ class MemoryResumeStore:
 
 DEFAULT_STORE = MemoryResumeStore()
 """The process-wide store agents use when given none."""
-
-
-MAX_ERROR_CHARS = 1000
-"""Errors shown to the model are cut to this many characters: a stack of validation messages
-or a huge exception text must not crowd out the conversation."""
-
-
-def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, saying so when it was cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
