@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import itertools
+import os
 import signal
 import socket
 import sys
@@ -335,3 +336,56 @@ def test_a_served_failure_does_not_show_the_internal_endpoint() -> None:
     assert text.startswith("LMConnectionError: m at [url]: could not connect")
     assert result.structured_content["error"]["message"] == text
     assert str(port) not in text and "internal" not in text
+
+
+# Serving: what a served tool hands back must reach the client as JSON, or as a typed failure.
+
+
+def test_a_served_result_utf8_cannot_encode_arrives_repaired_and_the_server_stays_up() -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "typedspy.mcp", "served_mcp:tools"],
+        env={**os.environ, "PYTHONPATH": str(HERE)},
+    )
+
+    async def body() -> tuple[Any, Any, Any]:
+        async with ts.mcp.tools(params, timeout=30) as remote:
+            name = await remote.acall("file_name", {})
+            try:
+                await remote.acall("open_report", {})
+            except RemoteToolError as exc:
+                failed: Any = exc
+            return name, failed, await remote.acall("ping", {})
+
+    name, failed, after = outcome(body)
+
+    # The old server could not encode the reply: its process ended and every call failed.
+    assert name == {"result": "report-\ufffd.txt"}
+    assert isinstance(failed, RemoteToolError), failed
+    assert failed.kind == "error"
+    assert str(failed) == "FileNotFoundError: no such file: report-\ufffd.txt"
+    assert after == {"result": "pong"}
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_a_served_result_with_a_number_json_lacks_is_an_invalid_result_naming_its_path(
+    number: float,
+) -> None:
+    def measure() -> dict[str, list[float]]:
+        """Measure."""
+        return {"values": [1.0, number]}
+
+    async def body() -> types.CallToolResult:
+        async with Client(ts.mcp.serve(measure)) as client:
+            return await client.call_tool("measure", {})
+
+    result = outcome(body)
+
+    # The old server sent the text `NaN` (not JSON) and null in structuredContent.
+    assert result.is_error
+    error = result.structured_content["error"]
+    assert error["kind"] == "invalid_result"
+    assert error["errors"] == [
+        {"path": ["result", "values", 1], "message": "NaN or infinity: JSON has no such number"}
+    ]
+    assert result.content[0].text.startswith("the result cannot be sent: result.values[1]: ")

@@ -25,6 +25,7 @@ elicitation gets a clear refusal: the tool does not run.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias
@@ -34,6 +35,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp_types.version import is_version_at_least
 
+from typedspy._text import encodable
 from typedspy._types import FieldError
 from typedspy._version import __version__
 from typedspy.errors import OutputError, ToolArgumentsError, ToolError, ToolNotFoundError
@@ -179,19 +181,46 @@ async def _answer(
 
 
 def success_result(structured: dict[str, Any]) -> types.CallToolResult:
-    """The outputs as ``structuredContent`` and as one JSON text block."""
-    text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+    """The outputs as ``structuredContent`` and as one JSON text block.
+
+    Text UTF-8 cannot encode (a lone surrogate: a file name read with ``surrogateescape``)
+    gets U+FFFD, as in what typedspy sends an LM: over stdio it stopped the server. A NaN or
+    infinity is an ``invalid_result``: JSON has no such number.
+    """
+    try:
+        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        at = FieldError(_non_finite(structured), "NaN or infinity: JSON has no such number")
+        return error_result("invalid_result", f"the result cannot be sent: {at}", [at])
+    if encodable(text) is not text:
+        text = encodable(text)
+        structured = json.loads(text)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured
     )
+
+
+def _non_finite(value: Any) -> tuple[str | int, ...]:
+    """The path of the first NaN or infinity in JSON-ready ``value`` (its depth is bounded)."""
+    pending: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path
+        if isinstance(item, dict):
+            pending += [((*path, str(k)), v) for k, v in item.items()]
+        elif isinstance(item, list):
+            pending += [((*path, i), v) for i, v in enumerate(item)]
+    return ()
 
 
 def error_result(
     kind: ErrorKind, message: str, errors: Sequence[FieldError] = ()
 ) -> types.CallToolResult:
     """An ``isError`` result: the message and ``path: message`` lines, as text and as data."""
-    listed = [{"path": list(e.path), "message": e.message} for e in errors]
-    text = "\n".join([message, *(f"- {e}" for e in errors)])
+    message = encodable(message)
+    listed = [{"path": list(e.path), "message": encodable(e.message)} for e in errors]
+    text = encodable("\n".join([message, *(f"- {e}" for e in errors)]))
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content={"error": {"kind": kind, "message": message, "errors": listed}},
