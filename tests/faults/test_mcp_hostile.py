@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import itertools
+import re
 import os
 import signal
 import socket
@@ -389,3 +390,62 @@ def test_a_served_result_with_a_number_json_lacks_is_an_invalid_result_naming_it
         {"path": ["result", "values", 1], "message": "NaN or infinity: JSON has no such number"}
     ]
     assert result.content[0].text.startswith("the result cannot be sent: result.values[1]: ")
+
+
+# Calling: arguments the wire cannot carry are refused before anything is sent.
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _cycle() -> list[Any]:
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"x": float("nan")}, "x: nan: JSON has no such number"),
+        ({"x": {"y": [1.0, float("inf")]}}, "x.y[1]: inf: JSON has no such number"),
+        ({"x": "half an emoji \ud83d"}, "x: text with a lone surrogate, which UTF-8 cannot encode"),
+        ('{"x": "\\ud83d"}', "x: text with a lone surrogate, which UTF-8 cannot encode"),
+        ({"x": _cycle()}, "x: nested deeper than 200 levels"),
+        ({"x": _nested(300)}, "x: nested deeper than 200 levels"),
+        ({"x": {1, 2}}, "x: set is no JSON value"),
+        ({"x": object()}, "x: object is no JSON value"),
+        ({"x": {1: "a"}}, "x: the key 1 is not JSON text"),
+    ],
+    ids=["nan", "inf", "surrogate", "escaped-surrogate", "cycle", "deep", "set", "object", "key"],
+)
+def test_arguments_json_cannot_carry_are_refused_naming_the_path_and_nothing_is_sent(
+    arguments: Any, error: str
+) -> None:
+    sent: list[Any] = []
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: Any) -> types.CallToolResult:
+        sent.append(params.name)
+        return types.CallToolResult(content=[types.TextContent(type="text", text="ran")])
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="t", input_schema={"type": "object"})])
+
+    server = Server("hostile", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def body() -> Any:
+        async with ts.mcp.tools(server) as remote:
+            return await remote["t"].acall(arguments)
+
+    failed = outcome(body)
+
+    # The old client sent NaN as null and the set as a list; a lone surrogate broke a stdio
+    # connection, and a cycle or deep nesting was the SDK's bare ValueError.
+    assert isinstance(failed, ts.errors.ToolArgumentsError), failed
+    assert [str(e) for e in failed.errors] == [error]
+    assert sent == []
+
