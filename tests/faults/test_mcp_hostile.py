@@ -449,3 +449,19 @@ def test_arguments_json_cannot_carry_are_refused_naming_the_path_and_nothing_is_
     assert [str(e) for e in failed.errors] == [error]
     assert sent == []
 
+
+@pytest.mark.parametrize(
+    ("option", "shown"),
+    [
+        ({"timeout": float("nan")}, "timeout=nan"),
+        ({"timeout": "5"}, "timeout='5'"),
+        ({"timeout": -1}, "timeout=-1"),
+        ({"max_result_chars": 0}, "max_result_chars=0"),
+        ({"max_result_chars": 1e6}, "max_result_chars=1000000.0"),
+        ({"include": "ok"}, "include='ok'"),
+        ({"include": [1]}, "include=[1]"),
+    ],
+)
+def test_options_of_ts_mcp_tools_are_checked_when_built(option: dict[str, Any], shown: str) -> None:
+    with pytest.raises(ts.ConfigurationError, match=re.escape(f"ts.mcp.tools({shown})")):
+        ts.mcp.tools(hostile({"ok": {"inputSchema": OBJECT}}), **option)

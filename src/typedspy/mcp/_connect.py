@@ -28,7 +28,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from typedspy._runtime import await_on_thread, background_loop, run_in_background
-from typedspy.errors import ConfigurationError, SchemaError, ToolError
+from typedspy.errors import (
+    ConfigurationError,
+    SchemaError,
+    ToolError,
+    check_int,
+    check_number,
+)
 from typedspy.mcp._jsonschema import violation_errors
 from typedspy.mcp._remote import RemoteResultError, RemoteTool, RemoteToolError
 from typedspy.tools import Toolset
@@ -75,7 +81,19 @@ class RemoteTools:
         timeout: float | None = 60.0,
         max_result_chars: int = 100_000,
     ) -> None:
-        """An open connection to an MCP server and its tools, opened by the block."""
+        """An open connection to an MCP server and its tools, opened by the block.
+
+        Raises:
+            ConfigurationError: ``timeout`` is no finite number > 0 (nor None),
+                ``max_result_chars`` no int >= 1, or ``include`` no list of names.
+        """
+        check_number("ts.mcp.tools", "timeout", timeout, unit="seconds")
+        check_int("ts.mcp.tools", "max_result_chars", max_result_chars, optional=False)
+        names = None if include is None or isinstance(include, str) else list(include)
+        if include is not None and (names is None or not all(isinstance(n, str) for n in names)):
+            raise ConfigurationError(
+                f"ts.mcp.tools(include={include!r}): expected a list of tool names (strings)"
+            )
         self._own = not isinstance(source, Client)
         self._client = (
             source
@@ -89,7 +107,7 @@ class RemoteTools:
         )
         self._in_flight: set[anyio.CancelScope] = set()  # calls waiting for their replies
         self._garbled: Exception | None = None  # the last message the server sent unreadable
-        self._include = None if include is None else list(include)
+        self._include = names
         self._max_result_chars = max_result_chars
         self._closing: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
