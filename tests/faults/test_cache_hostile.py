@@ -503,3 +503,23 @@ def test_a_forked_child_uses_its_own_connection(tmp_path: Path) -> None:
         check=False,
     )
     assert done.stdout == "0 from the child\n", done.stderr
+
+
+# -- options a SQLite cache cannot take ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("busy_timeout", [1e12, 1e306, 2_147_484])
+def test_a_busy_timeout_past_sqlites_is_refused_when_built(
+    busy_timeout: float, tmp_path: Path
+) -> None:
+    # The old cache took 1e306 to an OverflowError, 1e12 to one at close().
+    with pytest.raises(ts.ConfigurationError, match=r"busy_timeout=.*from 0 to 2147483"):
+        ts.cache.SQLiteCache(tmp_path / "c.sqlite3", busy_timeout=busy_timeout)
+    with opened(tmp_path / "d.sqlite3", busy_timeout=2_147_483):
+        pass
+
+
+def test_a_path_with_a_nul_is_a_configuration_error_naming_it() -> None:
+    # The old cache raised sqlite3's bare ValueError.
+    with pytest.raises(ts.ConfigurationError, match=r"SQLiteCache\('a\\x00b'\): embedded null"):
+        ts.cache.SQLiteCache("a\x00b")

@@ -44,6 +44,7 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS responses_accessed ON responses (accessed)",
 )
 _CLOSE_GRACE = 10.0  # seconds past the busy timeout that close() waits for the thread
+_MAX_BUSY = 2_147_483  # seconds: SQLite takes the busy timeout in milliseconds, a C int
 
 
 class SQLiteCache(Cache):
@@ -84,10 +85,11 @@ class SQLiteCache(Cache):
         self.path = os.fspath(path)
         super().__init__(ttl=ttl, max_entries=max_entries, name=f"SQLiteCache({self.path!r})")
         if isinstance(busy_timeout, bool) or not (
-            isinstance(busy_timeout, (int, float)) and 0 <= busy_timeout < math.inf
+            isinstance(busy_timeout, (int, float)) and 0 <= busy_timeout <= _MAX_BUSY
         ):
             raise ConfigurationError(
-                f"SQLiteCache busy_timeout={busy_timeout!r}: expected seconds >= 0"
+                f"SQLiteCache busy_timeout={busy_timeout!r}: expected seconds from 0 to "
+                f"{_MAX_BUSY} (SQLite counts it in milliseconds, as a C int)"
             )
         self.busy_timeout = float(busy_timeout)
         self._file = _File(self.path, self.busy_timeout, max_entries, self._failures)
@@ -177,7 +179,7 @@ class _File:
             self._worker.call(self._open)
         except BaseException as exc:
             self._worker.stop(_CLOSE_GRACE)
-            if isinstance(exc, sqlite3.Error):
+            if isinstance(exc, (sqlite3.Error, ValueError)):  # ValueError: a NUL in the path
                 raise ConfigurationError(f"SQLiteCache({path!r}): {exc}") from exc
             raise
         _LIVE.add(self)
