@@ -465,3 +465,24 @@ def test_arguments_json_cannot_carry_are_refused_naming_the_path_and_nothing_is_
 def test_options_of_ts_mcp_tools_are_checked_when_built(option: dict[str, Any], shown: str) -> None:
     with pytest.raises(ts.ConfigurationError, match=re.escape(f"ts.mcp.tools({shown})")):
         ts.mcp.tools(hostile({"ok": {"inputSchema": OBJECT}}), **option)
+
+
+def hostile_tool() -> str:
+    """Answer."""
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    ("options", "shown"),
+    [
+        ({"transport": "tcp", "port": 70_000}, "run(transport='tcp')"),  # was served as HTTP
+        ({"transport": "http", "port": 70_000}, "run(port=70000)"),  # was an OverflowError
+        ({"transport": "http", "port": -1}, "run(port=-1)"),
+    ],
+)
+def test_run_refuses_a_transport_or_port_it_cannot_serve(
+    options: dict[str, Any], shown: str
+) -> None:
+    server = ts.mcp.serve(hostile_tool)
+    with pytest.raises(ts.ConfigurationError, match=re.escape(shown)):
+        ts.mcp.run(server, **options)

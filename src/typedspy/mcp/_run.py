@@ -37,7 +37,14 @@ def run(
         host: The address to bind for HTTP; 127.0.0.1 unless you mean to expose it.
         port: The HTTP port.
         path: The HTTP endpoint's path.
+
+    Raises:
+        ConfigurationError: A transport that is neither, or a port outside 0 to 65535.
     """
+    if transport not in ("stdio", "http"):
+        raise ConfigurationError(f"run(transport={transport!r}): expected 'stdio' or 'http'")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigurationError(f"run(port={port!r}): expected an int from 0 to 65535")
     if transport == "stdio":
         anyio.run(_stdio, server)
         return
