@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import http.server
 import itertools
-import re
 import os
+import re
 import signal
 import socket
 import sys

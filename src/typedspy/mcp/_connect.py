@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import anyio
 import mcp_types as types
@@ -89,7 +89,9 @@ class RemoteTools:
         """
         check_number("ts.mcp.tools", "timeout", timeout, unit="seconds")
         check_int("ts.mcp.tools", "max_result_chars", max_result_chars, optional=False)
-        names = None if include is None or isinstance(include, str) else list(include)
+        names: list[object] | None = None
+        if include is not None and not isinstance(include, str):
+            names = list(include)
         if include is not None and (names is None or not all(isinstance(n, str) for n in names)):
             raise ConfigurationError(
                 f"ts.mcp.tools(include={include!r}): expected a list of tool names (strings)"
@@ -107,7 +109,7 @@ class RemoteTools:
         )
         self._in_flight: set[anyio.CancelScope] = set()  # calls waiting for their replies
         self._garbled: Exception | None = None  # the last message the server sent unreadable
-        self._include = names
+        self._include = cast("list[str] | None", names)
         self._max_result_chars = max_result_chars
         self._closing: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None

@@ -24,7 +24,7 @@ import json
 import keyword
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import mcp_types as types
 from pydantic import Field, WithJsonSchema
@@ -287,12 +287,12 @@ def _unsendable(arguments: dict[str, Any]) -> FieldError | None:
             if not math.isfinite(item):
                 return FieldError(path, f"{item}: JSON has no such number")
         elif isinstance(item, Mapping):
-            for key, sub in item.items():
+            for key, sub in cast("Mapping[object, Any]", item).items():
                 if not isinstance(key, str) or encodable(key) is not key:
                     return FieldError(path, f"the key {key!r} is not JSON text")
                 pending.append(((*path, key), sub))
         elif isinstance(item, (list, tuple)):
-            pending += [((*path, index), sub) for index, sub in enumerate(item)]
+            pending += [((*path, i), sub) for i, sub in enumerate(cast("Sequence[Any]", item))]
         elif item is not None and not isinstance(item, int):  # bool is an int
             return FieldError(path, f"{type(item).__name__} is no JSON value")
     return None

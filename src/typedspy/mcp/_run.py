@@ -12,7 +12,7 @@ import anyio
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from typedspy.errors import ConfigurationError
+from typedspy.errors import ConfigurationError, check_int
 from typedspy.mcp._serve import serve
 
 __all__ = ["load", "run"]
@@ -43,7 +43,8 @@ def run(
     """
     if transport not in ("stdio", "http"):
         raise ConfigurationError(f"run(transport={transport!r}): expected 'stdio' or 'http'")
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+    check_int("run", "port", port, minimum=0, optional=False)
+    if port > 65535:
         raise ConfigurationError(f"run(port={port!r}): expected an int from 0 to 65535")
     if transport == "stdio":
         anyio.run(_stdio, server)

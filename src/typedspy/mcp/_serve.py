@@ -28,7 +28,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -208,9 +208,9 @@ def _non_finite(value: Any) -> tuple[str | int, ...]:
         if isinstance(item, float) and not math.isfinite(item):
             return path
         if isinstance(item, dict):
-            pending += [((*path, str(k)), v) for k, v in item.items()]
+            pending += [((*path, str(k)), v) for k, v in cast("dict[object, Any]", item).items()]
         elif isinstance(item, list):
-            pending += [((*path, i), v) for i, v in enumerate(item)]
+            pending += [((*path, i), v) for i, v in enumerate(cast("list[object]", item))]
     return ()
 
 
