@@ -287,6 +287,21 @@ def test_a_listing_with_unusable_tools_names_every_one_and_the_way_to_use_the_re
     assert call(server, "ok", {"x": 1}, include=["ok"]) == {"result": "ran"}
 
 
+def test_a_listing_of_thousands_of_tools_is_refused_unless_include_picks_some() -> None:
+    # Each tool is a schema check run on the event loop: 10,000 blocked it for about 17 s, and
+    # a missing include= name listed every tool the server has in its message.
+    server = hostile({f"t{i:04}": {"inputSchema": OBJECT} for i in range(1001)})
+
+    refused = call(server, "t0000", {"x": 1})
+    missing = call(server, "t0000", {"x": 1}, include=["t0000", "nope"])
+
+    assert isinstance(refused, ts.ToolError), refused
+    assert "lists 1001 tools; at most 1000 are used from a whole listing" in str(refused)
+    assert "t0019 and 981 more" in str(refused)
+    assert isinstance(missing, ts.ToolError) and "and 981 more" in str(missing)
+    assert call(server, "t0000", {"x": 1}, include=["t0000"]) == {"result": "ran"}
+
+
 @pytest.mark.parametrize("tool", ["garbled", "deep"])
 def test_an_unreadable_reply_is_a_protocol_error_when_it_arrives(tool: str) -> None:
     params = StdioServerParameters(command=sys.executable, args=[str(HERE / "hostile_mcp.py")])

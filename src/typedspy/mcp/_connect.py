@@ -46,6 +46,8 @@ Source: TypeAlias = "Client | Server[Any] | MCPServer | StdioServerParameters | 
 a stdio server (a subprocess), or the URL of a streamable HTTP server."""
 
 _MAX_PAGES = 100
+_MAX_TOOLS = 1000  # built from a whole listing: each is a schema check, run on the event loop
+_NAMED = 20  # names an error message lists
 _LOST = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
@@ -226,8 +228,15 @@ class RemoteTools:
         missing = sorted(set(self._include or ()) - set(by_name))
         if missing:
             raise ToolError(
-                f"the MCP server has no tool named {', '.join(missing)}; "
-                f"it has: {', '.join(sorted(by_name)) or 'none'}"
+                f"the MCP server has no tool named {_names(missing)}; "
+                f"it has: {_names(sorted(by_name)) or 'none'}"
+            )
+        if self._include is None and len(listed) > _MAX_TOOLS:
+            # 10,000 listed tools took about 17 s to build, the event loop blocked throughout.
+            raise ToolError(
+                f"the MCP server lists {len(listed)} tools; at most {_MAX_TOOLS} are used from a "
+                "whole listing: name the ones to use with include=[...] "
+                f"({_names(sorted(by_name))})"
             )
         chosen = [by_name[n] for n in self._include] if self._include is not None else listed
         built: list[RemoteTool] = []
@@ -348,3 +357,9 @@ def _leaf(exc: BaseException) -> BaseException:
             break
         exc = exc.exceptions[0]
     return exc
+
+
+def _names(names: list[str]) -> str:
+    """Up to `_NAMED` names, and how many more: a listing may hold thousands."""
+    shown = ", ".join(names[:_NAMED])
+    return f"{shown} and {len(names) - _NAMED} more" if len(names) > _NAMED else shown
