@@ -144,11 +144,24 @@ class Pets(Signature):
     pet: Cat | Dog = OutputField(discriminator="kind")
 
 
+class MixedValue(enum.Enum):
+    ONE = 1
+    A = "a"
+
+
+class Values(Signature):
+    mixed: Literal[1, "a", True, None] = OutputField(description="one of four")
+    number: Literal[1.5, 2] = OutputField()
+    member: MixedValue = OutputField()
+    sub: Sub = OutputField()
+
+
 CASES: dict[str, type[Signature]] = {
     "Decide": Decide,
     "Kitchen": Kitchen,
     "Structures": Structures,
     "Pets": Pets,
+    "Values": Values,
 }
 TAG_KEYS = {"Pets": frozenset({"kind"})}
 

@@ -33,6 +33,8 @@ class _Strict:
         node = self._prepare(dict(node), path, notes)
         if "$ref" in node:
             return self._ref(node, path)
+        if "type" not in node and "anyOf" not in node and ("enum" in node or "const" in node):
+            node = _typed_values(node)
         if "anyOf" in node:
             node["anyOf"] = self._any_of(node["anyOf"], path)
         kind = node.get("type")
@@ -177,6 +179,29 @@ class _Strict:
             )
         node["items"] = self.convert(items, (*path, "items"))
         return node
+
+
+_VALUE_TYPES = {bool: "boolean", type(None): "null", int: "integer", float: "number", str: "string"}
+
+
+def _typed_values(node: JSONSchema) -> JSONSchema:
+    """An untyped ``enum``/``const`` (``Literal[1, "a"]``) with the ``type`` strict mode needs.
+
+    One type, or one ``anyOf`` branch per JSON type holding its values.
+    """
+    values = node["enum"] if "enum" in node else [node["const"]]
+    kinds: dict[str, list[object]] = {}
+    for value in values:
+        kind = _VALUE_TYPES.get(type(value))
+        if kind is None:  # an object or array value: the checker names it
+            return node
+        kinds.setdefault(kind, []).append(value)
+    if "integer" in kinds and "number" in kinds:
+        kinds["number"] = [*kinds.pop("integer"), *kinds["number"]]
+    if len(kinds) == 1:
+        return {**node, "type": next(iter(kinds))}
+    rest = {k: v for k, v in node.items() if k not in ("enum", "const")}
+    return {**rest, "anyOf": [{"type": kind, "enum": vals} for kind, vals in kinds.items()]}
 
 
 def _brief(schema: JSONSchema) -> str:

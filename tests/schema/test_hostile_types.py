@@ -1,0 +1,41 @@
+"""Output types at the edges of OpenAI's strict subset, sent to the stand-in (which checks
+requests as api.openai.com does) and read back: each is sent and validates, or is refused by
+name before anything is sent."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+import pytest
+
+import typedspy as ts
+from typedspy.testing import StandIn
+
+
+class Mixed(enum.Enum):
+    ONE = 1
+    A = "a"
+
+
+def _call(output: object, profile: str) -> tuple[object, list[dict[str, Any]]]:
+    sig = ts.make_signature("q -> a: T", types={"T": output})
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", profile=profile)
+        try:
+            outcome = ts.Predict(sig, lm=lm, mode="json_schema", max_retries=0).try_call(q="x")
+        finally:
+            lm.close()
+        return outcome, server.requests
+
+
+@pytest.mark.parametrize(
+    "output",
+    [Literal[1, "a", True, None], Literal[1, "a"], Literal[1.5, 2], Literal[True, 1], Mixed],
+    ids=["int-str-bool-null", "int-str", "float-int", "bool-int", "enum-int-str"],
+)
+def test_values_of_mixed_json_types_are_sent_and_read_back(output: object) -> None:
+    # Pydantic gives such an enum no "type", which strict mode requires: typed per value.
+    outcome, requests = _call(output, "openai")
+    assert isinstance(outcome, ts.Prediction), outcome
+    assert len(requests) == 1
