@@ -5,9 +5,10 @@ name before anything is sent."""
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
+from pydantic import Field
 
 import typedspy as ts
 from typedspy.testing import StandIn
@@ -39,3 +40,32 @@ def test_values_of_mixed_json_types_are_sent_and_read_back(output: object) -> No
     outcome, requests = _call(output, "openai")
     assert isinstance(outcome, ts.Prediction), outcome
     assert len(requests) == 1
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        dict[Color, int],
+        dict[Level, str],
+        dict[Mixed, int],
+        dict[Annotated[str, Field(pattern=r"^[a-z]+$")], int],
+    ],
+    ids=["enum-key", "int-enum-key", "mixed-enum-key", "pattern-key"],
+)
+def test_dicts_with_constrained_keys_are_sent_as_pairs_and_read_back(output: object) -> None:
+    # On main: "field a constrains a reference: ['type']", or "an open object" for a typed dict.
+    outcome, requests = _call(output, "openai")
+    assert isinstance(outcome, ts.Prediction), outcome
+    pairs = requests[0]["response_format"]["json_schema"]["schema"]["properties"]["a"]
+    assert pairs["type"] == "array"
+    assert isinstance(outcome.a, dict) and outcome.a

@@ -103,7 +103,8 @@ class _Strict:
     ) -> JSONSchema:
         props = node.get("properties")
         extra = node.get("additionalProperties")
-        if not props and (isinstance(extra, dict) or "propertyNames" in node):
+        keyed = "propertyNames" in node or _key_pattern(node) is not None
+        if not props and (isinstance(extra, dict) or keyed):
             return self._pairs(node, path, notes)
         if not props and extra is not False:
             raise SchemaError(
@@ -127,14 +128,18 @@ class _Strict:
     def _pairs(self, node: JSONSchema, path: tuple[str | int, ...], notes: list[str]) -> JSONSchema:
         """``dict[K, V]`` as ``[{"key": K, "value": V}]`` (ADR-003); validation maps it back."""
         value = node.get("additionalProperties")
+        key_schema = dict(node.get("propertyNames", {"type": "string"}))
+        if (pattern := _key_pattern(node)) is not None:  # dict[Annotated[str, pattern], T]
+            value = node["patternProperties"][pattern]
+            key_schema = {"type": "string", "pattern": pattern}
         value_schema = value if isinstance(value, dict) else None
         if value_schema is None or value_schema == {}:
             raise SchemaError(
                 f"{_where(path)} is a dict with Any values; give the values a concrete type",
                 path=path,
             )
-        key_schema = dict(node.get("propertyNames", {"type": "string"}))
-        key_schema.setdefault("type", "string")
+        if "$ref" not in key_schema:  # an Enum key refers to its (typed) definition
+            key_schema.setdefault("type", "string")
         for key in ("minProperties", "maxProperties"):
             if key in node:
                 restate(node, key, notes)
@@ -202,6 +207,17 @@ def _typed_values(node: JSONSchema) -> JSONSchema:
         return {**node, "type": next(iter(kinds))}
     rest = {k: v for k, v in node.items() if k not in ("enum", "const")}
     return {**rest, "anyOf": [{"type": kind, "enum": vals} for kind, vals in kinds.items()]}
+
+
+def _key_pattern(node: JSONSchema) -> str | None:
+    """The key pattern of ``dict[Annotated[str, Field(pattern=...)], T]``, or None.
+
+    Pydantic writes it as one ``patternProperties`` entry, with no ``additionalProperties``.
+    """
+    patterns = node.get("patternProperties")
+    if "additionalProperties" in node or not isinstance(patterns, dict) or len(patterns) != 1:
+        return None
+    return next(iter(patterns))
 
 
 def _brief(schema: JSONSchema) -> str:
