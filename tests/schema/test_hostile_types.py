@@ -8,7 +8,7 @@ import enum
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 import typedspy as ts
 from typedspy.testing import StandIn
@@ -69,3 +69,51 @@ def test_dicts_with_constrained_keys_are_sent_as_pairs_and_read_back(output: obj
     pairs = requests[0]["response_format"]["json_schema"]["schema"]["properties"]["a"]
     assert pairs["type"] == "array"
     assert isinstance(outcome.a, dict) and outcome.a
+
+
+class Reading(BaseModel):
+    value: float = Field(lt=float("nan"))
+
+
+@pytest.mark.parametrize(
+    ("output", "field"),
+    [
+        (Annotated[float, Field(ge=float("nan"))], "field a: minimum is nan"),
+        (Annotated[float, Field(le=float("nan"))], "field a: maximum is nan"),
+        (list[Annotated[float, Field(gt=float("nan"))]], "field a: exclusiveMinimum is nan"),
+        (Reading, "field Reading.value: exclusiveMaximum is nan"),
+    ],
+    ids=["ge", "le", "list-item-gt", "model-field-lt"],
+)
+def test_a_nan_bound_is_refused_naming_the_field_before_anything_is_sent(
+    output: object, field: str
+) -> None:
+    # On main: the schema went to the openai client, whose json.dumps raised a bare ValueError.
+    sig = ts.make_signature("q -> a: T", types={"T": output})
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", profile="vllm")
+        try:
+            with pytest.raises(ts.SchemaError, match=field):
+                ts.Predict(sig, lm=lm)
+        finally:
+            lm.close()
+        assert server.requests == []
+
+
+class WithNanDefault(ts.Signature):
+    q: str = ts.InputField()
+    a: float = ts.OutputField(default=float("nan"))
+
+
+def test_a_nan_default_is_restated_in_the_description() -> None:
+    # On main, under a json-schema profile: `"default": NaN` made the request a bare ValueError
+    # (the strict target restated every default already: both now say the same).
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", profile="vllm")
+        try:
+            outcome = ts.Predict(WithNanDefault, lm=lm, mode="json_schema").try_call(q="x")
+        finally:
+            lm.close()
+        sent = server.requests[0]["response_format"]["json_schema"]["schema"]
+    assert isinstance(outcome, ts.Prediction), outcome
+    assert sent["properties"]["a"]["description"] == "Default: NaN"

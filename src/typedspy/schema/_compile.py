@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import math
 import re
 import weakref
 from collections.abc import Callable
@@ -12,8 +14,9 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, PydanticInvalidForJsonSchema
 
 from typedspy.errors import SchemaError
-from typedspy.schema._generate import JSONSchema, neutral_schema
+from typedspy.schema._generate import JSONSchema, neutral_schema, where
 from typedspy.schema._render import render_shape
+from typedspy.schema.targets._notes import restate, with_notes
 from typedspy.schema.targets.json_schema import to_json_schema
 from typedspy.schema.targets.openai_strict import to_openai_strict
 from typedspy.signature import Signature, TypeRewriter, no_json_schema
@@ -89,6 +92,40 @@ def _inline_root(schema: JSONSchema) -> JSONSchema:
     return {**root, "$defs": defs}
 
 
+def _check_finite(schema: JSONSchema) -> None:
+    """Refuse NaN and infinity, which are no JSON, naming the field (a bound, a Literal).
+
+    A default holding one is restated in the description, as the strict target does with
+    every default.
+    """
+    stack: list[tuple[object, tuple[str | int, ...]]] = [(schema, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            keyword = next((p for p in reversed(path) if isinstance(p, str)), "a value")
+            raise SchemaError(
+                f"{where(path)}: {keyword} is {value!r}, which JSON cannot carry (it has no NaN "
+                "or infinity): give a finite number",
+                path=path,
+            )
+        if isinstance(value, dict):
+            if "default" in value and not _is_json(value["default"]):
+                notes: list[str] = []
+                restate(value, "default", notes)
+                with_notes(value, notes)
+            stack.extend((v, (*path, k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, (*path, i)) for i, v in enumerate(value))
+
+
+def _is_json(value: object) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def compile_schema(obj: type, target: Target | str = "openai-strict") -> CompiledSchema:
     """Compile a signature's outputs (or a Pydantic model) into a target's JSON schema.
 
@@ -129,6 +166,7 @@ def compile_schema(obj: type, target: Target | str = "openai-strict") -> Compile
         neutral = _inline_root(neutral_schema(model))
     except PydanticInvalidForJsonSchema as exc:
         raise no_json_schema(name, model.model_fields, exc) from exc
+    _check_finite(neutral)
     # The json-schema target edits its input in place; keep a copy for the prompt shape.
     shape_source = None if target == "json-schema" else copy.deepcopy(neutral)
     schema = convert(neutral, name=name)

@@ -19,7 +19,7 @@ from pydantic_core import core_schema
 from typedspy.schema._patterns import DECIMAL
 from typedspy.signature import NOMATCH_TAG, OTHER_TAG, TAG_PREFIX, TYPE_KEY
 
-__all__ = ["JSONSchema", "iter_subschemas", "neutral_schema"]
+__all__ = ["JSONSchema", "iter_subschemas", "neutral_schema", "where"]
 
 JSONSchema = dict[str, Any]
 _MARKER = "x-typedspy-tag"
@@ -67,6 +67,12 @@ def iter_subschemas(node: JSONSchema) -> Iterator[JSONSchema]:
         children = node.get(key)
         if isinstance(children, list):
             yield from (c for c in children if isinstance(c, dict))
+
+
+def where(path: tuple[str | int, ...]) -> str:
+    """The field a schema path leads to, for messages: ``field a.b``, or ``the output``."""
+    names = [str(p) for i, p in enumerate(path) if i and path[i - 1] in ("properties", "$defs")]
+    return "field " + ".".join(names) if names else "the output"
 
 
 def _walk(node: JSONSchema) -> Iterator[JSONSchema]:

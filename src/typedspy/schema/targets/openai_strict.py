@@ -10,7 +10,7 @@ and restated in the ``description``; local validation still enforces them (ADR-0
 from __future__ import annotations
 
 from typedspy.errors import SchemaError
-from typedspy.schema._generate import JSONSchema
+from typedspy.schema._generate import JSONSchema, where
 from typedspy.schema.targets._notes import restate, with_notes
 from typedspy.schema.targets._openai_rules import (
     SUPPORTED_STRING_FORMATS,
@@ -64,7 +64,7 @@ class _Strict:
             node = self._merge_all_of(node, path)
         if not set(node) - _ANNOTATION_ONLY:  # `{}`, or only a description: Any
             raise SchemaError(
-                f"{_where(path)} accepts any value (Any, or a bare dict/list), which OpenAI "
+                f"{where(path)} accepts any value (Any, or a bare dict/list), which OpenAI "
                 f"strict mode cannot express; give it a concrete type, or compile with "
                 f"target='json-schema'",
                 path=path,
@@ -74,7 +74,7 @@ class _Strict:
     def _merge_all_of(self, node: JSONSchema, path: tuple[str | int, ...]) -> JSONSchema:
         parts = node.pop("allOf")
         if len(parts) != 1:
-            raise SchemaError(f"{_where(path)} combines schemas with allOf", path=path)
+            raise SchemaError(f"{where(path)} combines schemas with allOf", path=path)
         return {**parts[0], **node}
 
     def _ref(self, node: JSONSchema, path: tuple[str | int, ...]) -> JSONSchema:
@@ -83,7 +83,7 @@ class _Strict:
             return node
         if not set(siblings) <= _ANNOTATION_ONLY:
             raise SchemaError(
-                f"{_where(path)} constrains a reference: {sorted(siblings)}", path=path
+                f"{where(path)} constrains a reference: {sorted(siblings)}", path=path
             )
         # "$ref cannot have keywords {'description'}": keep the text on a one-branch anyOf.
         return {"anyOf": [{"$ref": node["$ref"]}], **siblings}
@@ -108,7 +108,7 @@ class _Strict:
             return self._pairs(node, path, notes)
         if not props and extra is not False:
             raise SchemaError(
-                f"{_where(path)} is an open object (dict with Any values, or a model with no "
+                f"{where(path)} is an open object (dict with Any values, or a model with no "
                 f"fields); OpenAI strict mode needs declared properties: use a model, or "
                 f"dict[str, T] with a concrete T",
                 path=path,
@@ -135,7 +135,7 @@ class _Strict:
         value_schema = value if isinstance(value, dict) else None
         if value_schema is None or value_schema == {}:
             raise SchemaError(
-                f"{_where(path)} is a dict with Any values; give the values a concrete type",
+                f"{where(path)} is a dict with Any values; give the values a concrete type",
                 path=path,
             )
         if "$ref" not in key_schema:  # an Enum key refers to its (typed) definition
@@ -180,7 +180,7 @@ class _Strict:
         items = node.get("items")
         if not isinstance(items, dict) or items == {}:
             raise SchemaError(
-                f"{_where(path)} is a list of Any; give its items a concrete type", path=path
+                f"{where(path)} is a list of Any; give its items a concrete type", path=path
             )
         node["items"] = self.convert(items, (*path, "items"))
         return node
@@ -224,11 +224,6 @@ def _brief(schema: JSONSchema) -> str:
     if "$ref" in schema:
         return str(schema["$ref"]).rsplit("/", 1)[-1]
     return str(schema.get("type", "value"))
-
-
-def _where(path: tuple[str | int, ...]) -> str:
-    names = [str(p) for i, p in enumerate(path) if i and path[i - 1] in ("properties", "$defs")]
-    return "field " + ".".join(names) if names else "the output"
 
 
 def to_openai_strict(schema: JSONSchema, *, name: str) -> JSONSchema:
