@@ -8,7 +8,7 @@ import enum
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 import typedspy as ts
 from typedspy.testing import StandIn
@@ -117,3 +117,51 @@ def test_a_nan_default_is_restated_in_the_description() -> None:
         sent = server.requests[0]["response_format"]["json_schema"]["schema"]
     assert isinstance(outcome, ts.Prediction), outcome
     assert sent["properties"]["a"]["description"] == "Default: NaN"
+
+
+def _nested(levels: int) -> Any:
+    model: Any = create_model("Level0", value=(int, ...))
+    for i in range(1, levels):
+        model = create_model(f"Level{i}", inner=(model, ...))
+    return model
+
+
+OVER_LIMITS = {
+    "nesting": (_nested(11), "levels of nesting exceeds limit of 10. (field Level0.value)"),
+    "properties": (
+        create_model("Wide", **{f"p{i}": (int, ...) for i in range(5001)}),  # type: ignore[call-overload]
+        "5002 parameters exceeds limit of 5000. (the output)",
+    ),
+    "enum values": (
+        Literal[tuple(f"v{i}" for i in range(1001))],
+        "received 1001. Consider reducing the number of enums",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVER_LIMITS))
+def test_a_schema_over_a_limit_names_the_limit_and_the_way_to_send_it(case: str) -> None:
+    # On main the message named no field and no typedspy way round (only OpenAI's own words).
+    output, said = OVER_LIMITS[case]
+    sig = ts.make_signature("q -> a: T", types={"T": output})
+    with StandIn() as server:
+        strict = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", profile="openai")
+        loose = ts.LM(
+            "standin-1",
+            base_url=server.base_url,
+            api_key="sk-x",
+            profile=ts.Profile.named("openai").derive(target="json-schema"),
+        )
+        try:
+            with pytest.raises(ts.SchemaError) as refused:
+                ts.Predict(sig, lm=strict)(q="x")
+            assert server.requests == []
+            outcome = ts.Predict(sig, lm=loose, max_retries=0).try_call(q="x")
+        finally:
+            strict.close()
+            loose.close()
+        sent = server.requests[0]["response_format"]["json_schema"]
+    assert said in str(refused.value)
+    assert "profile=ts.Profile.named('openai').derive(target='json-schema')" in str(refused.value)
+    assert isinstance(outcome, ts.Prediction), outcome
+    assert sent["strict"] is False

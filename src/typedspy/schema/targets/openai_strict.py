@@ -242,5 +242,15 @@ def to_openai_strict(schema: JSONSchema, *, name: str) -> JSONSchema:
     violations = check_openai_strict(result, name=name)
     if violations:
         first = violations[0]
-        raise SchemaError(format_violation(first, name=name), path=first.path)
+        message = format_violation(first, name=name)
+        if first.scope == "schema":  # a size limit: say where, and how to send it anyway
+            message += f" ({where(first.path)}) {_OVER_LIMIT}"
+        raise SchemaError(message, path=first.path)
     return result
+
+
+_OVER_LIMIT = (
+    "To send it without strict mode, compile for target='json-schema' (sent with strict: "
+    "false): an LM with profile=ts.Profile.named('openai').derive(target='json-schema'), or "
+    "mode='json_object' or mode='prompt'."
+)
