@@ -90,6 +90,17 @@ def test_unknown_profiles_are_configuration_errors() -> None:
         ({"max_tokens": 0}, "max_tokens=0"),
         ({"media": frozenset({"video"})}, "media: ['video']"),
         ({"reasoning_tags": ("<think>",)}, "reasoning_tags="),
+        # On main: a str was read letter by letter, None a bare TypeError, and the rest taken
+        # as given (a truthy "no" meant yes; a str remedy failed only at the first loop).
+        ({"modes": "json_schema"}, "modes='json_schema': a tuple of modes"),
+        ({"media": "image"}, "media='image': a set of media kinds"),
+        ({"media": None}, "media=None: a set of media kinds"),
+        ({"schema_hint": "no"}, "schema_hint='no': True or False"),
+        ({"dependable_tool_calling": 1}, "dependable_tool_calling=1: True or False"),
+        ({"parallel_tool_calls": "yes"}, "parallel_tool_calls='yes': True, False, or None"),
+        ({"on_whitespace_loop": "compact"}, "on_whitespace_loop='compact': a ts.profiles."),
+        ({"on_repeated_reply": {"temperature": 1}}, "on_repeated_reply={'temperature': 1}: a"),
+        ({"name": None}, "name=None: a non-empty str"),
     ],
 )
 def test_a_profile_that_cannot_work_is_refused_naming_the_attribute(

@@ -288,19 +288,49 @@ class Profile:
 _MEDIA = frozenset({"image", "audio", "file"})
 
 
+_FLAGS = (
+    "json_object_schema",
+    "schema_hint",
+    "response_format_with_tools",
+    "dependable_tool_calling",
+)
+_REMEDIES = ("on_whitespace_loop", "on_repetition_loop", "on_repeated_reply")
+
+
 def _problems(profile: Profile) -> list[str]:
     """What is wrong with ``profile``'s attributes, each naming the attribute."""
-    problems = []
+    problems = _kind_problems(profile)
     if profile.target not in get_args(Target):
         problems.append(f"target={profile.target!r}: one of {', '.join(get_args(Target))}")
-    if bad := [m for m in profile.modes if m not in get_args(Mode)]:
+    if not isinstance(profile.modes, (tuple, list)):
+        problems.append(f"modes={profile.modes!r}: a tuple of modes, e.g. ('json_schema',)")
+    elif bad := [m for m in profile.modes if m not in get_args(Mode)]:
         problems.append(f"modes: {bad!r} are not modes (modes are {', '.join(get_args(Mode))})")
     cap = profile.max_tokens
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
         problems.append(f"max_tokens={cap!r}: a positive int, or None for no cap")
-    if bad_media := sorted(set(profile.media) - _MEDIA):
+    if not isinstance(profile.media, (frozenset, set, tuple, list)):
+        problems.append(f"media={profile.media!r}: a set of media kinds, e.g. {{'image'}}")
+    elif bad_media := sorted(set(profile.media) - _MEDIA, key=repr):
         problems.append(f"media: {bad_media!r} are not media kinds ({', '.join(sorted(_MEDIA))})")
     tags = profile.reasoning_tags
     if tags is not None and (len(tags) != 2 or not all(isinstance(t, str) and t for t in tags)):
         problems.append(f"reasoning_tags={tags!r}: an opening and a closing tag, or None")
+    return problems
+
+
+def _kind_problems(profile: Profile) -> list[str]:
+    """The attributes of the wrong kind: a name, the flags, the remedies."""
+    problems = []
+    if not isinstance(profile.name, str) or not profile.name:
+        problems.append(f"name={profile.name!r}: a non-empty str")
+    for attr in _FLAGS:
+        if not isinstance(value := getattr(profile, attr), bool):
+            problems.append(f"{attr}={value!r}: True or False")
+    if not isinstance(value := profile.parallel_tool_calls, bool | None):
+        problems.append(f"parallel_tool_calls={value!r}: True, False, or None to leave it out")
+    for attr in _REMEDIES:
+        value = getattr(profile, attr)
+        if value is not None and not isinstance(value, LoopRemedy):
+            problems.append(f"{attr}={value!r}: a ts.profiles.LoopRemedy, or None")
     return problems
