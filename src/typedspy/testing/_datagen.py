@@ -44,8 +44,8 @@ _FORMAT_VALUES: Mapping[str, str] = {
 }
 _PATTERN_CANDIDATES = (
     "abc", "a", "A", "Abc", "ABC", "0", "1", "123", "a1", "abc123", "a_b", "a-b", "AB-123",
-    "x", "test", "example", "2024-01-02", "03:04", "+1", "#000000", "user@example.com",
-    "https://example.com", "", " ",
+    "x", "test", "example", "2024-01-02", "2024-01-02T03:04:05Z", "03:04", "+1", "#000000",
+    "user@example.com", "https://example.com", "", " ",
 )  # fmt: skip
 _PATTERN_FALLBACK = "standin"
 
