@@ -302,15 +302,18 @@ def _problems(profile: Profile) -> list[str]:
     problems = _kind_problems(profile)
     if profile.target not in get_args(Target):
         problems.append(f"target={profile.target!r}: one of {', '.join(get_args(Target))}")
-    if not isinstance(profile.modes, (tuple, list)):
-        problems.append(f"modes={profile.modes!r}: a tuple of modes, e.g. ('json_schema',)")
+    given: dict[str, object] = vars(profile)  # as given, whatever the annotations say
+    modes = given["modes"]
+    if not isinstance(modes, (tuple, list)):
+        problems.append(f"modes={modes!r}: a tuple of modes, e.g. ('json_schema',)")
     elif bad := [m for m in profile.modes if m not in get_args(Mode)]:
         problems.append(f"modes: {bad!r} are not modes (modes are {', '.join(get_args(Mode))})")
     cap = profile.max_tokens
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
         problems.append(f"max_tokens={cap!r}: a positive int, or None for no cap")
-    if not isinstance(profile.media, (frozenset, set, tuple, list)):
-        problems.append(f"media={profile.media!r}: a set of media kinds, e.g. {{'image'}}")
+    media = given["media"]
+    if not isinstance(media, (frozenset, set, tuple, list)):
+        problems.append(f"media={media!r}: a set of media kinds, e.g. {{'image'}}")
     elif bad_media := sorted(set(profile.media) - _MEDIA, key=repr):
         problems.append(f"media: {bad_media!r} are not media kinds ({', '.join(sorted(_MEDIA))})")
     tags = profile.reasoning_tags
@@ -322,12 +325,14 @@ def _problems(profile: Profile) -> list[str]:
 def _kind_problems(profile: Profile) -> list[str]:
     """The attributes of the wrong kind: a name, the flags, the remedies."""
     problems = []
-    if not isinstance(profile.name, str) or not profile.name:
-        problems.append(f"name={profile.name!r}: a non-empty str")
+    given: dict[str, object] = vars(profile)
+    name = given["name"]
+    if not isinstance(name, str) or not name:
+        problems.append(f"name={name!r}: a non-empty str")
     for attr in _FLAGS:
         if not isinstance(value := getattr(profile, attr), bool):
             problems.append(f"{attr}={value!r}: True or False")
-    if not isinstance(value := profile.parallel_tool_calls, bool | None):
+    if not isinstance(value := given["parallel_tool_calls"], bool | None):
         problems.append(f"parallel_tool_calls={value!r}: True, False, or None to leave it out")
     for attr in _REMEDIES:
         value = getattr(profile, attr)

@@ -9,7 +9,7 @@ import re
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel, PydanticInvalidForJsonSchema
 
@@ -109,13 +109,14 @@ def _check_finite(schema: JSONSchema) -> None:
                 path=path,
             )
         if isinstance(value, dict):
-            if "default" in value and not _is_json(value["default"]):
+            node = cast("JSONSchema", value)
+            if "default" in node and not _is_json(node["default"]):
                 notes: list[str] = []
-                restate(value, "default", notes)
-                with_notes(value, notes)
-            stack.extend((v, (*path, k)) for k, v in value.items())
+                restate(node, "default", notes)
+                with_notes(node, notes)
+            stack.extend((v, (*path, k)) for k, v in node.items())
         elif isinstance(value, list):
-            stack.extend((v, (*path, i)) for i, v in enumerate(value))
+            stack.extend((v, (*path, i)) for i, v in enumerate(cast("list[object]", value)))
 
 
 def _is_json(value: object) -> bool:

@@ -9,6 +9,8 @@ and restated in the ``description``; local validation still enforces them (ADR-0
 
 from __future__ import annotations
 
+from typing import cast
+
 from typedspy.errors import SchemaError
 from typedspy.schema._generate import JSONSchema, where
 from typedspy.schema.targets._notes import restate, with_notes
@@ -128,11 +130,11 @@ class _Strict:
     def _pairs(self, node: JSONSchema, path: tuple[str | int, ...], notes: list[str]) -> JSONSchema:
         """``dict[K, V]`` as ``[{"key": K, "value": V}]`` (ADR-003); validation maps it back."""
         value = node.get("additionalProperties")
-        key_schema = dict(node.get("propertyNames", {"type": "string"}))
+        key_schema: JSONSchema = dict(node.get("propertyNames", {"type": "string"}))
         if (pattern := _key_pattern(node)) is not None:  # dict[Annotated[str, pattern], T]
             value = node["patternProperties"][pattern]
             key_schema = {"type": "string", "pattern": pattern}
-        value_schema = value if isinstance(value, dict) else None
+        value_schema: JSONSchema | None = value if isinstance(value, dict) else None
         if value_schema is None or value_schema == {}:
             raise SchemaError(
                 f"{where(path)} is a dict with Any values; give the values a concrete type",
@@ -186,7 +188,13 @@ class _Strict:
         return node
 
 
-_VALUE_TYPES = {bool: "boolean", type(None): "null", int: "integer", float: "number", str: "string"}
+_VALUE_TYPES: dict[type, str] = {
+    bool: "boolean",
+    type(None): "null",
+    int: "integer",
+    float: "number",
+    str: "string",
+}
 
 
 def _typed_values(node: JSONSchema) -> JSONSchema:
@@ -194,7 +202,7 @@ def _typed_values(node: JSONSchema) -> JSONSchema:
 
     One type, or one ``anyOf`` branch per JSON type holding its values.
     """
-    values = node["enum"] if "enum" in node else [node["const"]]
+    values: list[object] = node["enum"] if "enum" in node else [node["const"]]
     kinds: dict[str, list[object]] = {}
     for value in values:
         kind = _VALUE_TYPES.get(type(value))
@@ -214,10 +222,10 @@ def _key_pattern(node: JSONSchema) -> str | None:
 
     Pydantic writes it as one ``patternProperties`` entry, with no ``additionalProperties``.
     """
-    patterns = node.get("patternProperties")
+    patterns: object = node.get("patternProperties")
     if "additionalProperties" in node or not isinstance(patterns, dict) or len(patterns) != 1:
         return None
-    return next(iter(patterns))
+    return str(next(iter(cast("dict[str, object]", patterns))))
 
 
 def _brief(schema: JSONSchema) -> str:
