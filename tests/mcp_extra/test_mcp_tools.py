@@ -85,10 +85,15 @@ def test_remote_tools_are_typedspy_tools_with_the_remote_definitions() -> None:
     assert forecast.name == "forecast" and forecast.description == "Daily highs."
     assert forecast.to_mcp_tool()["inputSchema"] == SCHEMA_IN
     assert list(forecast.signature.input_fields) == ["city", "days", "units"]
-    # `units` has no `type`, which OpenAI's strict subset requires: sent as a plain function.
+    # `units` is an enum without a `type`: the strict target types it from its values, so the
+    # remote tool is sent strict (every property required, as OpenAI's subset asks).
     spec = forecast.to_openai_tool()["function"]
-    assert spec["strict"] is False
-    assert spec["parameters"] == SCHEMA_IN
+    assert spec["strict"] is True
+    assert spec["parameters"]["properties"]["units"] == {
+        "enum": ["metric", "imperial"],
+        "type": "string",
+    }
+    assert spec["parameters"]["required"] == ["city", "days", "units"]
     assert forecast.to_openai_tool("json-schema")["function"]["parameters"] == SCHEMA_IN
     assert describe.signature.output_fields.keys() == {"result"}
 
