@@ -17,9 +17,11 @@ many internal decoders need no extra argument.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from typedspy._scope import JSON_DEPTH, Saved, current
 
@@ -30,6 +32,7 @@ __all__ = [
     "active_depth",
     "depth_exceeded",
     "depth_limit",
+    "first_non_finite",
     "loads",
     "nesting_exceeds",
     "path_at",
@@ -108,6 +111,28 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise DuplicateKeyError(f"the key {key!r} appears twice in one object")
             seen.add(key)
     return found
+
+
+def first_non_finite(
+    value: Any, *, most: int = 10_000
+) -> tuple[tuple[str | int, ...], float] | None:
+    """The path and value of the first NaN or infinite float inside ``value``: JSON has none.
+
+    Mappings, lists and tuples are walked without recursion, ``most`` values at the most (a
+    structure that contains itself ends there).
+    """
+    pending: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
+    while pending and most > 0:
+        most -= 1
+        path, item = pending.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path, item
+        if isinstance(item, Mapping):
+            pairs = cast("Mapping[object, Any]", item).items()
+            pending += [((*path, str(key)), sub) for key, sub in pairs]
+        elif isinstance(item, (list, tuple)):
+            pending += [((*path, i), sub) for i, sub in enumerate(cast("Sequence[Any]", item))]
+    return None
 
 
 def depth_exceeded(value: Any, max_depth: int) -> bool:

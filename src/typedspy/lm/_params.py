@@ -14,11 +14,12 @@ keeps it and `create_kwargs` hands it to the SDK as it is (ADR-061).
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
+from typedspy._json import first_non_finite
 from typedspy._text import encodable
+from typedspy._types import format_path
 from typedspy.errors import ConfigurationError
 from typedspy.lm._messages import LMRequest
 
@@ -156,29 +157,12 @@ def check_params(params: Mapping[str, Any], *, where: str) -> None:
             f"{where}: extra_body must be a mapping of parameter names to values, "
             f"got {type(extra).__name__}"
         )
-    found = _non_finite(params)
+    found = first_non_finite(params)
     if found is not None:
+        path, number = found
         raise ConfigurationError(
-            f"{where}: {found[0]}={found[1]!r} cannot be sent: JSON has no NaN or infinity"
+            f"{where}: {format_path(path)}={number!r} cannot be sent: JSON has no NaN or infinity"
         )
-
-
-def _non_finite(params: Mapping[str, Any], *, most: int = 10_000) -> tuple[str, float] | None:
-    """The first NaN or infinite float in ``params`` (its path and value), if any."""
-    stack: list[tuple[str, Any]] = list(params.items())
-    while stack and most > 0:
-        most -= 1
-        path, value = stack.pop()
-        if isinstance(value, float) and not math.isfinite(value):
-            return path, value
-        if isinstance(value, Mapping):
-            items = cast("Mapping[object, Any]", value).items()
-            stack.extend((f"{path}.{key}", item) for key, item in items)
-        elif isinstance(value, (list, tuple)):
-            stack.extend(
-                (f"{path}[{i}]", item) for i, item in enumerate(cast("Sequence[Any]", value))
-            )
-    return None
 
 
 _OPTIONS = REQUEST_OPTIONS - {"extra_body"}

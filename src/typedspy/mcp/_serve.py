@@ -25,16 +25,16 @@ elicitation gets a clear refusal: the tool does not run.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, TypeAlias
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp_types.version import is_version_at_least
 
+from typedspy._json import first_non_finite
 from typedspy._text import encodable
 from typedspy._types import FieldError
 from typedspy._version import __version__
@@ -190,7 +190,8 @@ def success_result(structured: dict[str, Any]) -> types.CallToolResult:
     try:
         text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:
-        at = FieldError(_non_finite(structured), "NaN or infinity: JSON has no such number")
+        found = first_non_finite(structured)
+        at = FieldError(found[0] if found else (), "NaN or infinity: JSON has no such number")
         return error_result("invalid_result", f"the result cannot be sent: {at}", [at])
     if encodable(text) is not text:
         text = encodable(text)
@@ -198,20 +199,6 @@ def success_result(structured: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured
     )
-
-
-def _non_finite(value: Any) -> tuple[str | int, ...]:
-    """The path of the first NaN or infinity in JSON-ready ``value`` (its depth is bounded)."""
-    pending: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
-    while pending:
-        path, item = pending.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return path
-        if isinstance(item, dict):
-            pending += [((*path, str(k)), v) for k, v in cast("dict[object, Any]", item).items()]
-        elif isinstance(item, list):
-            pending += [((*path, i), v) for i, v in enumerate(cast("list[object]", item))]
-    return ()
 
 
 def error_result(
