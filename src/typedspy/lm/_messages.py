@@ -272,3 +272,27 @@ def _count(value: object) -> int:
     if isinstance(value, float) and not math.isfinite(value):
         return 0
     return int(value) if value >= 0 else 0
+
+
+def _vectors(name: str, data: Any) -> list[list[float]]:
+    """An embeddings reply's vectors in input order, each a list of finite numbers.
+
+    Raises:
+        LMResponseError: The data is not a list of indexed vectors, or a vector holds something
+            other than finite numbers (NaN would rank every neighbour search at random).
+    """
+    try:
+        items = sorted(data, key=lambda item: int(item.index))
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise LMResponseError(f"{name}: the embeddings reply has no indexed vectors") from exc
+    vectors: list[list[float]] = []
+    for number, item in enumerate(items):
+        vector = getattr(item, "embedding", None)
+        if not isinstance(vector, list) or not all(map(_finite, cast("list[object]", vector))):
+            raise LMResponseError(f"{name}: embedding {number} is not a list of finite numbers")
+        vectors.append([float(x) for x in vector])
+    return vectors
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -36,7 +36,7 @@ import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import openai
 from openai import AsyncOpenAI, OpenAI
@@ -70,7 +70,7 @@ from typedspy.errors import (
 )
 from typedspy.lm._bound import RequestBound
 from typedspy.lm._clients import LoopClients
-from typedspy.lm._messages import EmbeddingResponse, LMResponse, _usage
+from typedspy.lm._messages import EmbeddingResponse, LMResponse, _usage, _vectors
 from typedspy.lm._openai_transport import ResponseBodyError, http_client
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 from typedspy.lm._wordings import unsupported_feature
@@ -580,27 +580,3 @@ def _close_at_exit(client: OpenAI) -> None:
 def _close_open() -> None:
     for client in list(_open):
         client.close()
-
-
-def _vectors(name: str, data: Any) -> list[list[float]]:
-    """An embeddings reply's vectors in input order, each a list of finite numbers.
-
-    Raises:
-        LMResponseError: The data is not a list of indexed vectors, or a vector holds something
-            other than finite numbers (NaN would rank every neighbour search at random).
-    """
-    try:
-        items = sorted(data, key=lambda item: int(item.index))
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise LMResponseError(f"{name}: the embeddings reply has no indexed vectors") from exc
-    vectors: list[list[float]] = []
-    for number, item in enumerate(items):
-        vector = getattr(item, "embedding", None)
-        if not isinstance(vector, list) or not all(map(_finite, cast("list[object]", vector))):
-            raise LMResponseError(f"{name}: embedding {number} is not a list of finite numbers")
-        vectors.append([float(x) for x in vector])
-    return vectors
-
-
-def _finite(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
