@@ -6,6 +6,7 @@ sends a request twice.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -195,3 +196,20 @@ def test_bad_chains_are_configuration_errors() -> None:
         ts.LM.fallback(one, one, on={"timeout"})  # type: ignore[arg-type]
     with pytest.raises(ts.ConfigurationError, match="plain LMs"):
         ts.LM.fallback(ts.LM.fallback(one, one), one)
+
+
+def test_direct_streams_switch_before_the_first_chunk(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(Reply(status=503, headers=FAST))
+    servers[1].enqueue("streamed from the secondary")
+    lm = chain(servers, on={"transport"}, retries=0)
+
+    async def streamed() -> str:
+        request = ts.lm.LMRequest(messages=({"role": "user", "content": "hi"},))
+        return "".join([chunk.text async for chunk in lm.astream(request) if chunk.text])
+
+    assert asyncio.run(streamed()) == "streamed from the secondary"
+    assert counts(servers) == (1, 1)
+    servers[0].enqueue(Reply(status=400))  # not a chosen trigger: raised, never moved on
+    with pytest.raises(ts.errors.LMStatusError, match="400"):
+        asyncio.run(streamed())
+    assert counts(servers) == (2, 1)
