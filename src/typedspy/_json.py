@@ -32,7 +32,7 @@ __all__ = [
     "active_depth",
     "depth_exceeded",
     "depth_limit",
-    "first_non_finite",
+    "first_not_json",
     "loads",
     "nesting_exceeds",
     "path_at",
@@ -113,25 +113,37 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def first_non_finite(
+def first_not_json(
     value: Any, *, most: int = 10_000
-) -> tuple[tuple[str | int, ...], float] | None:
-    """The path and value of the first NaN or infinite float inside ``value``: JSON has none.
+) -> tuple[tuple[str | int, ...], object, str] | None:
+    """The path, value and reason of the first thing inside ``value`` JSON cannot carry.
 
-    Mappings, lists and tuples are walked without recursion, ``most`` values at the most (a
-    structure that contains itself ends there).
+    A NaN or infinite float, a value other than a string, number, boolean, None, mapping, list
+    or tuple (a set, bytes, an ``object()``, a model), a mapping key other than a string or an
+    integer, or nesting deeper than `MAX_JSON_DEPTH` (a structure that contains itself).
+    Walked without recursion, ``most`` values at the most.
     """
     pending: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
     while pending and most > 0:
         most -= 1
         path, item = pending.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return path, item
-        if isinstance(item, Mapping):
-            pairs = cast("Mapping[object, Any]", item).items()
-            pending += [((*path, str(key)), sub) for key, sub in pairs]
+        if len(path) > MAX_JSON_DEPTH:
+            why = f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth), or contains itself"
+            return path[:1], item, why
+        if isinstance(item, (str, int)) or item is None:  # bool is an int
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return path, item, "JSON has no NaN or infinity"
+        elif isinstance(item, Mapping):
+            for key, sub in cast("Mapping[object, Any]", item).items():
+                if not isinstance(key, (str, int)) or isinstance(key, bool):
+                    return path, key, f"the key {key!r} is not JSON text"
+                pending.append(((*path, str(key)), sub))
         elif isinstance(item, (list, tuple)):
             pending += [((*path, i), sub) for i, sub in enumerate(cast("Sequence[Any]", item))]
+        else:
+            return path, item, f"{type(item).__name__} is no JSON value"
     return None
 
 

@@ -130,6 +130,49 @@ def test_extra_body_must_be_a_mapping(value: Any) -> None:
         ts.Predict(Ask, extra_body=value)
 
 
+def _cycle() -> dict[str, Any]:
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    return loop
+
+
+NOT_JSON: dict[str, tuple[Callable[[], Any], str]] = {
+    "object": (object, "extra_body.x.y cannot be sent: object is no JSON value"),
+    "set": (lambda: {1, 2}, "extra_body.x.y cannot be sent: set is no JSON value"),
+    "bytes": (lambda: b"raw", "extra_body.x.y cannot be sent: bytes is no JSON value"),
+    "model": (lambda: Ask.output_model(answer="4"), "extra_body.x.y cannot be sent: AskOutput"),
+    "key": (lambda: {(1, 2): 3}, r"extra_body.x.y cannot be sent: the key \(1, 2\) is not"),
+    "cycle": (_cycle, "extra_body cannot be sent: nested deeper than 256 levels"),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_JSON))
+def test_a_value_json_cannot_carry_is_refused_where_it_is_given_naming_its_path(
+    router: respx.MockRouter, case: str
+) -> None:
+    # The SDK raised a bare TypeError or ValueError at send time, or sent a model as {}.
+    route = router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json=chat_completion("hi"))
+    )
+    make, message = NOT_JSON[case]
+    params: dict[str, Any] = {"extra_body": {"x": {"y": make()}}}
+    with pytest.raises(ConfigurationError, match=f"^LM defaults: {message}"):
+        ts.LM("m", **params)
+    with pytest.raises(ConfigurationError, match=f"^Predict\\(Ask\\): {message}"):
+        ts.Predict(Ask, **params)
+    with pytest.raises(ConfigurationError, match=f"^LM.acall: {message}"):
+        make_lm()("hello", **params)
+    assert not route.called
+
+
+def test_an_ordinary_parameter_json_cannot_carry_is_named_too() -> None:
+    with pytest.raises(ConfigurationError, match=r"seed cannot be sent: set is no JSON value"):
+        ts.Predict(Ask, seed={1})  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"metadata.a cannot be sent: bytes is no JSON"):
+        ts.LM("m", metadata={"a": b"x"})  # type: ignore[dict-item]
+    ts.LM("m", logit_bias={50256: -100})  # type: ignore[dict-item]  # token ids as integers
+
+
 def test_configure_names_the_close_setting_and_where_request_parameters_go() -> None:
     with pytest.raises(ConfigurationError) as caught:
         ts.configure(temperature=0)  # type: ignore[call-arg]

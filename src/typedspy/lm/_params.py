@@ -17,7 +17,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from typedspy._json import first_non_finite
+from typedspy._json import first_not_json
 from typedspy._text import encodable
 from typedspy._types import format_path
 from typedspy.errors import ConfigurationError
@@ -124,9 +124,10 @@ def check_params(params: Mapping[str, Any], *, where: str) -> None:
         ConfigurationError: A name `LM` sends itself (``model``, ``messages``, ``stream``...);
             a name the Chat Completions API does not have, with the closest known name (pass
             endpoint-specific parameters through ``extra_body={...}``); ``n`` other than 1 (one
-            completion is read per request); an ``extra_body`` that is not a mapping; or a NaN
-            or infinite number anywhere in them, which JSON cannot carry (the SDK raised a bare
-            ``ValueError`` when sending it).
+            completion is read per request); an ``extra_body`` that is not a mapping; or
+            anything in them JSON cannot carry (a NaN or infinity, a set, bytes, an
+            ``object()``, a model, a cycle), named by its path: the SDK raised a bare
+            ``ValueError`` or ``TypeError`` when sending it, or sent a model as ``{}``.
     """
     reserved = sorted(set(params) & _RESERVED_PARAMS)
     if reserved:
@@ -157,12 +158,11 @@ def check_params(params: Mapping[str, Any], *, where: str) -> None:
             f"{where}: extra_body must be a mapping of parameter names to values, "
             f"got {type(extra).__name__}"
         )
-    found = first_non_finite(params)
+    found = first_not_json(params)
     if found is not None:
-        path, number = found
-        raise ConfigurationError(
-            f"{where}: {format_path(path)}={number!r} cannot be sent: JSON has no NaN or infinity"
-        )
+        path, value, why = found
+        shown = f"{format_path(path)}={value!r}" if isinstance(value, float) else format_path(path)
+        raise ConfigurationError(f"{where}: {shown} cannot be sent: {why}")
 
 
 _OPTIONS = REQUEST_OPTIONS - {"extra_body"}

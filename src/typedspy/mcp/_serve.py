@@ -34,7 +34,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp_types.version import is_version_at_least
 
-from typedspy._json import first_non_finite
+from typedspy._json import first_not_json
 from typedspy._text import encodable
 from typedspy._types import FieldError
 from typedspy._version import __version__
@@ -190,7 +190,7 @@ def success_result(structured: dict[str, Any]) -> types.CallToolResult:
     try:
         text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:
-        found = first_non_finite(structured)
+        found = first_not_json(structured)
         at = FieldError(found[0] if found else (), "NaN or infinity: JSON has no such number")
         return error_result("invalid_result", f"the result cannot be sent: {at}", [at])
     if encodable(text) is not text:
