@@ -22,6 +22,8 @@ __all__ = ["LoopClients"]
 class _Closable(Protocol):
     async def close(self) -> None: ...
 
+    def is_closed(self) -> bool: ...
+
 
 C = TypeVar("C", bound=_Closable)
 
@@ -38,11 +40,14 @@ class LoopClients(Generic[C]):
         self._detached: C | None = None
 
     async def get(self) -> C:
-        """The client of the running loop, built (and its closing arranged) on first use."""
+        """The client of the running loop, built (and its closing arranged) on first use.
+
+        A client closed by hand (``lm.client.close()``) is replaced, as after `aclose_current`.
+        """
         loop = asyncio.get_running_loop()
         with self._lock:
             entry = self._clients.get(loop)
-            if entry is None:
+            if entry is None or entry.client.is_closed():
                 entry = self._clients[loop] = _Entry(self._build())
         await entry.arm(lambda: self._forget(loop, entry))
         return entry.client

@@ -124,6 +124,8 @@ class Sender:
 
     async def aclient(self) -> AsyncOpenAI:
         if self.injected is not None:
+            if self.injected.is_closed():
+                raise self.closed_client()
             self._keep_to_one_loop(self.injected)
             return self.injected
         return await self.clients.get()
@@ -314,6 +316,8 @@ class Sender:
         sent = _sent_error(exc)  # openai < 2.31 wraps a wrong-loop RuntimeError too
         if isinstance(sent, RuntimeError) and (explained := self.other_loop(sent)) is not None:
             return explained
+        if self.injected is not None and self.injected.is_closed():  # closed while it sent
+            return self.closed_client()
         return self.translate(exc)
 
     def translate(self, exc: openai.OpenAIError) -> Exception:
@@ -323,17 +327,28 @@ class Sender:
         return _lm_error(exc, where=where, redact=self.redact)
 
     def other_loop(self, exc: RuntimeError) -> ConfigurationError | None:
-        """An injected client used from a second event loop: say what to do (ADR-024).
+        """An injected client used from a second event loop, or closed: say what to do (ADR-024).
 
         ``None`` when ``exc`` is some other `RuntimeError` (scrubbed, to be raised as it is).
         """
         scrub_chain(exc, self.redact)
         text = str(exc)
+        if self.injected is not None and self.injected.is_closed():  # closed while it sent
+            return self.closed_client()
         if self.injected is None or not (
             "different event loop" in text or "Event loop is closed" in text
         ):
             return None
         return self.wrong_loop(self.redact(text)[:120])
+
+    def closed_client(self) -> ConfigurationError:
+        """The error for a call through an injected client its owner has closed."""
+        return ConfigurationError(
+            f"LM({self.model!r}) was given client=..., and that AsyncOpenAI client is closed "
+            "(its close() was called): LM does not reopen a client it does not own. Pass an "
+            "open client, or give LM base_url=/api_key= instead so typedspy builds its own "
+            "(rebuilt after LM.close())."
+        )
 
     def wrong_loop(self, why: str) -> ConfigurationError:
         return ConfigurationError(
