@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -171,6 +172,19 @@ def test_an_ordinary_parameter_json_cannot_carry_is_named_too() -> None:
     with pytest.raises(ConfigurationError, match=r"metadata.a cannot be sent: bytes is no JSON"):
         ts.LM("m", metadata={"a": b"x"})  # type: ignore[dict-item]
     ts.LM("m", logit_bias={50256: -100})  # type: ignore[dict-item]  # token ids as integers
+
+
+@pytest.mark.parametrize("name", ["max_tokens", "max_completion_tokens"])
+@pytest.mark.parametrize("cap", [10**30, 2**31, 0, -1, 1.5, True, "100"])
+def test_a_token_cap_no_server_takes_is_refused_as_the_profile_refuses_it(
+    name: str, cap: object
+) -> None:
+    why = f"{name}={cap!r}: a positive int up to 2_147_483_647"
+    with pytest.raises(ConfigurationError, match=f"^LM defaults: {re.escape(why)}"):
+        ts.LM("m", **{name: cap})
+    with pytest.raises(ConfigurationError, match=f"^Predict\\(Ask\\): {re.escape(why)}"):
+        ts.Predict(Ask, **{name: cap})
+    ts.Predict(Ask, **{name: 2**31 - 1})
 
 
 def test_configure_names_the_close_setting_and_where_request_parameters_go() -> None:

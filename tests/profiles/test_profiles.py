@@ -88,6 +88,9 @@ def test_unknown_profiles_are_configuration_errors() -> None:
         ({"modes": ("json_schem",)}, "modes: ['json_schem'] are not modes"),
         ({"target": "openai"}, "target='openai'"),
         ({"max_tokens": 0}, "max_tokens=0"),
+        # On main: taken, and sent past what a server reads (a JSON int beyond int64).
+        ({"max_tokens": 10**30}, f"max_tokens={10**30}: a positive int up to 2_147_483_647"),
+        ({"max_tokens": 2**31}, f"max_tokens={2**31}: a positive int up to 2_147_483_647"),
         ({"media": frozenset({"video"})}, "media: ['video']"),
         ({"reasoning_tags": ("<think>",)}, "reasoning_tags="),
         # On main: a str was read letter by letter, None a bare TypeError, and the rest taken

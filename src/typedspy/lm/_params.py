@@ -22,6 +22,7 @@ from typedspy._text import encodable
 from typedspy._types import format_path
 from typedspy.errors import ConfigurationError
 from typedspy.lm._messages import LMRequest
+from typedspy.profiles import token_cap_problem
 
 __all__ = [
     "CHAT_COMPLETIONS_PARAMS",
@@ -124,7 +125,8 @@ def check_params(params: Mapping[str, Any], *, where: str) -> None:
         ConfigurationError: A name `LM` sends itself (``model``, ``messages``, ``stream``...);
             a name the Chat Completions API does not have, with the closest known name (pass
             endpoint-specific parameters through ``extra_body={...}``); ``n`` other than 1 (one
-            completion is read per request); an ``extra_body`` that is not a mapping; or
+            completion is read per request); a ``max_tokens`` or ``max_completion_tokens``
+            that is not an int from 1 to ``2**31 - 1``; an ``extra_body`` that is not a mapping; or
             anything in them JSON cannot carry (a NaN or infinity, a set, bytes, an
             ``object()``, a model, a cycle), named by its path: the SDK raised a bare
             ``ValueError`` or ``TypeError`` when sending it, or sent a model as ``{}``.
@@ -152,6 +154,9 @@ def check_params(params: Mapping[str, Any], *, where: str) -> None:
             "module n times with temperature > 0 (under a response cache, each with its own "
             "cache_salt)"
         )
+    for name in ("max_tokens", "max_completion_tokens"):
+        if why := token_cap_problem(params.get(name)):
+            raise ConfigurationError(f"{where}: {name}={params[name]!r}: {why}")
     extra = params.get("extra_body")
     if extra is not None and not isinstance(extra, Mapping):
         raise ConfigurationError(

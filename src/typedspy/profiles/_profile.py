@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 from typedspy.errors import ConfigurationError
 from typedspy.schema import Target
 
-__all__ = ["LoopRemedy", "Mode", "Profile"]
+__all__ = ["MAX_TOKEN_CAP", "LoopRemedy", "Mode", "Profile", "token_cap_problem"]
 
 Mode = Literal["json_schema", "json_object", "prompt", "tools"]
 """How a call asks for its outputs: native structured outputs, JSON mode, a prompted shape, or
@@ -43,6 +43,20 @@ _VARY = LoopRemedy(note="", params={"temperature": 0.7})
 
 _CAPS = frozenset({"max_tokens", "max_completion_tokens"})
 """The request parameters that cap a completion's length: either one set keeps the profile's off."""
+
+MAX_TOKEN_CAP = 2**31 - 1
+"""The largest token cap sent: servers read it as a 32-bit count (llama.cpp's ``n_predict``), and
+no model writes more; a larger one was refused by the endpoint, or wrapped round by it."""
+
+
+def token_cap_problem(cap: object) -> str | None:
+    """Why ``cap`` cannot be a ``max_tokens`` (or ``max_completion_tokens``); None when it can."""
+    if cap is None or (
+        isinstance(cap, int) and not isinstance(cap, bool) and 1 <= cap <= MAX_TOKEN_CAP
+    ):
+        return None
+    return f"a positive int up to {MAX_TOKEN_CAP:_} (2**31 - 1), or None for no cap"
+
 
 _COMPACT = LoopRemedy(
     note=(
@@ -308,9 +322,8 @@ def _problems(profile: Profile) -> list[str]:
         problems.append(f"modes={modes!r}: a tuple of modes, e.g. ('json_schema',)")
     elif bad := [m for m in profile.modes if m not in get_args(Mode)]:
         problems.append(f"modes: {bad!r} are not modes (modes are {', '.join(get_args(Mode))})")
-    cap = profile.max_tokens
-    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
-        problems.append(f"max_tokens={cap!r}: a positive int, or None for no cap")
+    if why := token_cap_problem(profile.max_tokens):
+        problems.append(f"max_tokens={profile.max_tokens!r}: {why}")
     media = given["media"]
     if not isinstance(media, (frozenset, set, tuple, list)):
         problems.append(f"media={media!r}: a set of media kinds, e.g. {{'image'}}")
