@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +42,6 @@ class Describe(ts.Signature):
 
 class Small(ts.Image):
     max_bytes = 1024
-
-
-@pytest.fixture
-def standin() -> Iterator[tuple[StandIn, ts.LM]]:
-    with StandIn() as server:
-        lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline", max_retries=0)
-        yield server, lm
-        lm.close()
 
 
 def open_fds() -> int | None:

@@ -7,7 +7,7 @@ whose content contains itself a bare `RecursionError` when the body was encoded,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,14 +28,6 @@ MESSAGES: dict[str, tuple[Callable[[], object], str]] = {
     "content that contains itself": (cyclic, "contains itself"),
     "an object() in it": (lambda: {"role": "user", "content": object()}, "not JSON"),
 }
-
-
-@pytest.fixture
-def standin() -> Iterator[tuple[StandIn, ts.LM]]:
-    with StandIn() as server:
-        lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline", max_retries=0)
-        yield server, lm
-        lm.close()
 
 
 @pytest.mark.parametrize("case", list(MESSAGES))

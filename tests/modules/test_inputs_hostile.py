@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -57,14 +57,6 @@ HOSTILE: dict[str, tuple[str, Callable[[], object], str]] = {
     "bytes that are not UTF-8": ("x: bytes", lambda: b"\xff\xfe", "not UTF-8"),
     "an int of 5,001 digits": ("x: int", huge_int, "4300 digits"),
 }
-
-
-@pytest.fixture
-def standin() -> Iterator[tuple[StandIn, ts.LM]]:
-    with StandIn() as server:
-        lm = ts.LM("standin-1", base_url=server.base_url, api_key="offline", max_retries=0)
-        yield server, lm
-        lm.close()
 
 
 @pytest.mark.parametrize("case", list(HOSTILE))
