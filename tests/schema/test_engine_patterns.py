@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 import typedspy as ts
-from typedspy.schema._patterns import DATE, DATE_TIME, DECIMAL
+from typedspy.schema._patterns import DATE, DATE_TIME, DECIMAL, INTEGER
 
 
 class Booking(ts.Signature):
@@ -79,6 +79,17 @@ def test_decimal_strings_the_pattern_admits_are_valid(text: str) -> None:
 @pytest.mark.parametrize("text", ["", ".", "+", "-.", "1e5", "abc", "1.2.3", " 1"])
 def test_other_strings_are_not_decimals(text: str) -> None:
     assert not re.match(DECIMAL, text)
+
+
+@pytest.mark.parametrize("text", ["0", "7", "-12", "007", "123456789012345678901234567890"])
+def test_integer_keys_the_pattern_admits_are_dict_int_keys(text: str) -> None:
+    assert re.match(INTEGER, text)
+    assert TypeAdapter(dict[int, str]).validate_json(f'{{"{text}": "x"}}') == {int(text): "x"}
+
+
+@pytest.mark.parametrize("text", ["", "-", "1.5", "1e5", "one", " 1", "0x1"])
+def test_other_keys_are_not_integer_text(text: str) -> None:
+    assert not re.match(INTEGER, text)
 
 
 def test_the_json_schema_target_sends_patterns_instead_of_formats() -> None:

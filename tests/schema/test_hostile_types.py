@@ -72,6 +72,25 @@ def test_dicts_with_constrained_keys_are_sent_as_pairs_and_read_back(output: obj
     assert isinstance(outcome.a, dict) and outcome.a
 
 
+@pytest.mark.parametrize("profile", ["openai", "vllm"])
+def test_integer_keys_are_asked_for_as_integer_text_and_read_back_as_integers(
+    profile: str,
+) -> None:
+    # On main the strict target's pairs asked for any string key; the stand-in (schema-valid,
+    # as a model under a grammar) wrote "example-2", which no int reads, and the call failed.
+    outcome, requests = _call(dict[int, str], profile)
+    assert isinstance(outcome, ts.Prediction), outcome
+    assert all(type(k) is int for k in outcome.a)
+    assert outcome.a or profile == "vllm"  # the stand-in fills an open object with no keys
+    sent = requests[0]["response_format"]["json_schema"]["schema"]["properties"]["a"]
+    keys = sent["items"]["properties"]["key"] if profile == "openai" else sent["propertyNames"]
+    assert keys == {"type": "string", "pattern": "^-?[0-9]+$"}
+    parsed = ts.parse.parse_outputs(
+        ts.make_signature("q -> a: dict[int, str]"), '{"a": {"7": "x"}}'
+    )
+    assert parsed.value == {"a": {7: "x"}}
+
+
 class Reading(BaseModel):
     value: float = Field(lt=float("nan"))
 

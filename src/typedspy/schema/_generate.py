@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from typedspy.schema._patterns import DECIMAL
+from typedspy.schema._patterns import DECIMAL, INTEGER
 from typedspy.signature import NOMATCH_TAG, OTHER_TAG, TAG_PREFIX, TYPE_KEY
 
 __all__ = ["JSONSchema", "iter_subschemas", "neutral_schema", "where"]
@@ -43,6 +43,18 @@ class _TaggingGenerator(GenerateJsonSchema):
             else:
                 branches.append({**sub, _MARKER: str(tag)[len(TAG_PREFIX) :]})
         return {"anyOf": branches}
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        """Pydantic's, with integer keys said: JSON keys are text, ``{"1": ...}`` reads as 1.
+
+        Without it a ``dict[int, V]`` took any text as a key, and the strict target's pairs
+        asked for string keys a model filled with words, each reply refused.
+        """
+        out = super().dict_schema(schema)
+        keys = schema.get("keys_schema")
+        if keys is not None and keys.get("type") == "int" and "propertyNames" not in out:
+            out["propertyNames"] = {"type": "string", "pattern": INTEGER}
+        return out
 
     def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
         """Pydantic's, with a pattern engines can enforce on the string branch."""

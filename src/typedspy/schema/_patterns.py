@@ -9,7 +9,7 @@ value that fails validation (reference/local-servers.md; tests/conformance/test_
 
 from __future__ import annotations
 
-__all__ = ["DATE", "DATE_TIME", "DECIMAL"]
+__all__ = ["DATE", "DATE_TIME", "DECIMAL", "INTEGER"]
 
 _D = "[0-9]"
 # Years 0001-9999 (Python's date range).
@@ -36,3 +36,6 @@ offset (so both aware and naive ``datetime`` fields can be filled)."""
 DECIMAL = f"^[+-]?({_D}+(\\.{_D}*)?|\\.{_D}+)$"
 """A decimal number written as a string (Pydantic's own ``Decimal`` pattern uses a look-ahead
 that no engine supports)."""
+
+INTEGER = f"^-?{_D}+$"
+"""An integer written as a string: a JSON object key of a ``dict[int, V]``."""
