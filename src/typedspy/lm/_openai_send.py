@@ -27,7 +27,6 @@ call shares, so its pooled connections keep to one loop as they did (ADR-024).
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import dataclasses
 import json
@@ -101,8 +100,7 @@ class Sender:
         max_bytes: int,
     ) -> None:
         self.model = model
-        self.injected = client  # used as is, from the one loop that first uses it
-        self._injected_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self.injected = client  # used as is, from whichever loop calls
         # ADR-024: a client of our own per event loop, closed when that loop shuts down.
         self.clients: LoopClients[AsyncOpenAI] = LoopClients(self._build)
         self._base_url = base_url
@@ -126,24 +124,8 @@ class Sender:
         if self.injected is not None:
             if self.injected.is_closed():
                 raise self.closed_client()
-            self._keep_to_one_loop(self.injected)
             return self.injected
         return await self.clients.get()
-
-    def _keep_to_one_loop(self, client: AsyncOpenAI) -> None:
-        """Bind the injected client to the loop that first uses it; refuse any other (ADR-024).
-
-        Its pooled connections belong to that loop. Checked here rather than read from the
-        error a pooled connection raises on another loop: that error comes only when a
-        connection is idle in the pool, so whether a second loop failed depended on timing.
-        """
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            if self._injected_loop is None:
-                self._injected_loop = weakref.ref(loop)
-            if self._injected_loop() is loop:
-                return
-        raise self.wrong_loop(f"{type(client).__name__} first used on another event loop")
 
     def blocking(self) -> OpenAI | None:
         """The blocking client for a sync call's root task no deadline bounds, else ``None``."""
@@ -339,7 +321,13 @@ class Sender:
             "different event loop" in text or "Event loop is closed" in text
         ):
             return None
-        return self.wrong_loop(self.redact(text)[:120])
+        return ConfigurationError(
+            f"LM({self.model!r}) was given client=..., whose pooled connections belong to the "
+            "event loop that first used it, and it is now used from another loop "
+            f"({self.redact(text)[:120]}). Give LM base_url=/api_key= instead of client= so "
+            "typedspy builds one client per event loop, or use this LM from one loop only "
+            "(only sync calls, or only your own loop)."
+        )
 
     def closed_client(self) -> ConfigurationError:
         """The error for a call through an injected client its owner has closed."""
@@ -348,15 +336,6 @@ class Sender:
             "(its close() was called): LM does not reopen a client it does not own. Pass an "
             "open client, or give LM base_url=/api_key= instead so typedspy builds its own "
             "(rebuilt after LM.close())."
-        )
-
-    def wrong_loop(self, why: str) -> ConfigurationError:
-        return ConfigurationError(
-            f"LM({self.model!r}) was given client=..., whose pooled connections belong to the "
-            f"event loop that first used it, and it is now used from another loop ({why}). "
-            "Give LM base_url=/api_key= instead of client= so "
-            "typedspy builds one client per event loop, or use this LM from one loop only "
-            "(only sync calls, or only your own loop)."
         )
 
     def shown_base_url(self) -> str | None:
