@@ -99,7 +99,9 @@ def test_a_gzip_bomb_of_1_gb_ends_typed_with_bounded_peak_memory() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     limit, peak_mb = done.stdout.split()
     assert limit == "max_response_bytes"
-    assert int(peak_mb) < 400  # the default cap (64 MiB) plus the interpreter; was ~3 GB
+    # The default cap (64 MiB), its copies and the interpreter: ~130 MB alone, 425 once on a loaded
+    # 2-core machine (session 11); unbounded reading peaked at ~3 GB.
+    assert int(peak_mb) < 800
 
 
 @pytest.mark.parametrize("depth", [300, 1_100, 100_000])
