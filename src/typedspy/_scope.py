@@ -3,9 +3,10 @@
 A `Scope` holds one field per concern, each owned by one module, which reads it with
 ``current().<field>`` and changes it through its `Field`: the settings overrides
 (`typedspy.settings.context`), the usage meters (`typedspy.limits.metering`), the request bound
-(`typedspy.lm`), the call and stream deadlines (`typedspy._deadline`), the JSON depth limit
-(`typedspy._json.depth_limit`), the approvals of paused tool calls (`typedspy.tools`) and the
-render flag (`typedspy.pipeline.rendering`).
+(`typedspy.lm`), the token count of a ReAct run (`typedspy.limits.spending`), the call and
+stream deadlines (`typedspy._deadline`), the JSON depth limit (`typedspy._json.depth_limit`),
+the approvals of paused tool calls (`typedspy.tools`) and the render flag
+(`typedspy.pipeline.rendering`).
 
 A scope is immutable: a change makes a new one, so a task or thread that copied the context
 keeps its own view, as with a ContextVar per concern. A change is undone field by field:
@@ -20,14 +21,14 @@ OpenTelemetry's own current span, in the SDK's context variable.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from typedspy._deadline import Bound
-    from typedspy.limits import UsageMeter
+    from typedspy.limits import Spent, UsageMeter
     from typedspy.lm import RequestBound
     from typedspy.tools import ResumeState
 
@@ -39,6 +40,7 @@ __all__ = [
     "OVERRIDES",
     "RENDERING",
     "REQUEST_BOUND",
+    "SPENT",
     "STREAM_DEADLINE",
     "Field",
     "Saved",
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 class Scope(NamedTuple):
@@ -55,6 +58,7 @@ class Scope(NamedTuple):
     overrides: Mapping[str, Any]  # `ts.context`'s settings
     meters: tuple[UsageMeter, ...]  # `metering` blocks, outermost first
     request_bound: RequestBound | None  # the HTTP requests the running step may send
+    spent: Spent | None  # the token count a call made here counts on too (a ReAct run's)
     deadline: Bound | None  # the module call's
     stream_deadline: Bound | None  # the streamed request's
     json_depth: int | None  # `depth_limit`'s; None: the default
@@ -62,7 +66,7 @@ class Scope(NamedTuple):
     rendering: bool  # `render`: the first request is shown, not sent
 
 
-_EMPTY = Scope(MappingProxyType({}), (), None, None, None, None, MappingProxyType({}), False)
+_EMPTY = Scope(MappingProxyType({}), (), None, None, None, None, None, MappingProxyType({}), False)
 _scope: ContextVar[Scope] = ContextVar("typedspy_scope", default=_EMPTY)
 _get, _set, _new = _scope.get, _scope.set, tuple.__new__  # looked up once: used per chunk
 
@@ -116,6 +120,28 @@ class Field(Generic[T]):
         values[self._index] = before[self._index]
         _set(_new(Scope, values))
 
+    async def first_step(self, value: T, items: AsyncIterator[U]) -> AsyncIterator[U]:
+        """Yield ``items``, the first step with ``value`` as the field's; ``items`` closed after.
+
+        The first step of a call makes its plan and sends its request, the later ones read the
+        body: the change never crosses a ``yield`` into the consumer's code.
+        """
+        try:
+            saved = self.set(value)
+            try:
+                item = await anext(items)
+            except StopAsyncIteration:
+                return
+            finally:
+                self.restore(saved)
+            yield item
+            async for item in items:
+                yield item
+        finally:
+            aclose = getattr(items, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
     def __repr__(self) -> str:
         return f"Field({self.name!r})"
 
@@ -123,6 +149,7 @@ class Field(Generic[T]):
 OVERRIDES: Field[Mapping[str, Any]] = Field("overrides")
 METERS: Field[tuple[UsageMeter, ...]] = Field("meters")
 REQUEST_BOUND: Field[RequestBound | None] = Field("request_bound")
+SPENT: Field[Spent | None] = Field("spent")
 DEADLINE: Field[Bound | None] = Field("deadline")
 STREAM_DEADLINE: Field[Bound | None] = Field("stream_deadline")
 JSON_DEPTH: Field[int | None] = Field("json_depth")

@@ -27,6 +27,7 @@ from typedspy.engine._failures import (
 )
 from typedspy.engine._send import Pick, send
 from typedspy.errors import TruncatedOutputError
+from typedspy.limits import Spent
 from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound
 from typedspy.parse import ParseFailure, ParseResult
 from typedspy.pipeline import HISTORY
@@ -86,6 +87,8 @@ class Attempts:
         params: A remedy's parameters, sent over the request's from then on.
         remedied: The runaway kinds already re-asked once.
         undecoded: Attempts whose reply held no decodable JSON.
+        spent: The tokens the token budget counts: `usage` and, for a reply that reported
+            none, its estimate (ADR-092).
     """
 
     lm: BaseLM
@@ -96,6 +99,7 @@ class Attempts:
     params: dict[str, Any] = field(default_factory=dict)
     remedied: set[str] = field(default_factory=set)
     undecoded: set[int] = field(default_factory=set)
+    spent: Spent = field(default_factory=Spent)
 
     @property
     def usage(self) -> Usage:
@@ -226,6 +230,7 @@ async def _attempt(
             else:
                 yield item
     assert response is not None
+    attempts.spent.add(response, request)
     seen = len(attempts.made)
     try:
         done = _read(driver, attempts, number, response)

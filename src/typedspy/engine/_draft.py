@@ -18,6 +18,7 @@ from typedspy.engine._attempts import Attempts, Done, Driver, Reply, run_attempt
 from typedspy.engine._output import reply_output, request_bound
 from typedspy.engine._send import Pick, content
 from typedspy.errors import OutputDecodeError
+from typedspy.limits import Spent
 from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound
 from typedspy.retry import RetryPolicy
 from typedspy.signature import Signature
@@ -28,18 +29,20 @@ __all__ = ["Draft", "DraftPlan", "plan_draft", "run_draft"]
 
 @dataclass(frozen=True)
 class Draft:
-    """A free answer, and the call's attempts and request bound, which the second request shares.
+    """A free answer, and the call's attempts and bounds, which the second request shares.
 
     Attributes:
         text: The answer (the reply's content with its reasoning split off; the reasoning
             when the content is empty).
         made: The call's attempts so far: the first request's.
         requests: The call's bound on HTTP requests.
+        spent: The tokens the call's token budget counts so far.
     """
 
     text: str
     made: tuple[Attempt, ...]
     requests: RequestBound | None
+    spent: Spent
 
 
 @dataclass
@@ -70,7 +73,7 @@ class DraftPlan(Driver[Draft]):
         answer = (reply.text or "").strip() or (reply.reasoning or "").strip()
         if answer:
             attempts.made.append(reply.attempt())
-            return Done(Draft(answer, tuple(attempts.made), attempts.requests))
+            return Done(Draft(answer, tuple(attempts.made), attempts.requests, attempts.spent))
         failure = FieldError((), "the model returned no answer to write as the outputs")
         attempts.made.append(reply.attempt((failure,), "decode_failed"))
         raise OutputDecodeError(

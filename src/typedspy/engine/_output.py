@@ -107,7 +107,7 @@ class CallPlan(Driver[Prediction[Any]]):
                     completion=response,
                 )
             )
-        if self.budget is not None and attempts.usage.total_tokens >= self.budget:
+        if self.budget is not None and attempts.spent.tokens >= self.budget:
             raise _output_error(TokenBudgetExceededError, self, result.errors, budget=self.budget)
         assert result.kind is not None  # the feedback says what the parser saw
         # The schema goes in the feedback only where the prompt shows it too: response_format
@@ -191,7 +191,8 @@ def plan_call(
         attempts = Attempts(lm, policy, requests=request_bound(signature))
     else:
         request = replace(request, messages=request.messages + written_as_outputs(draft.text))
-        attempts = Attempts(lm, policy, requests=draft.requests, made=list(draft.made))
+        made = list(draft.made)
+        attempts = Attempts(lm, policy, requests=draft.requests, made=made, spent=draft.spent)
     return CallPlan(
         signature=signature,
         mode=mode,
@@ -276,7 +277,8 @@ def _output_error(
     attempts = tuple(plan.attempts.made)
     lines = "; ".join(str(e) for e in errors[:5])
     if error_type is TokenBudgetExceededError:
-        head = f"token budget of {budget} spent after {len(attempts)} attempt(s)"
+        spent = plan.attempts.spent
+        head = f"token budget of {budget} spent after {len(attempts)} attempt(s) ({spent})"
     else:
         head = f"no valid output after {len(attempts)} attempt(s)"
     return error_type(

@@ -3,11 +3,13 @@
 from typedspy.limits._budget import Budget, Reservation
 from typedspy.limits._budget import price_of as price_of
 from typedspy.limits._meter import (
+    Spent,
     UsageMeter,
     completion_cap,
     estimate_tokens,
     metering,
     record,
+    spending,
     usage_counted,
 )
 from typedspy.limits._rate import RateLimit, parse_reset
@@ -16,11 +18,13 @@ __all__ = [
     "Budget",
     "RateLimit",
     "Reservation",
+    "Spent",
     "UsageMeter",
     "completion_cap",
     "estimate_tokens",
     "metering",
     "parse_reset",
     "record",
+    "spending",
     "usage_counted",
 ]

@@ -1,25 +1,33 @@
-"""Usage meters: what the requests sent inside a block cost, for batch items and budgets."""
+"""Usage meters: what the requests sent inside a block cost, for batch items and budgets.
+
+A call's own ``token_budget`` counts on a `Spent`, where a reply that reported no usage counts
+at its estimate as it does in a `Budget` (`usage_counted`, ADR-090, ADR-092).
+"""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
-from typedspy._scope import METERS, current
+from typedspy._scope import METERS, SPENT, current
 from typedspy._types import Usage
 from typedspy.lm import EmbeddingResponse, LMRequest, LMResponse
 
 __all__ = [
+    "Spent",
     "UsageMeter",
     "completion_cap",
     "estimate_tokens",
     "metering",
     "record",
+    "spending",
     "usage_counted",
 ]
+
+T = TypeVar("T")
 
 _CHARS_PER_TOKEN = 4  # a rough average for English text and JSON; only used before a reply
 
@@ -86,22 +94,66 @@ def estimate_tokens(request: LMRequest) -> int:
     return max(1, size // _CHARS_PER_TOKEN)
 
 
-def usage_counted(reply: LMResponse | EmbeddingResponse, estimate: int) -> tuple[Usage, bool]:
+def usage_counted(
+    reply: LMResponse | EmbeddingResponse, estimate: int | LMRequest
+) -> tuple[Usage, bool]:
     """The usage budgets and rate limits count for ``reply``, and whether the endpoint reported it.
 
     A reply that reports no tokens at all (llama-cpp-python's streams, servers that leave
-    ``usage`` out) still cost some: it counts its prompt's ``estimate`` and its own text at
-    the same rate per token, so a token limit is not passed unseen (ADR-090).
+    ``usage`` out) still cost some: it counts its prompt's ``estimate`` (or `estimate_tokens`
+    of the request given, made only then) and its own text at the same rate per token, so a
+    token limit is not passed unseen (ADR-090).
     """
     usage = reply.usage
     if usage.prompt_tokens or usage.completion_tokens or usage.total_tokens:
         return usage, True
+    if isinstance(estimate, LMRequest):
+        estimate = estimate_tokens(estimate)
     if isinstance(reply, EmbeddingResponse):
         return Usage(estimate, 0, estimate), False
     texts = [reply.text, reply.refusal, reply.reasoning]
     texts += [call.name + call.arguments for call in reply.tool_calls]
     written = -(-sum(len(t) for t in texts if t) // _CHARS_PER_TOKEN)  # rounded up
     return Usage(estimate, written, estimate + written), False
+
+
+class Spent:
+    """The tokens a call's (or a ReAct run's) ``token_budget`` counts (ADR-092).
+
+    Each reply counts what it reported, or its estimate when it reported nothing
+    (`usage_counted`). A call made inside a `spending` block counts on that block's too.
+
+    Attributes:
+        tokens: The tokens counted so far.
+        estimated: Whether some of them are an estimate.
+        parent: The `Spent` every reply also counts on (the one of the `spending` block
+            this one is made in).
+    """
+
+    __slots__ = ("estimated", "parent", "tokens")
+
+    def __init__(self, tokens: int = 0) -> None:
+        self.tokens = tokens
+        self.estimated = False
+        self.parent = current().spent
+
+    def add(self, reply: LMResponse, request: LMRequest) -> None:
+        """Count ``reply`` (to ``request``) here and on the enclosing counts."""
+        usage, reported = usage_counted(reply, request)
+        spent: Spent | None = self
+        while spent is not None:
+            spent.tokens += usage.total_tokens
+            spent.estimated = spent.estimated or not reported
+            spent = spent.parent
+
+    def __str__(self) -> str:
+        note = ", replies that reported no usage at an estimate" if self.estimated else ""
+        return f"{self.tokens} tokens counted{note}"
+
+
+def spending(spent: Spent, items: AsyncIterator[T]) -> AsyncIterator[T]:
+    """Yield ``items``, whose calls (made in the first step) count on ``spent`` too."""
+    return SPENT.first_step(spent, items)
 
 
 def completion_cap(request: LMRequest, defaults: Mapping[str, Any] | None = None) -> int | None:

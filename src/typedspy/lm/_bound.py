@@ -21,7 +21,6 @@ from typing import TypeVar
 
 from typedspy._scope import REQUEST_BOUND, current
 from typedspy.errors import RequestLimitError
-from typedspy.streaming import closing
 
 __all__ = ["RequestBound", "counted", "counted_stream"]
 
@@ -89,20 +88,10 @@ async def counted(bound: RequestBound | None, send: Callable[[], Awaitable[T]]) 
         REQUEST_BOUND.restore(saved)
 
 
-async def counted_stream(bound: RequestBound | None, items: AsyncIterator[T]) -> AsyncIterator[T]:
+def counted_stream(bound: RequestBound | None, items: AsyncIterator[T]) -> AsyncIterator[T]:
     """Yield ``items``, the first step with ``bound`` active.
 
     The first step sends the request (the SDK's retries included); the later ones read its body
     and send nothing.
     """
-    async with closing(items):
-        saved = REQUEST_BOUND.set(bound)
-        try:
-            item = await items.__anext__()
-        except StopAsyncIteration:
-            return
-        finally:
-            REQUEST_BOUND.restore(saved)
-        yield item
-        async for item in items:
-            yield item
+    return REQUEST_BOUND.first_step(bound, items)

@@ -38,6 +38,7 @@ from typedspy.errors import (
     ToolNotFoundError,
     check_instance,
 )
+from typedspy.limits import Spent, spending
 from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, counted_stream
 from typedspy.modules import History, Predict, history_messages
 from typedspy.parse import parse_outputs
@@ -174,7 +175,8 @@ class Run(Generic[SigT]):
         requests: The bound on the HTTP requests of the run's own requests (None: no bound,
             ADR-043); active around every step that sends, never across a ``yield``.
         attempts: The native steps' attempts (`typedspy.engine.run_attempts`): the steps cut
-            off, the runaway kinds re-asked once and a remedy's parameters, kept over the run.
+            off, the runaway kinds re-asked once and a remedy's parameters, kept over the run;
+            and the tokens the budget counts, union steps' and the extraction's included.
         union_steps: The union fallback's step signatures built so far, by the tools they
             offer (`union_step`).
     """
@@ -219,7 +221,10 @@ class Run(Generic[SigT]):
         )
         # A step is re-asked once per runaway kind and run (whitespace, repetition: ADR-027),
         # never for its output: an invalid `finish` is an observation and the run goes on.
-        self.attempts = Attempts(self.lm, RetryPolicy(max_retries=2), self.requests)
+        # The budget counts a reply that reported no usage at its estimate (ADR-092); a
+        # resumed run carries on from the tokens its pause reported.
+        spent = Spent(self.usage.total_tokens)
+        self.attempts = Attempts(self.lm, RetryPolicy(max_retries=2), self.requests, spent=spent)
 
     @property
     def signature(self) -> type[SigT]:
@@ -268,11 +273,11 @@ class Run(Generic[SigT]):
         """
         if self.token_budget is None or self.answer is not None:
             return
-        if self.usage.total_tokens >= self.token_budget:
+        spent = self.attempts.spent
+        if spent.tokens >= self.token_budget:
             raise TokenBudgetExceededError(
                 f"{self.signature.__name__}: ReAct's token budget of {self.token_budget} was "
-                f"spent after {len(self.trajectory)} step(s) ({self.usage.total_tokens} tokens) "
-                "without a final answer",
+                f"spent after {len(self.trajectory)} step(s) ({spent}) without a final answer",
                 usage=self.usage,
                 raw=(self.completion.text or "") if self.completion is not None else "",
             )
@@ -284,15 +289,16 @@ class Run(Generic[SigT]):
 
         ``predict`` (a union step's, or a copy of the agent's ``extract``) gets this run's
         LM when it has none, and what is left of the token budget; its requests count on the
-        run's request bound.
+        run's request bound and its tokens on the run's budget.
         """
         if predict.lm is None:
             predict.lm = self.lm
+        spent = self.attempts.spent
         if self.token_budget is not None:
-            predict.token_budget = max(self.token_budget - self.usage.total_tokens, 0)
+            predict.token_budget = max(self.token_budget - spent.tokens, 0)
         inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text()}
         sent = predict.aexecute(stream=stream, history=self.history, **inputs)
-        return counted_stream(self.requests, sent)
+        return counted_stream(self.requests, spending(spent, sent))
 
     async def extracted(self, stream: bool) -> AsyncIterator[StreamEvent | AgentPrediction[SigT]]:
         """The answer extracted from the trajectory (its partial outputs when streaming).
