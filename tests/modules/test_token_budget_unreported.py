@@ -69,10 +69,21 @@ def reply(
     return httpx.Response(200, content=content_, headers={"content-type": "text/event-stream"})
 
 
-def final(module: ts.Module, stream: bool, **inputs: Any) -> Any:
+def final(module: ts.Module, stream: bool, **inputs: Any) -> object:
     if stream:
-        return [e for e in module.stream(**inputs) if isinstance(e, ts.Prediction)][-1]
+        events: list[object] = list(module.stream(**inputs))
+        return events[-1]  # the prediction (when no error was raised)
     return module(**inputs)
+
+
+def always(response: Callable[[], httpx.Response]) -> Callable[[httpx.Request], httpx.Response]:
+    """A side effect answering every request with a new ``response()``."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        del request
+        return response()
+
+    return answer
 
 
 def lookup_call(n: int = 1) -> dict[str, Any]:
@@ -90,7 +101,9 @@ MODULES: dict[str, Callable[[], ts.Module]] = {
 def test_a_call_budget_counts_a_reply_without_usage_at_its_estimate(
     llm: respx.MockRouter, name: str, stream: bool
 ) -> None:
-    route = llm.post("/chat/completions").mock(side_effect=lambda r: reply("{}", stream=stream))
+    route = llm.post("/chat/completions").mock(
+        side_effect=always(lambda: reply("{}", stream=stream))
+    )
     with pytest.raises(TokenBudgetExceededError, match=ESTIMATED) as info:
         final(MODULES[name](), stream, number=2)
     assert route.call_count == 1  # not max_retries more: the estimate spent the budget
@@ -119,7 +132,7 @@ def test_a_native_react_run_counts_steps_without_usage_at_their_estimate(
     llm: respx.MockRouter, stream: bool
 ) -> None:
     route = llm.post("/chat/completions").mock(
-        side_effect=lambda r: reply(calls=[lookup_call()], stream=stream)
+        side_effect=always(lambda: reply(calls=[lookup_call()], stream=stream))
     )
     agent = ts.ReAct(Ask, tools=[lookup], lm=make_lm(), max_iters=5, token_budget=1)
     with pytest.raises(TokenBudgetExceededError, match=ESTIMATED) as info:
@@ -133,7 +146,9 @@ def test_a_union_react_run_counts_steps_without_usage_at_their_estimate(
     llm: respx.MockRouter, stream: bool
 ) -> None:
     step = json.dumps({"reasoning": "look", "next": {"_type": "lookup", "query": "x"}})
-    route = llm.post("/chat/completions").mock(side_effect=lambda r: reply(step, stream=stream))
+    route = llm.post("/chat/completions").mock(
+        side_effect=always(lambda: reply(step, stream=stream))
+    )
     agent = ts.ReAct(Ask, tools=[lookup], lm=make_lm(), mode="union", max_iters=5, token_budget=1)
     with pytest.raises(TokenBudgetExceededError, match=ESTIMATED) as info:
         final(agent, stream, question="?")
