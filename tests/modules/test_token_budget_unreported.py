@@ -1,4 +1,4 @@
-"""A per-call ``token_budget`` counts a reply that reported no usage at its estimate (ADR-092).
+"""A per-call ``token_budget`` counts a reply that reported no usage at its estimate (ADR-091).
 
 llama-cpp-python's server sends no usage on streams and other servers leave ``usage`` out: the
 budget of a `Predict`, `ChainOfThought`, ``think_then_format`` call and of a `ReAct` run (native

@@ -88,7 +88,7 @@ class Attempts:
         remedied: The runaway kinds already re-asked once.
         undecoded: Attempts whose reply held no decodable JSON.
         spent: The tokens the token budget counts: `usage` and, for a reply that reported
-            none, its estimate (ADR-092).
+            none, its estimate (ADR-091).
     """
 
     lm: BaseLM

@@ -1,7 +1,7 @@
 """Usage meters: what the requests sent inside a block cost, for batch items and budgets.
 
 A call's own ``token_budget`` counts on a `Spent`, where a reply that reported no usage counts
-at its estimate as it does in a `Budget` (`usage_counted`, ADR-090, ADR-092).
+at its estimate as it does in a `Budget` (`usage_counted`, ADR-090, ADR-091).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def usage_counted(
 
 
 class Spent:
-    """The tokens a call's (or a ReAct run's) ``token_budget`` counts (ADR-092).
+    """The tokens a call's (or a ReAct run's) ``token_budget`` counts (ADR-091).
 
     Each reply counts what it reported, or its estimate when it reported nothing
     (`usage_counted`). A call made inside a `spending` block counts on that block's too.

@@ -221,7 +221,7 @@ class Run(Generic[SigT]):
         )
         # A step is re-asked once per runaway kind and run (whitespace, repetition: ADR-027),
         # never for its output: an invalid `finish` is an observation and the run goes on.
-        # The budget counts a reply that reported no usage at its estimate (ADR-092); a
+        # The budget counts a reply that reported no usage at its estimate (ADR-091); a
         # resumed run carries on from the tokens its pause reported.
         spent = Spent(self.usage.total_tokens)
         self.attempts = Attempts(self.lm, RetryPolicy(max_retries=2), self.requests, spent=spent)
