@@ -202,6 +202,17 @@ def test_a_constraint_pydantic_cannot_build_is_a_schema_error_naming_the_field(
     assert cause in str(caught.value)
 
 
+@pytest.mark.parametrize("role", ["input", "output"])
+def test_a_field_without_a_type_annotation_is_a_schema_error_naming_it(role: str) -> None:
+    # Pydantic's own PydanticUserError escaped, outside the ts.TypedspyError tree.
+    marker = ts.InputField() if role == "input" else ts.OutputField()
+    other = ts.OutputField() if role == "input" else ts.InputField()
+    namespace = {"__annotations__": {"other": str}, "field": marker, "other": other}
+    with pytest.raises(ts.SchemaError, match=r"Bad\.field: .*requires a type annotation") as caught:
+        type("Bad", (ts.Signature,), {"__doc__": "Bad.", **namespace})
+    assert caught.value.path == ("field",)
+
+
 class Handle:
     """A type Pydantic validates (by ``isinstance``) but has no JSON schema for."""
 

@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     PydanticSchemaGenerationError,
+    PydanticUserError,
     create_model,
 )
 from pydantic._internal._model_construction import ModelMetaclass, build_lenient_weakvaluedict
@@ -79,6 +80,12 @@ class _SignatureMeta(ModelMetaclass):
             cls: type = super().__new__(mcs, name, bases, namespace, **kwargs)
         except CoreSchemaError as exc:  # a constraint Pydantic cannot build: pattern="(", 10**30
             raise _unbuildable(name, str(exc)) from None
+        except PydanticUserError as exc:  # the class itself refused: a field with no annotation
+            field = _FIELD_NAMED.search(exc.message)
+            raise SchemaError(
+                f"{name}.{field.group(1)}: {exc.message}" if field else f"{name}: {exc.message}",
+                path=(field.group(1),) if field else (),
+            ) from None
         return cls
 
     @property
@@ -149,9 +156,12 @@ _OWN_NAMES = frozenset(
 )
 
 
+_FIELD_NAMED = re.compile(r"Field [\"']([^\"']+)[\"']")  # how Pydantic's errors name a field
+
+
 def _unbuildable(name: str, message: str) -> SchemaError:
     """The error for a field Pydantic cannot build a validator for, naming it where it says."""
-    field = re.search(r'Field "([^"]+)"', message)
+    field = _FIELD_NAMED.search(message)
     cause = message.rsplit("\n", 1)[-1].strip()
     where = f"{name}.{field.group(1)}" if field else name
     return SchemaError(
