@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_SHOWN_CHARS", "bounded", "encodable"]
+__all__ = ["MAX_SHOWN_CHARS", "bounded", "encodable", "printable"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -33,3 +33,16 @@ def bounded(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+
+
+def printable(text: str) -> str:
+    r"""``text`` for a terminal: control characters other than tab and newline as ``\xNN``.
+
+    What typedspy prints (``ts.inspect_history``, the probe's table) carries text a server
+    sent: an escape sequence in it (ESC, a carriage return) would otherwise be run by the
+    terminal, recolouring, retitling or overwriting what the user reads.
+    """
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

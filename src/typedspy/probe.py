@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from typedspy._text import printable
 from typedspy.errors import TypedspyError
 from typedspy.lm import LM
 
@@ -38,9 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"identified: profile {profile.name!r}")
         report = lm.probe(timeout=args.timeout, save=args.save)
     except TypedspyError as exc:
-        print(f"typedspy.probe: {exc}", file=sys.stderr)
+        print(printable(f"typedspy.probe: {exc}"), file=sys.stderr)
         return 2
-    print(report.table())
+    print(printable(report.table()))
     return 0
 
 

@@ -48,6 +48,26 @@ def test_a_retried_call_shows_each_attempt_with_its_feedback_turn(
     assert '{"score": 9}' in text and '{"score": 4}' in text  # what came back each time
 
 
+def test_control_characters_a_server_sent_are_printed_escaped(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A reply's escape sequences (set the title, clear the screen, return to the line start)
+    # were printed raw, so the terminal ran them over what the user was reading.
+    with StandIn() as server:
+        server.enqueue("\x1b]0;owned\x07\x1b[2Jhidden\rshown\tand\nmore")
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x")
+        try:
+            assert lm("hi").startswith("\x1b]0;owned")  # the reply itself is left as it came
+        finally:
+            lm.close()
+
+    text = ts.inspect_history(1)
+
+    printed = capsys.readouterr().out
+    assert "\\x1b]0;owned\\x07\\x1b[2Jhidden\\x0dshown\tand\nmore" in printed
+    assert not any(c in printed for c in "\x1b\x07\r") and printed.strip() == text.strip()
+
+
 def test_failed_requests_are_kept_with_their_error() -> None:
     with StandIn() as server:
         server.enqueue(Reply(status=500, error={"message": "boom"}))

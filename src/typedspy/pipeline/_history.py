@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from typedspy._text import printable
 from typedspy._types import FailureKind, Usage
 from typedspy.lm import LMResponse
 
@@ -147,7 +148,7 @@ def inspect_history(n: int = 1) -> str:
         ts.inspect_history(2)  # the last two requests, a retry's feedback turn included
         ```
     """
-    text = "\n\n".join(_render(entry) for entry in HISTORY.last(n))
+    text = printable("\n\n".join(_render(entry) for entry in HISTORY.last(n)))
     print(text)
     return text
 
