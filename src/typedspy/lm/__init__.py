@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typedspy.lm._base import BaseLM
+from typedspy.lm._base import route_calls as route_calls
 from typedspy.lm._bound import (
     RequestBound as RequestBound,
 )

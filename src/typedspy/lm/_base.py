@@ -6,7 +6,7 @@ The request and response types live in `typedspy.lm._messages`. Nothing here imp
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +24,22 @@ if TYPE_CHECKING:
     from typedspy.lm._fallback import FallbackLM, Trigger
     from typedspy.lm._stream import LMChunk
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "BaseLM"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "BaseLM", "route_calls"]
 
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 """Decoded bytes one response body may have (64 MiB): far past any completion's text."""
+
+_Send = Callable[["BaseLM", LMRequest], Awaitable[LMResponse]]
+_road: _Send | None = None
+
+
+def route_calls(send: _Send) -> None:
+    """Send `BaseLM.acall`'s requests with ``send``: the request pipeline, which sits above.
+
+    `typedspy.pipeline` sets it when imported, as importing ``typedspy`` does.
+    """
+    global _road
+    _road = send
 
 
 class BaseLM(abc.ABC):
@@ -234,6 +246,10 @@ class BaseLM(abc.ABC):
     ) -> str:
         """Send a prompt (or a list of messages) and return the reply text.
 
+        The request takes the road a module's requests take (ADR-092): the response cache,
+        the budget and rate limit, the call's deadline and usage meters, callbacks and
+        `ts.inspect_history` see it. `acomplete` sends as it is.
+
         Args:
             prompt: A user message, or the whole conversation as chat messages.
             **params: Request parameters for this call (``temperature``, ``max_tokens``, ...).
@@ -244,13 +260,15 @@ class BaseLM(abc.ABC):
         Raises:
             ConfigurationError: An unknown or reserved request parameter.
             RefusalError: The model refused.
+            BudgetExceededError: The budget refuses the request (it is not sent).
             LMError: The endpoint could not be used.
         """
         check_params(params, where=f"{type(self).__name__}.acall")
         messages = (
             ({"role": "user", "content": prompt},) if isinstance(prompt, str) else tuple(prompt)
         )
-        response = await self.acomplete(LMRequest(messages=messages, params=params))
+        request = LMRequest(messages=messages, params=params)
+        response = await (_road(self, request) if _road is not None else self.acomplete(request))
         if response.text is None and response.refusal is not None:
             raise RefusalError(
                 f"{self.model} refused: {response.refusal}", refusal=response.refusal
