@@ -1,0 +1,55 @@
+"""Hostile and quirky streams over a real socket: a correct result or a typed error, no flicker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+import typedspy as ts
+from faults.server import FaultServer, Reply
+from typedspy.streaming import PartialPrediction
+
+
+class Answer(ts.Signature):
+    """Answer."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+def event(chunk: Mapping[str, Any]) -> bytes:
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def content(text: str) -> bytes:
+    return event({"choices": [{"index": 0, "delta": {"content": text}}]})
+
+
+STOP = event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+DONE = b"data: [DONE]\n\n"
+
+
+def streamed(pieces: list[bytes], signature: type[ts.Signature] = Answer) -> list[Any]:
+    """Every event of one streamed Predict call whose reply is ``pieces``, as written."""
+    reply = Reply(200, {"content-type": "text/event-stream"}, lambda: pieces)
+    with FaultServer(reply) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        try:
+            return list(ts.Predict(signature, lm=lm).stream(question="q"))
+        finally:
+            lm.close()
+
+
+@pytest.mark.parametrize(
+    "block",
+    [b"retry: 3000\n\n", b"id: 7\n\n", b"event: ping\n\n", b"data:\n\n", b"id: 7\n"],
+    ids=["retry", "id", "event", "empty-data", "id-then-blank-lines"],
+)
+def test_an_sse_block_without_data_is_no_event(block: bytes) -> None:
+    """The SSE standard dispatches no event for an empty data buffer (a gateway's ``retry:``);
+    after an ``id:`` line, every blank line more would make one for the SDK."""
+    pieces = [block, content('{"answer": ') + b"\n", block, content('"a"}'), STOP, DONE]
+    assert streamed(pieces)[-1].outputs.answer == "a"
