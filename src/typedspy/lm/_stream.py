@@ -187,7 +187,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 class SurrogatePairs:
     r"""Chunks with each escaped surrogate pair whole, though it was cut between two chunks.
 
-    A server escaping non-ASCII text (``\\uD83D\\uDE00``) may end a chunk between the two
+    A server escaping non-ASCII text (``\uD83D\uDE00``) may end a chunk between the two
     halves of a pair: decoded chunk by chunk, they stay two lone surrogates, which UTF-8 cannot
     encode (the partial values could not be read, and the output neither written nor sent
     again). The first half is held back and put before the next piece of the same text, where
