@@ -80,3 +80,33 @@ def test_a_surrogate_pair_cut_between_chunks_is_one_character(
         lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
         assert ts.Predict(Answer, lm=lm)(question="q").outputs.answer == answer  # as one body
         lm.close()
+
+
+class Measured(ts.Signature):
+    """Measure."""
+
+    question: str = ts.InputField()
+    size: float = ts.OutputField()
+    count: int = ts.OutputField()
+    answer: str = ts.OutputField()
+
+
+def test_a_number_cut_at_a_chunk_boundary_stays_in_the_partials() -> None:
+    """``12.`` or ``4e`` is no JSON number yet: the number as far as it is one is shown, never
+    nothing (the field vanished from one partial); a float field's value is a float throughout,
+    as its final value is; a string ending in ``12.`` keeps its point."""
+    pieces = ['{"size": 1', "2.", "5e", "1", ', "count": -', "4", ', "answer": "v 12.', '"}']
+    events = streamed([content(piece) for piece in pieces] + [STOP, DONE], Measured)
+    shown = [e.values for e in events if isinstance(e, PartialPrediction)]
+    assert shown == [
+        {"size": 1.0},
+        {"size": 12.0},  # main: {} (the field gone)
+        {"size": 12.5},  # main: {}
+        {"size": 125.0},
+        {"size": 125.0},  # complete: validated
+        {"size": 125.0, "count": -4},
+        {"size": 125.0, "count": -4, "answer": "v 12."},
+        {"size": 125.0, "count": -4, "answer": "v 12."},
+    ]
+    assert all(type(values["size"]) is float for values in shown)  # main: 1 and 12 ints
+    assert events[-1].outputs.model_dump() == {"size": 125.0, "count": -4, "answer": "v 12."}

@@ -197,16 +197,16 @@ def test_strict_location_stream_events_and_final_values(llm: respx.MockRouter) -
         {"city": "San"},
         {"city": sf},
         {"city": sf},  # complete now: validated
-        {"city": sf, "temperature": 61},
         {"city": sf, "temperature": 61.0},
+        {"city": sf, "temperature": 61.0},  # complete now: validated
         {"city": sf, "temperature": 61.0, "units": ""},
         {"city": sf, "temperature": 61.0, "units": "f"},
         {"city": sf, "temperature": 61.0, "units": "f"},
     ]
     in_progress = [p.in_progress for p in partials(events)]
     assert in_progress == [*["city"] * 3, None, "temperature", None, "units", "units", None]
-    # A completed field is the validated value: the float, not the int that was streamed.
-    assert isinstance(partials(events)[4].values["temperature"], int)
+    # The float field is a float in progress too, as its validated value is (61 was streamed).
+    assert isinstance(partials(events)[4].values["temperature"], float)
     assert isinstance(partials(events)[5].values["temperature"], float)
     assert partials(events)[-1].values == dict(final)
 

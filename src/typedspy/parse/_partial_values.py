@@ -202,14 +202,32 @@ def _from_json(text: str, *, partial: bool = False) -> Any:
     Raises:
         ValueError: Not JSON, even so.
     """
-    mode: Literal["trailing-strings", "off"] = "trailing-strings" if partial else "off"
     try:
-        return from_json(text.encode(), partial_mode=mode, allow_inf_nan=False)
+        return _read(text, partial)
     except ValueError:
         if _CONTROL.search(text) is None:
             raise
-    escaped = _STRING.sub(lambda string: string.group().translate(_CONTROLS), text)
-    return from_json(escaped.encode(), partial_mode=mode, allow_inf_nan=False)
+    return _read(_STRING.sub(lambda string: string.group().translate(_CONTROLS), text), partial)
+
+
+# A number cut after its point or its exponent's ``e`` (``12.``, ``4e-``): jiter reads no number.
+_NUMBER_TAIL = re.compile(r"(?<=\d)(?:\.|[eE][+-]?)\Z")
+
+
+def _read(text: str, partial: bool) -> Any:
+    if partial and (tail := _NUMBER_TAIL.search(text)) and not _inside_string(text):
+        text = text[: tail.start()]  # the number as far as it is one, not no number at all
+    mode: Literal["trailing-strings", "off"] = "trailing-strings" if partial else "off"
+    return from_json(text.encode(), partial_mode=mode, allow_inf_nan=False)
+
+
+def _inside_string(text: str) -> bool:
+    """Whether partial JSON ``text`` ends inside a string (a quote more closes it)."""
+    try:
+        from_json((text + '"').encode(), partial_mode="trailing-strings")
+    except ValueError:
+        return False
+    return True
 
 
 # -- partial JSON shaped like a field's annotation --
@@ -288,6 +306,9 @@ def partial_value(annotation: Any, value: Any) -> Any:
     if isinstance(value, list):
         item = _shape(annotation)[1]
         return value if item is None else [partial_value(item, v) for v in value]
+    if type(value) is int:  # a float field's ``12`` is ``12.0``, as the final validation makes it
+        options = _shape(annotation)[0]
+        return float(value) if float in options and int not in options else value
     if not isinstance(value, dict):
         return value
     _, _, members, names = _shape(annotation)
