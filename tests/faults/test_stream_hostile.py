@@ -110,3 +110,16 @@ def test_a_number_cut_at_a_chunk_boundary_stays_in_the_partials() -> None:
     ]
     assert all(type(values["size"]) is float for values in shown)  # main: 1 and 12 ints
     assert events[-1].outputs.model_dump() == {"size": 125.0, "count": -4, "answer": "v 12."}
+
+
+def test_a_stream_whose_choices_are_never_choice_0_is_the_endpoints_fault() -> None:
+    """Its text is not the stream's (only choice 0 is read): an LMResponseError after one
+    request, not an empty output the model is asked again about."""
+    other = event({"choices": [{"index": 1, "delta": {"content": '{"answer": "a"}'}}]})
+    reply = Reply(200, {"content-type": "text/event-stream"}, lambda: [other, DONE])
+    with FaultServer(reply) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        with pytest.raises(ts.errors.LMResponseError, match="no choice 0"):
+            list(ts.Predict(Answer, lm=lm).stream(question="q"))
+        lm.close()
+    assert len(server.requests) == 1

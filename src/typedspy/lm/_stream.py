@@ -16,7 +16,14 @@ from typing import Any
 from typedspy._types import Usage
 from typedspy.lm._messages import LMResponse, ToolCall, _content_text, _usage
 
-__all__ = ["LMChunk", "StreamAccumulator", "SurrogatePairs", "ToolCallDelta", "chunk_of"]
+__all__ = [
+    "LMChunk",
+    "StreamAccumulator",
+    "SurrogatePairs",
+    "ToolCallDelta",
+    "chunk_of",
+    "is_first_choice",
+]
 
 
 @dataclass(frozen=True)
@@ -59,12 +66,7 @@ class LMChunk:
         """
         choices = chunk.get("choices")
         first: Mapping[str, Any] = next(
-            (
-                c
-                for c in (choices if isinstance(choices, list) else [])
-                if isinstance(c, Mapping) and c.get("index", 0) in (0, None)
-            ),
-            {},
+            (c for c in (choices if isinstance(choices, list) else []) if is_first_choice(c)), {}
         )
         delta = first.get("delta")
         delta = delta if isinstance(delta, Mapping) else {}
@@ -84,6 +86,11 @@ class LMChunk:
             model=model if isinstance(model, str) and model else None,
             reasoning=_text(delta.get("reasoning_content")) or _text(delta.get("reasoning")),
         )
+
+
+def is_first_choice(choice: object) -> bool:
+    """Whether ``choice`` is the one a stream is read from (index 0, or no index)."""
+    return isinstance(choice, Mapping) and choice.get("index", 0) in (0, None)
 
 
 def _text(value: object) -> str:
