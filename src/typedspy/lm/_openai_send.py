@@ -73,7 +73,7 @@ from typedspy.lm._clients import LoopClients
 from typedspy.lm._messages import EmbeddingResponse, LMResponse, _usage, _vectors
 from typedspy.lm._openai_transport import ResponseBodyError, http_client
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
-from typedspy.lm._stream import is_first_choice
+from typedspy.lm._stream import holds_first_choice
 from typedspy.lm._wordings import unsupported_feature
 from typedspy.profiles import Identification, identify_server
 from typedspy.streaming import closing
@@ -512,8 +512,7 @@ async def _read_chunks(
         if isinstance(data, (dict, list)) and depth_exceeded(data, max_depth):
             raise _limit_error(model, too_deep(max_depth), "streamed a chunk")
         if isinstance(data, Mapping):
-            choices = data.get("choices")
-            chose = chose or (isinstance(choices, list) and any(map(is_first_choice, choices)))
+            chose = chose or holds_first_choice(data)
             yield data
     if not chose:  # the endpoint's fault, not the model's: no feedback turn (issue 10)
         raise LMResponseError(

@@ -66,7 +66,8 @@ class LMChunk:
         """
         choices = chunk.get("choices")
         first: Mapping[str, Any] = next(
-            (c for c in (choices if isinstance(choices, list) else []) if is_first_choice(c)), {}
+            (c for c in (choices if isinstance(choices, list) else []) if is_first_choice(c)),
+            {},  # pyright: ignore[reportUnknownArgumentType]
         )
         delta = first.get("delta")
         delta = delta if isinstance(delta, Mapping) else {}
@@ -91,6 +92,12 @@ class LMChunk:
 def is_first_choice(choice: object) -> bool:
     """Whether ``choice`` is the one a stream is read from (index 0, or no index)."""
     return isinstance(choice, Mapping) and choice.get("index", 0) in (0, None)
+
+
+def holds_first_choice(chunk: Mapping[str, Any]) -> bool:
+    """Whether a decoded chunk has the choice a stream is read from (`is_first_choice`)."""
+    choices: Any = chunk.get("choices")
+    return isinstance(choices, list) and any(is_first_choice(c) for c in choices)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
 def _text(value: object) -> str:
