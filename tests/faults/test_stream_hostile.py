@@ -43,45 +43,6 @@ def streamed(pieces: list[bytes], signature: type[ts.Signature] = Answer) -> lis
             lm.close()
 
 
-@pytest.mark.parametrize(
-    "block",
-    [b"retry: 3000\n\n", b"id: 7\n\n", b"event: ping\n\n", b"data:\n\n", b"id: 7\n"],
-    ids=["retry", "id", "event", "empty-data", "id-then-blank-lines"],
-)
-def test_an_sse_block_without_data_is_no_event(block: bytes) -> None:
-    """The SSE standard dispatches no event for an empty data buffer (a gateway's ``retry:``);
-    after an ``id:`` line, every blank line more would make one for the SDK."""
-    pieces = [block, content('{"answer": ') + b"\n", block, content('"a"}'), STOP, DONE]
-    assert streamed(pieces)[-1].outputs.answer == "a"
-
-
-@pytest.mark.parametrize(
-    ("pieces", "answer"),
-    [
-        (['{"answer": "a\ud83d', '\ude00b"}'], "a\U0001f600b"),  # a pair cut between chunks
-        (['{"answer": "a\ud83d', "", '\ude00b"}'], "a\U0001f600b"),  # an empty chunk between
-        (['{"answer": "a\ud83d', ' b"}'], "a\ud83d b"),  # a first half alone
-        (['{"answer": "a', '\ude00 b"}'], "a\ude00 b"),  # a second half alone
-        (['{"answer": "a"} \ud83d'], "a"),  # a first half at the very end
-    ],
-    ids=["pair", "pair-across-an-empty-chunk", "first-half", "second-half", "first-half-last"],
-)
-def test_a_surrogate_pair_cut_between_chunks_is_one_character(
-    pieces: list[str], answer: str
-) -> None:
-    """Each chunk's JSON escapes the halves (``\\ud83d``): joined, they are the one character
-    the same text in one body is; a half alone stays alone, as it does there."""
-    events = streamed([content(piece) for piece in pieces] + [STOP, DONE])
-    assert events[-1].outputs.answer == answer
-    if "\U0001f600" in answer:  # each partial is UTF-8, so read: none goes missing
-        shown = [e.values for e in events if isinstance(e, PartialPrediction)]
-        assert shown == [{"answer": "a"}, {"answer": answer}]
-    with FaultServer(Reply.completion("".join(pieces))) as server:
-        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
-        assert ts.Predict(Answer, lm=lm)(question="q").outputs.answer == answer  # as one body
-        lm.close()
-
-
 class Measured(ts.Signature):
     """Measure."""
 

@@ -35,7 +35,7 @@ from typedspy.lm._identify import (
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import LMDefaults, call_options, check_params, create_kwargs, wire_body
 from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
-from typedspy.lm._stream import LMChunk, SurrogatePairs
+from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import redact_patterns
 from typedspy.profiles import ProbeReport, Profile, builtin, detect_profile, model_for_endpoint
 from typedspy.streaming import closing
@@ -404,14 +404,11 @@ class LM(BaseLM):
         """Stream ``body``, the `request_body` of ``request``, as it is (see `astream`)."""
         kwargs = create_kwargs(body, call_options(self.defaults, request), stream=True)
         usage: Usage | None = None
-        pairs = SurrogatePairs()
         async with closing(self._sender.stream(kwargs, self._max_depth)) as chunks:
             async for data in chunks:
-                piece = pairs.chunk(LMChunk.from_dict(data))
+                piece = LMChunk.from_dict(data)
                 usage = piece.usage or usage
                 yield piece
-        if (rest := pairs.flush()) is not None:
-            yield rest
         with self._lock:
             self._usage += usage or Usage()
             self._calls += 1

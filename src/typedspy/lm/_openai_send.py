@@ -366,7 +366,6 @@ async def _chunks(
         except openai.OpenAIError as exc:
             raise sender.translate(exc) from exc
         _check_streamed(sender, raw.headers.get("content-type", ""))
-        _skip_dataless(stream)
         chunks = _read_chunks(stream, sender, max_depth)
         async with closing(chunks):  # closed here, never left to the loop's finalizer hook
             async for data in chunks:
@@ -374,48 +373,6 @@ async def _chunks(
     finally:
         if stream is not None:
             await stream.close()
-
-
-def _skip_dataless(stream: Any) -> None:
-    """Have ``stream`` pass over events without data, as the SSE standard does.
-
-    A block of only ``retry:``, ``id:`` or ``event:`` lines (a gateway's reconnection hint), or
-    a blank line once an ``id:`` was sent, ends no event in the standard (WHATWG HTML, event
-    stream interpretation: an empty data buffer is not dispatched); the SDK's decoder hands it on
-    with empty data, which the SDK then fails to read as JSON (openai/openai-python#2722).
-    """
-    decoder = getattr(stream, "_decoder", None)
-    if decoder is not None and hasattr(decoder, "aiter_bytes"):
-        stream._decoder = _WithData(decoder)
-
-
-class _WithData:
-    """An SSE decoder whose events all carry data (see `_skip_dataless`)."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> _DataEvents:
-        return _DataEvents(self._inner.aiter_bytes(iterator))
-
-
-class _DataEvents:
-    """The events with data of an SSE event iterator (a class: no generator of ours to close)."""
-
-    def __init__(self, events: Any) -> None:
-        self._events = events
-
-    def __aiter__(self) -> _DataEvents:
-        return self
-
-    async def __anext__(self) -> Any:
-        while True:  # bounded by the body, which the transport caps (max_response_bytes)
-            event = await self._events.__anext__()
-            if event.data:
-                return event
-
-    async def aclose(self) -> None:
-        await self._events.aclose()
 
 
 # --- the request bound ---------------------------------------------------------------------------

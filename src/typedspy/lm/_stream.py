@@ -6,9 +6,7 @@ The accumulator has no I/O, so the same code turns any sequence of chunks into t
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +17,6 @@ from typedspy.lm._messages import LMResponse, ToolCall, _content_text, _usage
 __all__ = [
     "LMChunk",
     "StreamAccumulator",
-    "SurrogatePairs",
     "ToolCallDelta",
     "chunk_of",
     "is_first_choice",
@@ -193,68 +190,6 @@ class StreamAccumulator:
             model=self.model,
             reasoning="".join(self._reasoning) or None,
         )
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class SurrogatePairs:
-    r"""Chunks with each escaped surrogate pair whole, though it was cut between two chunks.
-
-    A server escaping non-ASCII text (``\uD83D\uDE00``) may end a chunk between the two
-    halves of a pair: decoded chunk by chunk, they stay two lone surrogates, which UTF-8 cannot
-    encode (the partial values could not be read, and the output neither written nor sent
-    again). The first half is held back and put before the next piece of the same text, where
-    the pair is joined; a half that is alone stays as it is, as in a body that is not streamed.
-    """
-
-    def __init__(self) -> None:
-        self._held: dict[object, str] = {}
-
-    def chunk(self, chunk: LMChunk) -> LMChunk:
-        """``chunk`` with its texts' pairs joined (a trailing first half held back)."""
-        texts = (
-            chunk.text,
-            chunk.refusal,
-            chunk.reasoning,
-            *(c.arguments for c in chunk.tool_calls),
-        )
-        if not self._held and not any(_SURROGATE.search(text) for text in texts):
-            return chunk  # the common case: nothing to join, nothing held
-        return dataclasses.replace(
-            chunk,
-            text=self._join("text", chunk.text),
-            refusal=self._join("refusal", chunk.refusal),
-            reasoning=self._join("reasoning", chunk.reasoning),
-            tool_calls=tuple(
-                dataclasses.replace(c, arguments=self._join(c.index, c.arguments))
-                for c in chunk.tool_calls
-            ),
-        )
-
-    def flush(self) -> LMChunk | None:
-        """The first halves still held at the end of the stream (alone after all), if any."""
-        held, self._held = self._held, {}
-        if not held:
-            return None
-        return LMChunk(
-            text=held.get("text", ""),
-            refusal=held.get("refusal", ""),
-            reasoning=held.get("reasoning", ""),
-            tool_calls=tuple(
-                ToolCallDelta(index=key, id=None, name=None, arguments=half)
-                for key, half in held.items()
-                if isinstance(key, int)
-            ),
-        )
-
-    def _join(self, key: object, text: str) -> str:
-        text = self._held.pop(key, "") + text
-        if text and "\ud800" <= text[-1] <= "\udbff":  # a first half: its second may follow
-            self._held[key], text = text[-1], text[:-1]
-        if _SURROGATE.search(text):  # two halves side by side become the one character
-            text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-        return text
 
 
 def chunk_of(response: LMResponse) -> LMChunk:
