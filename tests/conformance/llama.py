@@ -10,13 +10,17 @@ docs/conformance.md), or point ``TYPEDSPY_LLAMA_SERVER`` at a ``llama-server`` b
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
+import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENGINE_DIR = ROOT / ".real-engine"
 MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STARTUP_SECONDS = 120
+TIMEOUT = 300  # seconds: no request waits longer (512 tokens on a loaded 2-core machine)
 SETUP = "run `bash tests/conformance/real_engine.sh` to build it"
 
 Engine = Literal["llama-server", "llama-cpp-python"]
@@ -87,6 +92,7 @@ def _healthy(url: str) -> bool:
 def llama_server(*, parallel: int = 2, threads: int | None = None) -> Iterator[str]:
     """Start ``llama-server`` on a free loopback port; yield its ``/v1`` base URL; stop it.
 
+    It serves ``GET /slots`` (each slot's state) and ``GET /metrics`` (Prometheus counters).
     ``--no-repack``: the repacked CPU kernels die with SIGILL on some virtual CPUs (AMX).
     ``threads``: its CPU threads (``-t``; default: the server's own choice).
     """
@@ -95,6 +101,7 @@ def llama_server(*, parallel: int = 2, threads: int | None = None) -> Iterator[s
     port = _free_port()
     command = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
     command += ["-c", "8192", "-np", str(parallel), "--jinja", "--seed", "7", "--no-repack"]
+    command += ["--metrics"]  # GET /metrics beside GET /slots, for what the engine did
     command += ["-t", str(threads)] if threads is not None else []
     with _serving("llama-server", command, f"http://127.0.0.1:{port}", "/health") as url:
         yield url
@@ -112,14 +119,14 @@ def llama_cpp_python_server() -> Iterator[str]:
     port = _free_port()
     command = [str(python), "-m", "llama_cpp.server", "--model", str(model)]
     command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--seed", "7"]
-    command += ["--verbose", "False"]
+    command += ["--n_threads", "1", "--verbose", "False"]
     with _serving("llama-cpp-python", command, f"http://127.0.0.1:{port}", "/v1/models") as url:
         yield url
 
 
 def serve(engine: Engine) -> AbstractContextManager[str]:
-    """Start ``engine`` (two slots for llama-server); yield its ``/v1`` base URL; stop it."""
-    return llama_server() if engine == "llama-server" else llama_cpp_python_server()
+    """Start ``engine`` (two slots and one thread for llama-server); yield its ``/v1`` base URL."""
+    return llama_server(threads=1) if engine == "llama-server" else llama_cpp_python_server()
 
 
 @contextmanager
@@ -142,3 +149,79 @@ def _serving(name: str, command: list[str], url: str, health: str) -> Iterator[s
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+class Recorder:
+    """What a `recording_proxy` passed on: each request body, and the most in flight at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.bodies: list[bytes] = []
+        self.replies: list[bytes] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    def requests(self) -> list[object]:
+        """The JSON request bodies the engine received, in order."""
+        with self.lock:
+            return [json.loads(body) for body in self.bodies]
+
+
+@contextmanager
+def recording_proxy(base_url: str) -> Iterator[tuple[str, Recorder]]:
+    """A loopback HTTP proxy in front of ``base_url``: yield its ``/v1`` URL and its `Recorder`.
+
+    It forwards each request as it came and its reply whole (no streams), so what it records
+    is byte for byte what the engine received.
+    """
+    upstream = base_url.removesuffix("/v1")
+    recorder = Recorder()
+
+    class Forward(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._forward(None)
+
+        def do_POST(self) -> None:
+            self._forward(self.rfile.read(int(self.headers.get("content-length", "0"))))
+
+        def _forward(self, body: bytes | None) -> None:
+            with recorder.lock:
+                if body is not None:
+                    recorder.bodies.append(body)
+                recorder.in_flight += 1
+                recorder.most_in_flight = max(recorder.most_in_flight, recorder.in_flight)
+            headers = {"content-type": self.headers.get("content-type", "application/json")}
+            request = urllib.request.Request(upstream + self.path, data=body, headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=600) as response:
+                    status, reply = response.status, response.read()
+            except urllib.error.HTTPError as exc:
+                status, reply = exc.code, exc.read()
+            finally:
+                with recorder.lock:
+                    recorder.in_flight -= 1
+            with recorder.lock:
+                recorder.replies.append(reply)
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", recorder
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    return _free_port()

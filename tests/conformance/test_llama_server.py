@@ -7,10 +7,8 @@ engine that is not there skips its tests with a one-line reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from llama import ENGINES, PROFILES, Engine, missing_reason, serve
+from llama import PROFILES, TIMEOUT, Engine
 from tasks import REVIEWS, TEXTS, Classify, Company, Extract, Person
 
 import typedspy as ts
@@ -18,30 +16,6 @@ from typedspy.testing import RouteTicket, support_tickets
 
 pytestmark = pytest.mark.real_engine
 CALLS = 40
-TIMEOUT = 300  # seconds: no request waits longer (512 tokens on a loaded 2-core machine)
-
-
-@pytest.fixture(scope="module", params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> Engine:
-    engine: Engine = request.param
-    return engine
-
-
-@pytest.fixture(scope="module")
-def base_url(engine: Engine) -> Iterator[str]:
-    reason = missing_reason(engine)
-    if reason is not None:
-        pytest.skip(reason)
-    with serve(engine) as url:
-        yield url
-
-
-@pytest.fixture
-def lm(engine: Engine, base_url: str) -> Iterator[ts.LM]:
-    profile = PROFILES[engine]
-    lm = ts.LM("smollm2", base_url=base_url, api_key="none", profile=profile, timeout=TIMEOUT)
-    yield lm
-    lm.close()
 
 
 def _cap(lm: ts.LM) -> int:
