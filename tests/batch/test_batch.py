@@ -150,6 +150,29 @@ def test_a_hanging_item_times_out_alone_and_its_request_is_cancelled(
     assert [r.doubled for r in results[1:]] == [2, 4]  # type: ignore[union-attr]
 
 
+def test_an_item_counts_the_requests_it_sent_that_got_no_reply(llm: respx.MockRouter) -> None:
+    # A request cut by the item's timeout, or answered with an error, still went to the
+    # endpoint (a real engine generated for it): the item and the totals count it.
+    async def reply(request: httpx.Request) -> httpx.Response:
+        number = _number(request)
+        if number == 0:
+            await asyncio.Event().wait()  # never answers
+        if number == 1:
+            return httpx.Response(500, json={"error": {"message": "engine failed"}})
+        return answer(number * 2)
+
+    llm.post("/chat/completions").mock(side_effect=reply)
+    predict = ts.Predict(Double, lm=make_lm(max_retries=0), max_retries=0)
+
+    results = predict.batch(inputs(3), concurrency=3, timeout=1.0)
+
+    assert isinstance(results[0], ts.errors.ItemTimeoutError)
+    assert isinstance(results[1], ts.errors.LMStatusError)
+    assert [item.requests for item in results.items] == [1, 1, 1]
+    assert results.requests == 3
+    assert [item.usage.total_tokens for item in results.items] == [0, 0, 12]
+
+
 def test_max_errors_stops_starting_items_and_marks_the_rest(llm: respx.MockRouter) -> None:
     route = llm.post("/chat/completions").mock(return_value=answer("bad"))
     predict = ts.Predict(Double, lm=make_lm(), max_retries=0)

@@ -41,7 +41,7 @@ def test_every_failure_kind_is_reported_and_the_run_goes_on() -> None:
     assert report.field_scores == {"route": 0.5}  # over the two items that ran
     assert report.items[0].outputs == {"route": {"_type": "Billing", "kind": "refund"}}
     assert report.items[2].error is not None and "OutputValidationError" in report.items[2].error
-    assert report.calls == 6  # the batch meter counts answered requests: not the 500
+    assert report.calls == 7  # requests sent (docs/evaluate.md): the 500 went out too
     assert report.prompt_tokens == sum(i.prompt_tokens for i in report.items) > 0
     assert [i.index for i in report.worst(2)] == [1, 2]  # failures first, dataset order
     assert len(report.slowest(3)) == 3

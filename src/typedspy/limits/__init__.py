@@ -9,6 +9,7 @@ from typedspy.limits._meter import (
     estimate_tokens,
     metering,
     record,
+    record_sent,
     spending,
     usage_counted,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "metering",
     "parse_reset",
     "record",
+    "record_sent",
     "spending",
     "usage_counted",
 ]

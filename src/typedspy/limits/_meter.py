@@ -23,6 +23,7 @@ __all__ = [
     "estimate_tokens",
     "metering",
     "record",
+    "record_sent",
     "spending",
     "usage_counted",
 ]
@@ -36,7 +37,7 @@ class UsageMeter:
     """Counts the requests sent (and answered from the cache) inside a `metering` block.
 
     Attributes:
-        requests: Requests that went to the endpoint.
+        requests: Requests that went to the endpoint (answered or not).
         cached: Requests answered from the response cache instead.
         usage: Tokens the endpoint reported for the requests it answered.
     """
@@ -47,13 +48,17 @@ class UsageMeter:
         self.cached = 0
         self.usage = Usage()
 
+    def sent(self) -> None:
+        """Count one request sent to the endpoint, whether a reply comes or not."""
+        with self._lock:
+            self.requests += 1
+
     def add(self, usage: Usage, *, cached: bool = False) -> None:
-        """Count one answered request."""
+        """Count one answered request's usage (counted `sent` before), or one cache hit."""
         with self._lock:
             if cached:
                 self.cached += 1
             else:
-                self.requests += 1
                 self.usage += usage
 
     def __repr__(self) -> str:
@@ -74,9 +79,19 @@ def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
 
 
 def record(usage: Usage, *, cached: bool = False) -> None:
-    """Count one answered request on every meter of the current context."""
+    """Count one answered request's usage (or one cache hit) on every meter of the context."""
     for meter in current().meters:
         meter.add(usage, cached=cached)
+
+
+def record_sent() -> None:
+    """Count one request going to the endpoint on every meter of the current context.
+
+    Counted when it is sent, not when it is answered: a request cut by a timeout or answered
+    with an error still went to the endpoint.
+    """
+    for meter in current().meters:
+        meter.sent()
 
 
 def estimate_tokens(request: LMRequest) -> int:

@@ -20,6 +20,7 @@ from typedspy.limits import (
     completion_cap,
     estimate_tokens,
     record,
+    record_sent,
     usage_counted,
 )
 from typedspy.lm import BaseLM, EmbeddingResponse, LMResponse
@@ -242,7 +243,7 @@ class Admit(Stage):
 
 
 class Bound(Stage):
-    """The call's deadline is told a request goes out; the usage meters count the reply."""
+    """The deadline is told a request goes out; the usage meters count it, then its reply."""
 
     @classmethod
     def configured(cls, settings: Settings) -> Bound:
@@ -253,6 +254,7 @@ class Bound(Stage):
         note_request(
             "waiting for the stream to start" if exchange.streamed else "waiting for a response"
         )
+        record_sent()
         return None
 
     async def leave(self, exchange: Exchange) -> None:
@@ -295,6 +297,7 @@ async def embed(lm: BaseLM, texts: Sequence[str], *, model: str | None = None) -
     admit = Admit.configured(settings)
     if admit is not None:
         await admit.admit(lm, name, estimate, cap=0)  # an embedding completes nothing
+    record_sent()
     try:
         reply = await lm.aembed_response(texts, model=model)
         if admit is not None:
