@@ -171,8 +171,8 @@ class Recorder:
 def recording_proxy(base_url: str) -> Iterator[tuple[str, Recorder]]:
     """A loopback HTTP proxy in front of ``base_url``: yield its ``/v1`` URL and its `Recorder`.
 
-    It forwards each request as it came and its reply whole (no streams), so what it records
-    is byte for byte what the engine received.
+    It forwards each request as it came and its reply whole (a stream's events all at once, at
+    its end), so what it records is byte for byte what the engine received.
     """
     upstream = base_url.removesuffix("/v1")
     recorder = Recorder()
@@ -195,15 +195,16 @@ def recording_proxy(base_url: str) -> Iterator[tuple[str, Recorder]]:
             try:
                 with urllib.request.urlopen(request, timeout=600) as response:
                     status, reply = response.status, response.read()
+                    kind = response.headers.get("content-type", "application/json")
             except urllib.error.HTTPError as exc:
-                status, reply = exc.code, exc.read()
+                status, reply, kind = exc.code, exc.read(), "application/json"
             finally:
                 with recorder.lock:
                     recorder.in_flight -= 1
             with recorder.lock:
                 recorder.replies.append(reply)
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", kind)  # a stream's events go on whole, at its end
             self.send_header("content-length", str(len(reply)))
             self.end_headers()
             self.wfile.write(reply)

@@ -272,3 +272,127 @@ def test_a_per_call_token_budget_stops_a_streamed_call(
         list(predict.stream(text="Paris is the capital of France."))
     assert isinstance(failed.value, ts.errors.TokenBudgetExceededError), repr(failed.value)
     assert len(failed.value.attempts) == 1
+
+
+def test_a_batch_item_timeout_cuts_long_generations_on_both_slots(
+    engine: Engine, base_url: str
+) -> None:
+    lm = _lm(engine, base_url, timeout=TIMEOUT)
+    ignore_eos = {"ignore_eos": True}
+    essay = ts.Predict(Essay, lm=lm, mode="prompt", max_tokens=LONG, extra_body=ignore_eos)
+    before = 0.0
+    if engine == "llama-server":
+        _idle(base_url)
+        before = _decoded(base_url)
+    try:
+        inputs = [{"topic": "rivers"}, {"topic": "mountains"}]
+        results = essay.batch(inputs, concurrency=2, timeout=3)
+    finally:
+        lm.close()
+    for result in results:
+        assert isinstance(result, ts.TypedspyError), repr(result)
+    # Every request sent counts, answered or not (on the code before, these read 0).
+    assert 2 <= results.requests <= 2 * (1 + get_settings().max_retries)
+    if engine == "llama-server":  # each first request runs past the timeout
+        assert all(isinstance(r, ts.errors.ItemTimeoutError) for r in results), list(results)
+        assert results.requests == 2
+        # Both clients went away: both slots stopped long before LONG tokens each.
+        _idle(base_url)
+        assert _decoded(base_url) - before < LONG / 2
+
+
+def test_identical_batch_items_send_one_request_under_the_cache(
+    engine: Engine, base_url: str
+) -> None:
+    with recording_proxy(base_url) as (url, recorder):
+        lm = _lm(engine, url, timeout=TIMEOUT)
+        try:
+            with ts.context(cache=ts.cache.MemoryCache()):
+                inputs = [{"review": REVIEWS[2]}] * 4
+                results = ts.Predict(Classify, lm=lm).batch(inputs, concurrency=2)
+        finally:
+            lm.close()
+    assert len(recorder.bodies) == 1, recorder.requests()
+    assert results.requests == 1
+    assert results.cached == 3
+    assert len({repr(result) for result in results}) == 1
+
+
+def test_a_streamed_repeat_is_answered_from_the_cache(engine: Engine, base_url: str) -> None:
+    with recording_proxy(base_url) as (url, recorder):
+        lm = _lm(engine, url, timeout=TIMEOUT)
+        try:
+            with ts.context(cache=ts.cache.MemoryCache()):
+                first = list(ts.Predict(Extract, lm=lm).stream(text=TEXTS[3]))[-1]
+                sent = len(recorder.bodies)
+                second = list(ts.Predict(Extract, lm=lm).stream(text=TEXTS[3]))[-1]
+        finally:
+            lm.close()
+    assert isinstance(first, ts.Prediction) and isinstance(second, ts.Prediction)
+    assert all(body["stream"] for body in recorder.requests() if isinstance(body, dict))
+    assert len(recorder.bodies) == sent
+    assert second.entity == first.entity
+
+
+def test_a_streamed_call_falls_back_from_a_dead_endpoint(engine: Engine, base_url: str) -> None:
+    dead = _lm(engine, f"http://127.0.0.1:{closed_port()}/v1", max_retries=0, timeout=TIMEOUT)
+    real = _lm(engine, base_url, timeout=TIMEOUT)
+    try:
+        final = list(ts.Predict(Extract, lm=ts.LM.fallback(dead, real)).stream(text=TEXTS[0]))[-1]
+    finally:
+        dead.close()
+        real.close()
+    assert isinstance(final, ts.Prediction)
+    assert isinstance(final.entity, Person | Company)
+    trace = final.extras["fallback"]
+    assert trace.endpoint == real.endpoint
+    assert [s.trigger for s in trace.skipped] == ["transport"]
+
+
+def test_a_streamed_react_run_pauses_for_a_confirmation_and_resumes(lm: ts.LM) -> None:
+    ran: list[str] = []
+
+    @ts.confirm_first
+    @ts.tool
+    def lookup_age_checked(name: str) -> int:
+        """Look up a person's age in years."""
+        ran.append(name)
+        return 36
+
+    agent = ts.ReAct(Answer, tools=[lookup_age_checked], lm=lm, max_iters=4)
+    question = "How old was Ada? Look it up with lookup_age_checked."
+    pauses = 0
+    state: ts.ResumeState | None = None
+    for _ in range(6):  # each step pauses at most once: max_iters (4) bounds the pauses
+        events = (
+            agent.stream(question=question) if state is None else agent.stream(resume_state=state)
+        )
+        try:
+            final = list(events)[-1]
+        except ts.ConfirmationRequired as pause:
+            assert len(ran) == pauses  # nothing runs before it is approved
+            pauses += 1
+            state = ts.ResumeState(pause, "yes")
+            continue
+        break
+    else:
+        pytest.fail(f"still pausing after {pauses} resumes (max_iters=4)")
+    assert pauses <= 4
+    assert len(ran) == pauses
+    assert isinstance(final, ts.react.AgentPrediction)
+    assert isinstance(final.answer, int)
+
+
+def test_render_is_what_the_engine_receives_in_every_mode(engine: Engine, base_url: str) -> None:
+    with recording_proxy(base_url) as (url, recorder):
+        lm = _lm(engine, url, timeout=TIMEOUT)
+        try:
+            for mode in (*lm.profile.modes, "think_then_format"):
+                predict = ts.Predict(Extract, lm=lm, mode=mode)
+                rendered = predict.render(text=TEXTS[4])
+                before = len(recorder.bodies)
+                result = predict.try_call(text=TEXTS[4])
+                assert isinstance(result, ts.Prediction | ts.TypedspyError), repr(result)
+                assert recorder.requests()[before] == rendered, mode
+        finally:
+            lm.close()
