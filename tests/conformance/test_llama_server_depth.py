@@ -396,3 +396,50 @@ def test_render_is_what_the_engine_receives_in_every_mode(engine: Engine, base_u
                 assert recorder.requests()[before] == rendered, mode
         finally:
             lm.close()
+
+
+def test_a_streamed_think_then_format_call_ends_typed_or_in_a_typed_error(lm: ts.LM) -> None:
+    predict = ts.Predict(Extract, lm=lm, mode="think_then_format")
+    try:
+        final = list(predict.stream(text=TEXTS[2]))[-1]
+    except ts.OutputError as failed:
+        assert 2 <= len(failed.attempts) <= 2 + get_settings().max_retries
+        return
+    assert isinstance(final, ts.Prediction)
+    assert isinstance(final.entity, Person | Company)
+    assert final.free_answer
+
+
+def test_a_deadline_cuts_a_streamed_react_run(engine: Engine, base_url: str) -> None:
+    @ts.tool
+    def write_report(topic: str) -> str:
+        """Write a long report on a topic."""
+        return "It is long. " * 50
+
+    class Report(ts.Signature):
+        """Write the longest report you can on the topic, then answer with it."""
+
+        topic: str = ts.InputField()
+        report: str = ts.OutputField()
+
+    lm = _lm(engine, base_url, timeout=TIMEOUT)
+    # No ignore_eos here: under a step's grammar llama-server fails the stream with it.
+    agent = ts.ReAct(Report, tools=[write_report], lm=lm, max_iters=50)
+    events: list[object] = []
+    stopped: ts.TypedspyError | None = None
+    try:
+        with ts.context(deadline=0.5):  # about a first step's time on an idle machine
+            for event in agent.stream(topic="rivers"):
+                events.append(event)
+    except ts.TypedspyError as exc:
+        stopped = exc
+    finally:
+        lm.close()
+    if stopped is None:  # the model finished within the deadline
+        assert isinstance(events[-1], ts.react.AgentPrediction)
+        assert isinstance(events[-1].report, str)
+    elif isinstance(stopped, ts.DeadlineExceededError):
+        assert stopped.limit == "deadline"
+        assert stopped.requests >= 1
+    if engine == "llama-server":
+        _idle(base_url)
