@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_DIR = ROOT / ".real-engine"
@@ -161,7 +161,7 @@ class Recorder:
         self.in_flight = 0
         self.most_in_flight = 0
 
-    def requests(self) -> list[object]:
+    def requests(self) -> list[dict[str, Any]]:
         """The JSON request bodies the engine received, in order."""
         with self.lock:
             return [json.loads(body) for body in self.bodies]

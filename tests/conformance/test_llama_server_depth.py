@@ -329,7 +329,7 @@ def test_a_streamed_repeat_is_answered_from_the_cache(engine: Engine, base_url: 
         finally:
             lm.close()
     assert isinstance(first, ts.Prediction) and isinstance(second, ts.Prediction)
-    assert all(body["stream"] for body in recorder.requests() if isinstance(body, dict))
+    assert all(body["stream"] for body in recorder.requests())
     assert len(recorder.bodies) == sent
     assert second.entity == first.entity
 
