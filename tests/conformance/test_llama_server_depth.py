@@ -443,3 +443,43 @@ def test_a_deadline_cuts_a_streamed_react_run(engine: Engine, base_url: str) -> 
         assert stopped.requests >= 1
     if engine == "llama-server":
         _idle(base_url)
+
+
+# Hostile input on a real engine: what the engines refuse must come back typed.
+
+
+def test_every_mode_even_one_the_engine_refuses_ends_typed(lm: ts.LM) -> None:
+    # llama-cpp-python refuses json_schema (HTTP 500); prompt and tools fail on this model.
+    for mode in ("json_schema", "json_object", "tools", "prompt"):
+        predict = ts.Predict(Classify, lm=lm, mode=mode, max_tokens=64)
+        try:
+            result = predict.try_call(review=REVIEWS[1])
+        except ts.TypedspyError as exc:  # the endpoint's refusal, raised as typed
+            assert isinstance(exc, ts.LMError | ts.ConfigurationError), (mode, repr(exc))
+            continue
+        if isinstance(result, ts.Prediction):
+            assert result.sentiment in ("positive", "negative", "neutral")
+        else:
+            assert len(result.attempts) <= 1 + get_settings().max_retries
+
+
+def test_an_input_past_the_context_window_is_a_typed_error(lm: ts.LM) -> None:
+    text = "Ada Lovelace wrote the first program. " * 3000  # about 27,000 tokens
+    with pytest.raises(ts.errors.LMStatusError) as refused:
+        ts.Predict(Extract, lm=lm).try_call(text=text)
+    # Both engines answer 400 at once, naming the size (llama-cpp-python with OpenAI's code).
+    assert refused.value.status_code == 400
+    assert "context" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Zoë, 30, ünïcödé 🙂", "Ada\x00 is 36", "\u202eAda is 36", "Ada is 36\ud800"],
+    ids=["unicode", "nul", "rtl", "lone-surrogate"],
+)
+def test_hostile_text_ends_typed(lm: ts.LM, text: str) -> None:
+    try:
+        result = ts.Predict(Extract, lm=lm).try_call(text=text)
+    except ts.TypedspyError:
+        return
+    assert isinstance(result, ts.Prediction | ts.OutputError), repr(result)
