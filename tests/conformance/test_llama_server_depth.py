@@ -255,17 +255,8 @@ class Rejected(ts.Signature):
     city: Annotated[str, AfterValidator(_never)] = ts.OutputField()
 
 
-def test_a_per_call_token_budget_stops_a_streamed_call(
-    engine: Engine, lm: ts.LM, request: pytest.FixtureRequest
-) -> None:
-    if engine == "llama-cpp-python":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="the per-call token_budget counts reported usage only, and "
-                "llama-cpp-python's server reports none on a stream (a fix is under way)",
-            )
-        )
+def test_a_per_call_token_budget_stops_a_streamed_call(lm: ts.LM) -> None:
+    # llama-cpp-python's streams report no usage: the budget counts its estimate (ADR-091).
     # Every reply fails validation: only the budget (1 token) stops the retries.
     predict = ts.Predict(Rejected, lm=lm, token_budget=1, max_retries=3)
     with pytest.raises(ts.OutputError) as failed:
