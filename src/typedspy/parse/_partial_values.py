@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -301,6 +302,9 @@ def _cached_shape(annotation: Any) -> _Shape:
     return options, item, members, wire_names(list(members)) if len(members) > 1 else []
 
 
+_FLOAT_MAX = int(sys.float_info.max)  # past it an int has no float (the limit check drops it)
+
+
 def partial_value(annotation: Any, value: Any) -> Any:
     """``value`` (partial JSON) shaped like ``annotation`` as far as it can be: models built."""
     if isinstance(value, list):
@@ -308,7 +312,9 @@ def partial_value(annotation: Any, value: Any) -> Any:
         return value if item is None else [partial_value(item, v) for v in value]
     if type(value) is int:  # a float field's ``12`` is ``12.0``, as the final validation makes it
         options = _shape(annotation)[0]
-        return float(value) if float in options and int not in options else value
+        if float in options and int not in options and abs(value) <= _FLOAT_MAX:
+            return float(value)
+        return value
     if not isinstance(value, dict):
         return value
     _, _, members, names = _shape(annotation)
