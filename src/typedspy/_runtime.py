@@ -21,6 +21,7 @@ one of its loops is refused: it would wait for itself.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
@@ -40,9 +41,11 @@ __all__ = [
     "await_on_thread",
     "background_loop",
     "background_started",
+    "in_thread",
     "is_root",
     "iterate_sync",
     "own_loop_running",
+    "raised",
     "relay_from_thread",
     "run_in_background",
     "run_sync",
@@ -132,6 +135,40 @@ async def relay_from_thread(factory: Callable[[], AsyncIterator[T]]) -> AsyncIte
         driver.close(wait=False)
         if driver.started:
             await asyncio.wrap_future(driver.finished)
+
+
+async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)``, a user's sync code, in a worker thread with the `contextvars`.
+
+    As `asyncio.to_thread`, but what ``fn`` raises reaches the caller as what it is: the
+    exceptions a future cannot carry come as a `RuntimeError` naming them, from them, as a
+    coroutine's `StopIteration` does (PEP 479). A `StopIteration` left the awaiting task
+    waiting for ever; a `CancelledError` (``concurrent.futures``' too, which asyncio converts)
+    read as the caller's own cancellation, and a `GeneratorExit` as its closing.
+    """
+    return await asyncio.to_thread(_carried, fn, args, kwargs)
+
+
+# What `in_thread` re-raises as a RuntimeError: they mean something else past the thread.
+_UNCARRIED = (
+    StopIteration,
+    GeneratorExit,
+    asyncio.CancelledError,
+    concurrent.futures.CancelledError,
+)
+
+
+def _carried(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    try:
+        return fn(*args, **kwargs)
+    except _UNCARRIED as exc:
+        name = str(getattr(fn, "__qualname__", type(fn).__qualname__)).rpartition("<locals>.")[2]
+        raise RuntimeError(raised(name, exc)) from exc
+
+
+def raised(name: str, exc: BaseException) -> str:
+    """``"name raised KindOfError: message"`` (without the colon when there is no message)."""
+    return f"{name} raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
 
 
 def background_loop() -> asyncio.AbstractEventLoop | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
 import os
 from collections.abc import (
@@ -23,7 +21,7 @@ from typing_extensions import ParamSpec, Unpack
 from typedspy import callbacks, pipeline
 from typedspy._deadline import bounded
 from typedspy._files import write_atomically
-from typedspy._runtime import iterate_sync, run_sync
+from typedspy._runtime import in_thread, iterate_sync, run_sync
 from typedspy._types import FieldError
 from typedspy.batch import BatchOptions, BatchResult, run_batch
 from typedspy.errors import ConfigurationError, InputError, OutputError, SavedStateError
@@ -698,7 +696,7 @@ def _threaded(cls: type[Module]) -> Any:
 
     async def aforward(self: Module, **inputs: Any) -> Any:
         forward = cast("Any", vars(cls)["forward"])
-        return await asyncio.to_thread(functools.partial(forward, self, **inputs))
+        return await in_thread(forward, self, **inputs)
 
     aforward.__qualname__ = f"{cls.__qualname__}.aforward"
     aforward.__doc__ = f"`{cls.__name__}.forward` run in a worker thread (ADR-067)."

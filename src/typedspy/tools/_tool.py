@@ -18,7 +18,7 @@ from typing import Any, SupportsIndex, overload
 
 from pydantic import BaseModel
 
-from typedspy._runtime import run_sync
+from typedspy._runtime import in_thread, raised, run_sync
 from typedspy.errors import ToolError
 from typedspy.program import Module
 from typedspy.schema import compile_schema
@@ -327,13 +327,21 @@ class Tool:
         return self.parse_arguments({**shown, **edits})
 
     async def _run(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        if _is_async(self.impl):
-            result = self.impl(**arguments)
-        else:
-            # to_thread copies the contextvars, so settings (ts.context) apply inside.
-            result = await asyncio.to_thread(self.impl, **arguments)
-        if inspect.isawaitable(result):
-            result = await result
+        try:
+            if _is_async(self.impl):
+                result = self.impl(**arguments)
+            else:
+                # The worker thread gets the contextvars, so settings (ts.context) apply inside.
+                result = await in_thread(self.impl, **arguments)
+            if inspect.isawaitable(result):
+                result = await result
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # this call is being cancelled (a deadline, a caller's cancel)
+            # The implementation's own (a future it awaited was cancelled): a failure of the
+            # tool, which must not read as this call's cancellation.
+            raise RuntimeError(raised(self.name, exc)) from exc
         return check_result(self.name, self.signature, result, self._result_models)
 
 
