@@ -4,7 +4,9 @@ A tool that returned a value containing itself raised a bare `RecursionError` wh
 was rendered for the model (out of `Tool.dump_outputs` and out of a ReAct run); an ``object()``,
 an async generator or bytes that are not UTF-8 a bare Pydantic serialisation or
 ``UnicodeDecodeError``. The result is now checked with the outputs: `ts.errors.ToolError`
-naming the tool and the output, which ReAct reports to the model like any failing tool.
+naming the tool and the output, which ReAct reports to the model like any failing tool. A
+generator or other iterator was read into a list by the check, and the model was sent ``[]``:
+it is refused the same way (make it a list), nested ones too.
 """
 
 from __future__ import annotations
@@ -33,11 +35,18 @@ async def agen() -> Any:
     yield 1
 
 
+def gen() -> Iterator[int]:
+    yield 1
+
+
 RESULTS: dict[str, tuple[Callable[[], object], str]] = {
     "a dict that contains itself": (cyclic, "contains itself"),
     "an object()": (object, "Unable to serialize unknown type"),
     "an async generator": (agen, "Unable to serialize unknown type"),
     "bytes that are not UTF-8": (lambda: b"\xff\xfe", "not UTF-8"),
+    # Read into a list to be checked, then an empty list was sent: the values silently gone.
+    "a generator": (gen, "a generator is an iterator, which reading uses up"),
+    "an iterator in a dict": (lambda: {"a": iter([1])}, "list_iterator is an iterator"),
 }
 
 

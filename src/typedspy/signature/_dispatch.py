@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import types
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -351,6 +351,12 @@ def _jsonable(value: Any, annotation: Any, room: int) -> Any:
             return [_jsonable(v, a, room - 1) for v, a in zip(value, args, strict=False)]
         item = args[0] if args else None
         return [_jsonable(v, item, room - 1) for v in value]
+    if isinstance(value, Iterator):
+        # Pydantic would read it into a list, leaving nothing for the next reading (the value
+        # is checked, then sent), or read for ever (an endless generator).
+        raise TypeError(
+            f"a {type(value).__name__} is an iterator, which reading uses up: make it a list"
+        )
     return to_jsonable_python(value)
 
 
