@@ -21,7 +21,7 @@ from typedspy._types import Usage, first_error
 from typedspy.errors import ConfigurationError, check_int
 from typedspy.lm import ChatMessage
 from typedspy.signature import Signature
-from typedspy.tools import ResumeState
+from typedspy.tools import ResumeState, sent_name
 
 __all__ = [
     "ACCEPTED",
@@ -108,8 +108,9 @@ class Trajectory(list[TrajectoryStep]):
         """The steps as OpenAI chat messages.
 
         Each step with calls is an assistant message with ``tool_calls`` followed by one
-        ``role: tool`` message per call, answering it by ``tool_call_id``. A step without calls
-        is the assistant's text followed by a user turn holding the note.
+        ``role: tool`` message per call, answering it by ``tool_call_id``; a name OpenAI refuses
+        is sent as `sent_name` makes it (the observation names the model's own). A step without
+        calls is the assistant's text followed by a user turn holding the note.
         """
         messages: list[ChatMessage] = []
         for step in self:
@@ -125,7 +126,7 @@ class Trajectory(list[TrajectoryStep]):
                         {
                             "id": c.id,
                             "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
+                            "function": {"name": sent_name(c.name), "arguments": c.arguments},
                         }
                         for c in step.calls
                     ],

@@ -15,6 +15,7 @@ from typedspy.tools._approvals import (
 from typedspy.tools._approvals import ResumeAction as ResumeAction
 from typedspy.tools._approvals import confirmation_id as confirmation_id
 from typedspy.tools._confirm import confirm_first
+from typedspy.tools._names import sent_name as sent_name
 from typedspy.tools._names import tool_name
 from typedspy.tools._resume_state import ResumeState
 from typedspy.tools._tool import Tool, tool

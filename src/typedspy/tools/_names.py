@@ -6,7 +6,7 @@ import re
 
 from typedspy.errors import ToolError
 
-__all__ = ["TOOL_NAME_PATTERN", "check_tool_name", "tool_name"]
+__all__ = ["TOOL_NAME_PATTERN", "check_tool_name", "sent_name", "tool_name"]
 
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What OpenAI accepts as a function name (MCP tool names are looser; this is the common part)."""
@@ -72,3 +72,20 @@ def check_tool_name(name: str) -> str:
         f"invalid tool name {name!r}: use 1 to 64 characters from [A-Za-z0-9_-] "
         f"(for example {suggestion!r})"
     )
+
+
+def sent_name(name: str) -> str:
+    """A model's tool-call name as a request may carry it back: as is when valid, else made so.
+
+    OpenAI refuses a request whose history holds a call to a name outside
+    ``^[a-zA-Z0-9_-]{1,64}$`` (a 400 on ``messages[i].tool_calls[j].function.name``), so a
+    model's call to a name no tool has (``functions.search``, 10,000 characters) would end the
+    run at the next step instead of being answered. The call keeps the model's name; what the
+    request carries is `tool_name` of it, or ``unknown_tool`` when nothing of it is usable.
+    """
+    if TOOL_NAME_PATTERN.match(name):
+        return name
+    try:
+        return tool_name(name)
+    except ToolError:
+        return "unknown_tool"
