@@ -117,3 +117,24 @@ def test_rejects_module_classes_and_non_callables() -> None:
         Toolset([Translator])
     with pytest.raises(ToolError, match="not a tool, module or function"):
         Toolset([42])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        (None, "not None$"),
+        ("search", "not 'search'$"),
+        (ts.tool(shout), "not shout: pass \\[shout\\]"),
+        (shout, "not shout: pass \\[shout\\]"),
+        (ts.Predict("question -> answer"), "not Predict\\(...\\): pass \\[Predict\\(...\\)\\]"),
+    ],
+)
+def test_tools_that_are_no_collection_are_a_tool_error(tools: Any, message: str) -> None:
+    # One tool where a list goes, or None, was a bare TypeError ("not iterable") out of
+    # ts.ReAct(...); a string was read character by character.
+    with pytest.raises(
+        ToolError, match=f"^tools is a list of tools, modules or functions, {message}"
+    ):
+        ts.ReAct("question -> answer", tools=tools)
+    with pytest.raises(ToolError, match=message):
+        Toolset(tools)

@@ -156,7 +156,8 @@ class ReAct(Module, Generic[SigT, InputsT]):
             ``token_budget``: ints >= 1), an unknown request parameter, a tool
             named ``finish``, an input named ``trajectory`` (or, with ``mode="union"``,
             ``reasoning`` or ``next``).
-        ToolError: A tool that cannot be built, or two tools with the same name.
+        ToolError: ``tools`` that is no collection (one tool, None), a tool that cannot be
+            built, or two tools with the same name.
     """
 
     def __init__(

@@ -31,6 +31,14 @@ def as_tool(item: ToolLike) -> Tool:
     raise ToolError(f"not a tool, module or function: {item!r}")
 
 
+def _shown(item: object) -> str:
+    if isinstance(item, Tool):
+        return item.name
+    if isinstance(item, Module):
+        return f"{type(item).__name__}(...)"
+    return str(getattr(item, "__name__", None) or repr(item))
+
+
 class Toolset:
     """Named tools for an agent: lookup by name, export to OpenAI and MCP.
 
@@ -52,8 +60,14 @@ class Toolset:
             tools: Tools, signature-bound module instances, and plain functions.
 
         Raises:
-            ToolError: A duplicate name, or an item that cannot be made a tool.
+            ToolError: ``tools`` is no collection (one tool, None, a string), a duplicate
+                name, or an item that cannot be made a tool.
         """
+        if isinstance(tools, (str, Tool, Module)) or not isinstance(tools, Iterable):
+            raise ToolError(
+                f"tools is a list of tools, modules or functions, not {_shown(tools)}"
+                + (f": pass [{_shown(tools)}]" if callable(tools) else "")
+            )
         self._tools: dict[str, Tool] = {}
         for item in tools:
             self.add(item)
