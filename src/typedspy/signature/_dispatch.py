@@ -12,7 +12,7 @@ import json
 import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, Discriminator, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
@@ -354,9 +354,8 @@ def _jsonable(value: Any, annotation: Any, room: int) -> Any:
     if isinstance(value, Iterator):
         # Pydantic would read it into a list, leaving nothing for the next reading (the value
         # is checked, then sent), or read for ever (an endless generator).
-        raise TypeError(
-            f"a {type(value).__name__} is an iterator, which reading uses up: make it a list"
-        )
+        kind = type(cast("object", value)).__name__
+        raise TypeError(f"a {kind} is an iterator, which reading uses up: make it a list")
     return to_jsonable_python(value)
 
 

@@ -63,7 +63,8 @@ class Toolset:
             ToolError: ``tools`` is no collection (one tool, None, a string), a duplicate
                 name, or an item that cannot be made a tool.
         """
-        if isinstance(tools, (str, Tool, Module)) or not isinstance(tools, Iterable):
+        iterable = isinstance(tools, Iterable)  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(tools, (str, Tool, Module)) or not iterable:
             raise ToolError(
                 f"tools is a list of tools, modules or functions, not {_shown(tools)}"
                 + (f": pass [{_shown(tools)}]" if callable(tools) else "")
