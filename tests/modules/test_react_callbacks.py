@@ -137,3 +137,31 @@ def test_an_async_module_callback_can_remove_a_tool(router: respx.MockRouter, se
     sent = bodies(route)
     assert tool_names(sent[1]) == ["forget_search", "finish"]
     assert sent[1]["messages"][-1]["content"] == "forget_search done."
+
+
+def test_a_module_callback_adding_a_tool_named_finish_ends_the_run(
+    router: respx.MockRouter, calculator: Tool
+) -> None:
+    # ReAct(tools=[...]) refuses the name; added by a callback, the tool was left out of every
+    # later step without a word (the model could never call it), and the callback said "added".
+    @tool
+    def load() -> Any:
+        """Load more tools."""
+
+        @module_callback
+        def add(context: ModuleContext) -> str:
+            context.tools.add(ts.Tool.from_function(calculator.impl, name="finish"))
+            return "added"
+
+        return add
+
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(("c1", "load", {})), finish_reply(answer="a")]
+    )
+    agent = ReAct(AnswerQuestion, tools=[load], lm=make_lm())
+    with pytest.raises(
+        ts.ConfigurationError, match="added a tool named 'finish', which is reserved"
+    ):
+        agent(question="q")
+    assert agent.tools.names == ["load"]  # the agent's own tools are untouched
+    assert len(route.calls) == 1

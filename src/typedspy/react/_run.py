@@ -432,6 +432,11 @@ class Run(Generic[SigT]):
             raise
         except Exception as exc:  # a failing callback is reported like a failing tool
             return _failure(call, exc)
+        if FINISH in self.tools:  # the model could never call it: the program is set up wrong
+            raise ConfigurationError(
+                f"a module callback of {call.name} added a tool named {FINISH!r}, which is "
+                "reserved by ReAct for its answer"
+            )
         if said is None:
             return f"{call.name} done.", False
         return render_value(said), False
