@@ -15,7 +15,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -265,15 +265,19 @@ def test_a_leading_think_block_is_never_streamed_as_the_answer(
         form = "compact"
     # The thought is another output of the same kind: read as the answer, it would show.
     other = data.draw(OUTPUTS[sig])
+    thought = written(sig, other, "compact")
+    # A thought holding the closing tag itself ends there, as engines' reasoning parsers read
+    # it (hypothesis drew a string value "</think>" in session 11).
+    assume("</think>" not in thought)
     answer = written(sig, outputs, form)
-    text = f"{space}<think>{written(sig, other, 'compact')}</think>{space}{answer}"
+    text = f"{space}<think>{thought}</think>{space}{answer}"
     points = data.draw(st.sets(st.integers(1, len(text) - 1), max_size=12))
     for chunks in (list(text), cut(text, points)):
         events, plain = asyncio.run(both(sig, text, chunks, form, profile="llama.cpp"))
         final = events[-1]
         assert isinstance(final, ts.Prediction)
         assert final == plain and final.raw == answer
-        assert final.reasoning_content == written(sig, other, "compact")
+        assert final.reasoning_content == thought
         assert "".join(e.text for e in events if isinstance(e, OutputDelta)) == text
         shown = [e for e in events if isinstance(e, PartialPrediction)]
         for partial in shown:
