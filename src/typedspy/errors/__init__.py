@@ -15,6 +15,7 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     │   ├── LMTimeoutError
     │   ├── LMRateLimitError
     │   ├── LMStatusError                 any other HTTP error status
+    │   │   ├── LMContextLengthError      the request does not fit the model's context window
     │   │   └── LMUnsupportedFeatureError the endpoint rejected a feature (e.g. response_format)
     │   └── LMResponseError               a reply that is not a usable chat completion
     │       └── LMResponseLimitError      a reply past a reading limit (size, depth, digits)
@@ -74,6 +75,7 @@ from typedspy.errors._data import (
 )
 from typedspy.errors._lm import (
     LMConnectionError,
+    LMContextLengthError,
     LMError,
     LMRateLimitError,
     LMResponseError,
@@ -123,6 +125,7 @@ __all__ = [
     "InputError",
     "ItemTimeoutError",
     "LMConnectionError",
+    "LMContextLengthError",
     "LMError",
     "LMRateLimitError",
     "LMResponseError",

@@ -8,6 +8,7 @@ from typedspy.errors._base import TypedspyError
 
 __all__ = [
     "LMConnectionError",
+    "LMContextLengthError",
     "LMError",
     "LMRateLimitError",
     "LMResponseError",
@@ -68,6 +69,21 @@ class LMUnsupportedFeatureError(LMStatusError):
     """
 
     feature: str
+    status_code: int = 400
+
+
+@dataclass(eq=False, repr=False, kw_only=True)
+class LMContextLengthError(LMStatusError):
+    """The request does not fit the model's context window (its prompt plus ``max_tokens``).
+
+    Sending it again unchanged fails again: shorten the input, lower ``max_tokens``, or move to
+    a model with a longer window (``LM.fallback(..., on={"context_length"})``).
+
+    Attributes:
+        context_window: The window's size in tokens, when the endpoint said it.
+    """
+
+    context_window: int | None = None
     status_code: int = 400
 
 

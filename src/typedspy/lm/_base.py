@@ -138,8 +138,8 @@ class BaseLM(abc.ABC):
         """A `FallbackLM`: ``lms`` tried in order, moving on after an outcome in ``on``.
 
         Triggers: ``"transport"``, ``"rate_limit"``, ``"refusal"``, ``"not_enforced"``,
-        ``"validation"``, ``"budget"`` (docs/fallbacks.md). The prediction records which
-        endpoint answered in ``pred.extras["fallback"]``.
+        ``"validation"``, ``"budget"``, ``"context_length"`` (docs/fallbacks.md). The
+        prediction records which endpoint answered in ``pred.extras["fallback"]``.
 
         Example:
             ```python

@@ -16,6 +16,7 @@ from typedspy.errors import (
     BudgetExceededError,
     ConfigurationError,
     LMConnectionError,
+    LMContextLengthError,
     LMRateLimitError,
     LMResponseError,
     LMStatusError,
@@ -33,7 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FallbackLM", "FallbackTrace", "Skipped", "Trigger", "triggers_of"]
 
-Trigger = Literal["transport", "rate_limit", "refusal", "not_enforced", "validation", "budget"]
+Trigger = Literal[
+    "transport", "rate_limit", "refusal", "not_enforced", "validation", "budget", "context_length"
+]
 """An outcome that moves a `FallbackLM` to its next endpoint."""
 
 TRIGGERS: frozenset[str] = frozenset(get_args(Trigger))
@@ -48,10 +51,13 @@ def triggers_of(error: BaseException, *, schema_sent: bool = False) -> frozenset
     the model refused. ``validation``: the call's feedback retries ended in a decode or
     validation failure; ``not_enforced`` as well when the schema was on the wire (the server
     accepted the schema but did not hold the model to it). ``budget``: a `ts.limits.Budget` refused
-    the request or the call's ``token_budget`` ran out.
+    the request or the call's ``token_budget`` ran out. ``context_length``: the request does not
+    fit the model's context window (`LMContextLengthError`).
     """
     if isinstance(error, LMRateLimitError):
         return frozenset({"rate_limit"})
+    if isinstance(error, LMContextLengthError):
+        return frozenset({"context_length"})
     if isinstance(error, (LMConnectionError, LMResponseError)) or (
         isinstance(error, LMStatusError) and error.status_code >= 500
     ):
@@ -106,8 +112,9 @@ class FallbackLM(BaseLM):
     `ChainOfThought` run a whole call (request built for that endpoint's profile, feedback
     retries included) on each endpoint in turn, so every trigger applies; used directly
     (``lm("...")``, ReAct steps) the chain switches per request on ``transport``,
-    ``rate_limit`` and ``refusal``. With streaming it switches only before the first chunk
-    or event reaches the caller. A failure that is not a chosen trigger is raised at once.
+    ``rate_limit``, ``refusal`` and ``context_length``. With streaming it switches only
+    before the first chunk or event reaches the caller. A failure that is not a chosen
+    trigger is raised at once.
 
     Example:
         ```python

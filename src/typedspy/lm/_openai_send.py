@@ -60,6 +60,7 @@ from typedspy._scope import current
 from typedspy.errors import (
     ConfigurationError,
     LMConnectionError,
+    LMContextLengthError,
     LMError,
     LMRateLimitError,
     LMResponseError,
@@ -74,7 +75,7 @@ from typedspy.lm._messages import EmbeddingResponse, LMResponse, _usage, _vector
 from typedspy.lm._openai_transport import ResponseBodyError, http_client
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain
 from typedspy.lm._stream import holds_first_choice
-from typedspy.lm._wordings import unsupported_feature
+from typedspy.lm._wordings import context_overflow, unsupported_feature
 from typedspy.profiles import Identification, identify_server
 from typedspy.streaming import closing
 
@@ -518,8 +519,18 @@ def _lm_error(exc: openai.OpenAIError, *, where: str, redact: Callable[[str], st
             f"{where}: rate limited (HTTP 429{label}): {detail}",
             retry_after=_retry_after(exc.response.headers),
         )
-    feature = unsupported_feature(status, detail, code=code, param=param)
     message = f"{where}: HTTP {status}{label}: {detail}"
+    overflow, window = context_overflow(status, detail, code=code, kind=exc.type)
+    if overflow:
+        return LMContextLengthError(
+            f"{where}: the request does not fit the model's context window: HTTP {status}"
+            f"{label}: {detail}",
+            context_window=window,
+            status_code=status,
+            code=code,
+            param=param,
+        )
+    feature = unsupported_feature(status, detail, code=code, param=param)
     if feature is not None:
         return LMUnsupportedFeatureError(
             f"{where} does not support {feature}: HTTP {status}{label}: {detail}",

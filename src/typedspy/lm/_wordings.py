@@ -1,14 +1,15 @@
-"""What OpenAI-compatible endpoints say, read as facts: "unsupported feature" 400s, secrets.
+"""What OpenAI-compatible endpoints say, read as facts: "unsupported feature" and context 400s.
 
 Provider knowledge, kept in one place beside the LM: how servers word "I don't support
-<feature>", and which substrings of an error message may be credentials.
+<feature>" and "the request does not fit the context window", and which substrings of an
+error message may be credentials.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["redact_patterns", "unsupported_feature"]
+__all__ = ["context_overflow", "redact_patterns", "unsupported_feature"]
 
 _SECRET_PATTERNS = (
     (re.compile(r"\bsk-[A-Za-z0-9*_.\-]{2,}"), "[redacted]"),  # OpenAI-style keys, masked too
@@ -75,6 +76,63 @@ def unsupported_feature(
     if not _UNSUPPORTED_WORDINGS.search(text):
         return None
     return _feature_named_in(text)
+
+
+# Provider knowledge: how endpoints say a request does not fit the model's context window (its
+# prompt plus the completion it reserves with max_tokens). A cap on the completion alone is
+# another error, whatever the prompt: OpenAI's "max_tokens is too large: N. This model supports
+# at most M completion tokens" (code invalid_value, param max_tokens) stays an LMStatusError.
+_CONTEXT_CODES = frozenset(
+    {
+        "context_length_exceeded",  # OpenAI, Groq (OpenHands/OpenHands#1902), llama-cpp-python
+        "exceed_context_size_error",  # llama-server's error type (tools/server, llama.cpp)
+    }
+)
+# Each alternative captures the window's size in tokens when the wording states it.
+_CONTEXT_WORDINGS = re.compile(
+    # OpenAI ("... However, your messages resulted in N tokens"), vLLM ("However, you requested
+    # N tokens (M in the messages, K in the completion)", vllm-project/vllm#20409; and "'max_tokens'
+    # or 'max_completion_tokens' is too large: K. This model's maximum context length is N
+    # tokens and your request has M input tokens"), llama-cpp-python (checked on the engine)
+    r"maximum context length is (\d+)"
+    # llama-server: "request (M tokens) exceeds the available context size (N tokens), try
+    # increasing it" (checked on the engine; older builds leave the counts out)
+    r"|exceeds the available context size(?: \((\d+) tokens\))?"
+    # vLLM's V1 engine: "The decoder prompt (length M) is longer than the maximum model length
+    # of N" (vllm/v1/engine/input_processor.py)
+    r"|is longer than the maximum model length of (\d+)"
+    # Groq: "Please reduce the length of the messages or completion." (OpenHands/OpenHands#1902);
+    # Cerebras adds "Current length is M while limit is N" (cline/cline#5140)
+    r"|reduce the length of the messages"
+    r"(?: or completion\.? current length is \d+ while limit is (\d+))?"
+    # Hugging Face TGI, Together: "Input validation error: `inputs` tokens + `max_new_tokens`
+    # must be <= N. Given: ..." (huggingface/text-generation-inference#628, BerriAI/litellm#4934)
+    r"|`inputs` tokens \+ `max_new_tokens` must be <= (\d+)"
+    # LM Studio: "Trying to keep the first M tokens when context the overflows. However, the
+    # model is loaded with context length of only N tokens" (lmstudio-bug-tracker#237)
+    r"|loaded with context length of only (\d+)"
+)
+
+
+def context_overflow(
+    status_code: int, message: str, *, code: str | None = None, kind: str | None = None
+) -> tuple[bool, int | None]:
+    """Tell whether an HTTP error says the request does not fit the model's context window.
+
+    Args:
+        status_code: The HTTP status (400; 422 from TGI's validation).
+        message: The provider's error message.
+        code: The provider's error code, if any (``"context_length_exceeded"``).
+        kind: The provider's error type, if any (llama-server's ``"exceed_context_size_error"``).
+
+    Returns:
+        Whether it does, and the window's size in tokens when the message states it.
+    """
+    if status_code not in (400, 422):
+        return False, None
+    found = _CONTEXT_WORDINGS.search(message.lower())
+    window = next((int(size) for size in found.groups() if size), None) if found else None
+    return (found is not None or code in _CONTEXT_CODES or kind in _CONTEXT_CODES), window
 
 
 def _feature_named_in(text: str) -> str | None:
