@@ -129,6 +129,47 @@ def test_a_per_call_token_budget(servers: tuple[StandIn, StandIn]) -> None:
     assert isinstance(pred.extras["fallback"].skipped[0].error, ts.errors.TokenBudgetExceededError)
 
 
+OVERFLOW = Reply(  # llama-server's body for a prompt past its -c (tests/conformance)
+    status=400,
+    error={
+        "code": 400,
+        "message": "request (27032 tokens) exceeds the available context size (4096 tokens), "
+        "try increasing it",
+        "type": "exceed_context_size_error",
+    },
+)
+
+
+def test_a_request_past_the_context_window_moves_to_the_next_model_when_chosen(
+    servers: tuple[StandIn, StandIn],
+) -> None:
+    servers[0].enqueue(OVERFLOW)
+    servers[1].enqueue(GOOD)
+    pred = ts.Predict(Add, lm=chain(servers, on={"context_length"}))(question="q")
+    assert pred.answer == 4
+    skipped = pred.extras["fallback"].skipped
+    assert [(s.model, s.trigger) for s in skipped] == [("primary", "context_length")]
+    assert isinstance(skipped[0].error, ts.errors.LMContextLengthError)
+    assert skipped[0].error.context_window == 4096
+    assert counts(servers) == (1, 1)  # a 400 is resent by no layer
+
+    servers[0].enqueue(OVERFLOW, "too long")  # direct requests switch on it as well
+    servers[1].enqueue("from the longer window")
+    assert chain(servers, on={"context_length"})("hi") == "from the longer window"
+    assert counts(servers) == (2, 2)
+
+
+def test_the_context_length_trigger_is_off_by_default(servers: tuple[StandIn, StandIn]) -> None:
+    servers[0].enqueue(OVERFLOW, OVERFLOW)
+    default = ts.LM.fallback(*chain(servers, on={"refusal"}).lms)
+    assert default.on == {"transport", "rate_limit"}  # which are not it either
+    with pytest.raises(ts.errors.LMContextLengthError):
+        ts.Predict(Add, lm=default)(question="q")
+    with pytest.raises(ts.errors.LMContextLengthError):
+        default("hi")
+    assert counts(servers) == (2, 0)
+
+
 def test_the_primary_answering_is_recorded_too(servers: tuple[StandIn, StandIn]) -> None:
     servers[0].enqueue(GOOD)
     pred = ts.Predict(Add, lm=chain(servers, on={"transport"}))(question="q")
