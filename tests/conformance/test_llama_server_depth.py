@@ -456,11 +456,17 @@ def test_every_mode_even_one_the_engine_refuses_ends_typed(lm: ts.LM) -> None:
 
 def test_an_input_past_the_context_window_is_a_typed_error(lm: ts.LM) -> None:
     text = "Ada Lovelace wrote the first program. " * 3000  # about 27,000 tokens
-    with pytest.raises(ts.errors.LMStatusError) as refused:
+    with pytest.raises(ts.errors.LMContextLengthError) as refused:
         ts.Predict(Extract, lm=lm).try_call(text=text)
-    # Both engines answer 400 at once, naming the size (llama-cpp-python with OpenAI's code).
+    # Both engines answer 400 at once, naming the size: llama-server with its error type
+    # exceed_context_size_error, llama-cpp-python with OpenAI's code and wording.
     assert refused.value.status_code == 400
-    assert "context" in str(refused.value)
+    assert refused.value.context_window is not None
+    assert refused.value.context_window < 27_000
+    if "available context size" in str(refused.value):  # llama-server
+        assert refused.value.code == "400"
+    else:
+        assert refused.value.code == "context_length_exceeded"
 
 
 @pytest.mark.parametrize(
