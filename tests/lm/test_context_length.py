@@ -30,7 +30,7 @@ OVERFLOWS: dict[str, tuple[dict[str, Any], int, str | None, int | None]] = {
         "400",
         4096,
     ),
-    "llama-server-older": (  # older builds: no counts, the type alone is not there either
+    "llama-server-older": (  # older builds: no counts, and a generic error type
         {
             "code": 400,
             "message": "the request exceeds the available context size, try increasing it",
