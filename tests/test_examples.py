@@ -92,3 +92,10 @@ def test_detect_and_probe_example_identifies_each_server_and_its_tables() -> Non
     assert "json_schema   ignored   200 without the canary token: 'standin reply'" in out
     assert "auto now tries: prompt, json_schema, json_object" in out
     assert "auto now tries: json_object, prompt, json_schema" in out
+
+
+def test_fallbacks_example_moves_on_each_chosen_trigger() -> None:
+    out = run(EXAMPLES[0].parent / "09_fallbacks.py")
+    for trigger in ("transport", "rate_limit", "validation", "context_length"):
+        assert f"by small (skipped big: {trigger})" in out
+    assert "healthy: answer=4 by big (skipped -)" in out
