@@ -59,3 +59,14 @@ def test_a_stream_with_choices_then_a_usage_chunk_still_works() -> None:
             events = list(ts.Predict(Answer).stream(question="q"))
         lm.close()
     assert events[-1].answer == "4"
+
+
+def test_an_empty_stream_says_the_endpoint_failed_after_answering() -> None:
+    # llama-cpp-python answers a streamed prompt past its context window so (ADR-093): the
+    # message said "no choice 0 ... not a chat-completion stream", which pointed elsewhere.
+    empty = Reply.raw(b"", content_type="text/event-stream")
+    with FaultServer(empty) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        with pytest.raises(ts.errors.LMResponseError, match="sent no chunk at all"):
+            list(ts.Predict(Answer, lm=lm).stream(question="q"))
+        lm.close()

@@ -450,7 +450,7 @@ async def _read_chunks(
     The SDK decodes each chunk; one nested past ``max_depth`` is refused here (a walk over its
     few containers, ADR-048), one past what the decoder can read when it raises.
     """
-    model, chose = sender.model, False
+    model, chose, chunks = sender.model, False, 0
     while True:
         try:
             data = await stream.__anext__()
@@ -469,9 +469,15 @@ async def _read_chunks(
             ) from exc
         if isinstance(data, (dict, list)) and depth_exceeded(data, max_depth):
             raise _limit_error(model, too_deep(max_depth), "streamed a chunk")
+        chunks += 1
         if isinstance(data, Mapping):
             chose = chose or holds_first_choice(data)
             yield data
+    if not chunks:  # llama-cpp-python's answer to a prompt past its context window, streamed
+        raise LMResponseError(
+            f"{model}: the endpoint answered 200 and then sent no chunk at all: it failed after "
+            "accepting the request (on llama-cpp-python, a prompt past the context window)"
+        )
     if not chose:  # the endpoint's fault, not the model's: no feedback turn (issue 10)
         raise LMResponseError(
             f"{model}: the endpoint streamed no choice 0 (no chunk had a 'choices' entry with "
