@@ -39,6 +39,7 @@ from typedspy.engine import (
 )
 from typedspy.errors import (
     ConfigurationError,
+    LMContextLengthError,
     LMUnsupportedFeatureError,
     OutputDecodeError,
     OutputValidationError,
@@ -322,16 +323,25 @@ class ReAct(Module, Generic[SigT, InputsT]):
         """One model step and its tool calls (a valid ``finish`` sets ``run.answer``).
 
         A native step is an attempt of the engine's loop (`NativeStep`); an endpoint that
-        refuses a feature gets the step again without it (`_step_down`).
+        refuses a feature gets the step again without it (`_step_down`), and one that says the
+        request does not fit the context window gets it again without the oldest step still
+        sent (`Run.cut_one`, ADR-094).
         """
-        events = stepping_down(lambda: self._ask(run, stream), lambda e: self._step_down(run, e))
         step: TrajectoryStep | None = None
-        async with closing(events) as items:
-            async for item in items:
-                if isinstance(item, Done):
-                    step = item.value
-                else:
-                    yield item
+        while True:
+            events = stepping_down(
+                lambda: self._ask(run, stream), lambda e: self._step_down(run, e)
+            )
+            try:
+                async with closing(events) as items:
+                    async for item in items:
+                        if isinstance(item, Done):
+                            step = item.value
+                        else:
+                            yield item
+                break
+            except LMContextLengthError as exc:
+                run.cut_one(exc)  # bounded: one step more each time, raised when none is left
         if step is not None:
             async with closing(run.run_calls(step, 0)) as calls:
                 async for event in calls:
@@ -506,7 +516,7 @@ class NativeStep:
                 system,
                 *turns,
                 {"role": "user", "content": content},
-                *run.trajectory.to_messages(),
+                *run.trajectory.to_messages(run.cut),
             ),
             response_format=finish.response_format if self._content else None,
             tools=tuple(tools),

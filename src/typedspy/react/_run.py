@@ -31,6 +31,7 @@ from typedspy.engine import Attempts, check_inputs
 from typedspy.errors import (
     ConfigurationError,
     InputError,
+    LMContextLengthError,
     ResumeConflictError,
     SchemaError,
     TokenBudgetExceededError,
@@ -179,6 +180,8 @@ class Run(Generic[SigT]):
             and the tokens the budget counts, union steps' and the extraction's included.
         union_steps: The union fallback's step signatures built so far, by the tools they
             offer (`union_step`).
+        cut: How many of the oldest steps the requests leave out, after the endpoint said a
+            request did not fit the context window (`cut_one`, ADR-094).
     """
 
     agent: ReAct[SigT, ...]
@@ -191,6 +194,7 @@ class Run(Generic[SigT]):
     usage: Usage = field(default_factory=Usage)
     completion: LMResponse | None = None
     answer: dict[str, Any] | None = None
+    cut: int = 0
     tools: Toolset = field(init=False)
     parallel_tool_calls: bool | None = field(init=False)
     token_budget: int | None = field(init=False)
@@ -225,6 +229,24 @@ class Run(Generic[SigT]):
         # resumed run carries on from the tokens its pause reported.
         spent = Spent(self.usage.total_tokens)
         self.attempts = Attempts(self.lm, RetryPolicy(max_retries=2), self.requests, spent=spent)
+
+    def cut_one(self, error: LMContextLengthError) -> None:
+        """Leave the oldest step still sent out of the requests, after ``error`` (ADR-094).
+
+        Raises:
+            LMContextLengthError: ``error``, when no step is left to leave out.
+        """
+        if self.cut >= len(self.trajectory):
+            raise error
+        self.cut += 1
+        logger.warning(
+            "%s: the request did not fit %s's context window; ReAct leaves the oldest %d "
+            "step(s) of %d out of its requests and asks again",
+            self.signature.__name__,
+            self.lm.model,
+            self.cut,
+            len(self.trajectory),
+        )
 
     @property
     def signature(self) -> type[SigT]:
@@ -296,7 +318,7 @@ class Run(Generic[SigT]):
         spent = self.attempts.spent
         if self.token_budget is not None:
             predict.token_budget = max(self.token_budget - spent.tokens, 0)
-        inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text()}
+        inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text(self.cut)}
         sent = predict.aexecute(stream=stream, history=self.history, **inputs)
         return counted_stream(self.requests, spending(spent, sent))
 
@@ -304,22 +326,27 @@ class Run(Generic[SigT]):
         """The answer extracted from the trajectory (its partial outputs when streaming).
 
         A copy of the agent's ``extract`` predictor makes the request; callbacks see the call
-        as that predictor's (optimizers trace it).
+        as that predictor's (optimizers trace it). A trajectory past the context window is cut
+        from its oldest step until it fits (`cut_one`).
         """
         template = self.agent.extract
-        inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text()}
         pred: Any = None
-        events = callbacks.module_call(
-            template, inputs, self.predicted(copy.copy(template), stream)
-        )
-        async with closing(events):
-            async for event in events:
-                if isinstance(event, Prediction):
-                    pred = event
-                elif isinstance(event, PartialPrediction):  # as the agent's outputs
-                    yield PartialPrediction(event.values, event.in_progress, self.signature)
-                else:
-                    yield event
+        while pred is None:
+            inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text(self.cut)}
+            events = callbacks.module_call(
+                template, inputs, self.predicted(copy.copy(template), stream)
+            )
+            try:
+                async with closing(events):
+                    async for event in events:
+                        if isinstance(event, Prediction):
+                            pred = event
+                        elif isinstance(event, PartialPrediction):  # as the agent's outputs
+                            yield PartialPrediction(event.values, event.in_progress, self.signature)
+                        else:
+                            yield event
+            except LMContextLengthError as exc:
+                self.cut_one(exc)  # bounded: one step more each time, raised when none is left
         self.record(pred.usage, pred.completion)
         yield self.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
 

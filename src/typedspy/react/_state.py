@@ -104,16 +104,16 @@ class Trajectory(list[TrajectoryStep]):
         """Every tool call of the run, in order."""
         return [c for s in self for c in s.calls]
 
-    def to_messages(self) -> list[ChatMessage]:
-        """The steps as OpenAI chat messages.
+    def to_messages(self, cut: int = 0) -> list[ChatMessage]:
+        """The steps as OpenAI chat messages, the first ``cut`` left out (said in a user turn).
 
         Each step with calls is an assistant message with ``tool_calls`` followed by one
         ``role: tool`` message per call, answering it by ``tool_call_id``; a name OpenAI refuses
         is sent as `sent_name` makes it (the observation names the model's own). A step without
         calls is the assistant's text followed by a user turn holding the note.
         """
-        messages: list[ChatMessage] = []
-        for step in self:
+        messages: list[ChatMessage] = [{"role": "user", "content": _cut_note(cut)}] if cut else []
+        for step in self[cut:]:
             if not step.calls:
                 messages.append({"role": "assistant", "content": step.reasoning or ""})
                 messages.append({"role": "user", "content": f"{FEEDBACK_LABEL}\n{step.note}"})
@@ -138,12 +138,12 @@ class Trajectory(list[TrajectoryStep]):
             )
         return messages
 
-    def to_text(self) -> str:
-        """The steps as plain text, for prompts that cannot carry tool messages."""
+    def to_text(self, cut: int = 0) -> str:
+        """The steps as plain text, for prompts that cannot carry tool messages (see `cut`)."""
         if not self:
             return "(no steps yet)"
-        blocks = []
-        for number, step in enumerate(self, 1):
+        blocks = [_cut_note(cut)] if cut else []
+        for number, step in enumerate(self[cut:], cut + 1):
             lines = [f"## Step {number}"]
             if step.reasoning:
                 lines.append(f"Reasoning: {step.reasoning}")
@@ -154,6 +154,13 @@ class Trajectory(list[TrajectoryStep]):
                 lines.append(f"Observation: {step.note}")
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
+
+
+def _cut_note(cut: int) -> str:
+    return (
+        f"(Steps 1 to {cut} are left out here to fit the model's context window: their calls "
+        "were made and their results seen; do not repeat them without a reason.)"
+    )
 
 
 CONTEXT_KEY = "react"
