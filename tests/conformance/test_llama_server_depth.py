@@ -480,3 +480,31 @@ def test_hostile_text_ends_typed(lm: ts.LM, text: str) -> None:
     except ts.TypedspyError:
         return
     assert isinstance(result, ts.Prediction | ts.OutputError), repr(result)
+
+
+def test_a_react_run_past_the_context_window_leaves_its_oldest_steps_out(lm: ts.LM) -> None:
+    # One result is ~9,000 tokens, past either engine's window (4,096 a slot on llama-server,
+    # 8,192 on llama-cpp-python): the next step no longer fits, and the run must go on without
+    # its oldest steps (ADR-094) instead of ending.
+    calls: list[str] = []
+
+    @ts.tool
+    def lookup_age_page(name: str) -> str:
+        """Look up a person's age in years (a long page)."""
+        calls.append(name)
+        return f"{name} was 36. " + "Ada Lovelace was a mathematician. " * 1300
+
+    agent = ts.ReAct(Answer, tools=[lookup_age_page], lm=lm, max_iters=5)
+    question = "How old was Ada? Look it up with lookup_age_page."
+    with ts.context(history_size=40):
+        try:
+            pred = agent(question=question)
+        except ts.TypedspyError as exc:  # the small model may still fail: typed, never cut-off
+            assert not isinstance(exc, ts.errors.LMContextLengthError), exc
+            return
+        errors = [e.error or "" for e in ts.pipeline.last_exchanges(40)]
+    assert isinstance(pred.answer, int)
+    if not calls:
+        pytest.skip("the model read no page: the window was never passed")
+    assert any("context" in e for e in errors)  # the engine refused one step, the run went on
+    assert len(pred.trajectory) >= 2  # every step kept in the prediction
