@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 import math
 import threading
 from collections.abc import Iterable, Mapping
@@ -234,11 +235,7 @@ def _checked(values: Mapping[str, object]) -> dict[str, Any]:
             raise ConfigurationError(f"callbacks must be a sequence, got {callbacks!r}")
         checked["callbacks"] = tuple(callbacks)
         for index, callback in enumerate(checked["callbacks"]):
-            if not any(name.startswith("on_") for name in dir(callback)):  # would observe nothing
-                raise ConfigurationError(
-                    f"callbacks[{index}]={callback!r} has none of the callback methods "
-                    "(on_lm_start, on_module_end, ...): subclass ts.BaseCallback"
-                )
+            _check_callback(index, callback)
     if "resume_secret" in checked:  # checked here, never echoed in a message below
         secret = checked["resume_secret"]
         none = secret is None or (isinstance(secret, (tuple, list)) and not secret)
@@ -303,6 +300,36 @@ def _scale_problem(key: str, value: object) -> str | None:
     if key == "cache_salt" and not isinstance(value, str):
         return "expected a string"
     return None
+
+
+def _check_callback(index: int, callback: object) -> None:
+    """Refuse a callback that would observe nothing, or whose hook would never run.
+
+    Hooks are called, never awaited or iterated: an ``async def`` or generator hook would
+    return without running its body (its events silently lost).
+    """
+    hooks = [name for name in dir(callback) if name.startswith("on_")]
+    if not hooks:
+        raise ConfigurationError(
+            f"callbacks[{index}]={callback!r} has none of the callback methods "
+            "(on_lm_start, on_module_end, ...): subclass ts.BaseCallback"
+        )
+    for name in hooks:
+        hook = getattr(callback, name, None)
+        if hook is None:  # switched off
+            continue
+        problem = None
+        if not callable(hook):
+            problem = f"is {type(hook).__name__}, not a method"
+        elif inspect.iscoroutinefunction(hook) or inspect.isasyncgenfunction(hook):
+            problem = "is async: hooks are called on the request's path, never awaited"
+        elif inspect.isgeneratorfunction(hook):
+            problem = "is a generator: hooks are called, never iterated"
+        if problem:
+            raise ConfigurationError(
+                f"callbacks[{index}].{name} {problem}; define it with a plain def "
+                "(hand slow work to a queue or a thread: a hook must not block the call)"
+            )
 
 
 def _is_int(value: object) -> TypeGuard[int]:

@@ -5,9 +5,17 @@ Embedding requests (`KNNFewShot`, `embed`) pass the same cache, budget and rate 
 
 from __future__ import annotations
 
+import copy
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Sequence,
+)
 from typing import TypeVar
 
 from typedspy._deadline import note_request
@@ -23,7 +31,7 @@ from typedspy.limits import (
     record_sent,
     usage_counted,
 )
-from typedspy.lm import BaseLM, EmbeddingResponse, LMResponse
+from typedspy.lm import BaseLM, EmbeddingResponse, LMRequest, LMResponse
 from typedspy.pipeline._exchange import Exchange, Stage
 from typedspy.pipeline._history import HISTORY, Entry
 from typedspy.settings import Settings, get_settings
@@ -39,7 +47,11 @@ _Reply = TypeVar("_Reply", LMResponse, EmbeddingResponse)
 
 
 class Observe(Stage):
-    """Callbacks' ``on_lm_start`` and ``on_lm_end``: they watch beside the path, never send."""
+    """Callbacks' ``on_lm_start`` and ``on_lm_end``: they watch beside the path, never send.
+
+    ``on_lm_start`` is handed a copy of the request: a hook that edits what it was given (a
+    logger scrubbing a prompt in place) changes its copy, never what is sent.
+    """
 
     def __init__(self, callbacks: tuple[object, ...]) -> None:
         self.callbacks = callbacks
@@ -50,7 +62,7 @@ class Observe(Stage):
         return cls(settings.callbacks) if settings.callbacks else None
 
     async def enter(self, exchange: Exchange) -> LMResponse | None:
-        self._notify("on_lm_start", exchange.lm, exchange.request)
+        self._notify("on_lm_start", exchange.lm, _copied(exchange.request))
         return None
 
     async def leave(self, exchange: Exchange) -> None:
@@ -63,16 +75,39 @@ class Observe(Stage):
         notify(self.callbacks, method, self.call_id, *args)
 
 
+def _copied(request: LMRequest) -> LMRequest:
+    """A copy of ``request`` to hand an observer (the request itself if it cannot be copied)."""
+    try:
+        return copy.deepcopy(request)
+    except Exception:  # a parameter's value that refuses copying: not the observer's to break
+        logger.debug("request parameters cannot be copied; callbacks see the request itself")
+        return request
+
+
 def notify(callbacks: tuple[object, ...], method: str, *args: object) -> None:
-    """Call ``method`` on every callback that has it; one that raises is logged and ignored."""
+    """Call ``method`` on every callback that has it; one that raises is logged and ignored.
+
+    A hook that hands back a coroutine or a generator (made async after ``configure`` checked
+    it) is closed unrun, and logged: it is never awaited on the request's path.
+    """
     for callback in callbacks:
         handler = getattr(callback, method, None)
         if handler is None:
             continue
         try:
-            handler(*args)
+            returned = handler(*args)
         except Exception:
             logger.warning("callback %r raised in %s; ignored", callback, method, exc_info=True)
+            continue
+        if isinstance(returned, (Coroutine, Generator, AsyncGenerator)):
+            if not isinstance(returned, AsyncGenerator):  # one never started needs no closing
+                returned.close()
+            logger.warning(
+                "callback %r returned a %s from %s: hooks are called, never awaited; ignored",
+                callback,
+                type(returned).__name__,
+                method,
+            )
 
 
 class Record(Stage):
