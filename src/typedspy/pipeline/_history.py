@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from typedspy._text import printable
 from typedspy._types import FailureKind, Usage
+from typedspy.errors import ConfigurationError
 from typedspy.lm import LMResponse
 
 if TYPE_CHECKING:
@@ -136,8 +137,18 @@ HISTORY = ExchangeLog()
 
 
 def last_exchanges(n: int = 1) -> list[Entry]:
-    """The last ``n`` exchanges with models in this process, oldest first."""
-    return HISTORY.last(n)
+    """The last ``n`` exchanges with models in this process, oldest first.
+
+    Raises:
+        ConfigurationError: ``n`` is not a whole number >= 0.
+    """
+    return HISTORY.last(_count("last_exchanges", n))
+
+
+def _count(owner: str, n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ConfigurationError(f"{owner}(n={n!r}): expected a whole number >= 0")
+    return n
 
 
 def inspect_history(n: int = 1) -> str:
@@ -147,8 +158,12 @@ def inspect_history(n: int = 1) -> str:
         ```python
         ts.inspect_history(2)  # the last two requests, a retry's feedback turn included
         ```
+
+    Raises:
+        ConfigurationError: ``n`` is not a whole number >= 0.
     """
-    text = printable("\n\n".join(_render(entry) for entry in HISTORY.last(n)))
+    entries = HISTORY.last(_count("inspect_history", n))
+    text = printable("\n\n".join(_render(entry) for entry in entries))
     print(text)
     return text
 
