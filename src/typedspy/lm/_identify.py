@@ -88,11 +88,14 @@ def forget(url: str | None = None) -> None:
             _urls.pop(url, None)
 
 
-async def identified(url: str, detect: Callable[[], Awaitable[Identified]]) -> Identified:
+async def identified(
+    url: str, detect: Callable[[], Awaitable[Identified]], shown: str
+) -> Identified:
     """The answer for ``url``: known, awaited from the detection under way, or detected now.
 
     ``detect`` runs at most once per URL at a time; it must not raise (a failure is an answer).
-    A caller cancelled while detecting hands over: a waiting caller detects instead.
+    A caller cancelled while detecting hands over: a waiting caller detects instead. The log
+    names the URL as ``shown`` (its credentials redacted).
     """
     for _ in range(_HANDOVERS):
         with _lock:
@@ -124,7 +127,7 @@ async def identified(url: str, detect: Callable[[], Awaitable[Identified]]) -> I
         logger.log(
             logging.WARNING if unsure else logging.INFO,
             "typedspy: %s gets profile %r: %s%s",
-            url,
+            shown,
             answer.profile.name,
             answer.reason,
             " (unsure: pass profile= to choose one)" if unsure else "",

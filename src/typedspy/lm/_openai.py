@@ -197,7 +197,7 @@ class LM(BaseLM):
         url = self._asking
         if url is None:
             return self.profile
-        answer = await identified(url, self._ask_server)
+        answer = await identified(url, self._ask_server, self.redact(url))
         with self._lock:
             if self._asking == url:  # neither set by the user nor by another call meanwhile
                 self._profile, self._asking = answer.profile.derive(), None
