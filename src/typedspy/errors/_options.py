@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import math
 import reprlib
+import threading
+from typing import NoReturn
 
 from typedspy.errors._base import ConfigurationError
 
-__all__ = ["check_finite", "check_instance", "check_int", "check_number"]
+__all__ = ["MAX_SECONDS", "check_finite", "check_instance", "check_int", "check_number"]
+
+MAX_SECONDS = threading.TIMEOUT_MAX
+"""The longest wait a timer or a socket takes (about 292 years on 64-bit platforms)."""
 
 _repr = reprlib.Repr()
 _repr.maxstring = _repr.maxother = 60
 
 
-def _refuse(owner: str, name: str, value: object, expected: str, optional: bool) -> None:
+def _refuse(owner: str, name: str, value: object, expected: str, optional: bool) -> NoReturn:
     alternative = " or None" if optional else ""
     raise ConfigurationError(
         f"{owner}({name}={_repr.repr(value)}): expected {expected}{alternative}"
@@ -47,7 +52,8 @@ def check_number(
     """Refuse ``value`` unless it is a finite int or float > 0 (not a bool), or None.
 
     Infinity is refused too: None is how an option says "no bound", and an infinite timeout,
-    rate or pause reached the SDK or a timer as an untyped OverflowError.
+    rate or pause reached the SDK or a timer as an untyped OverflowError. So is a number of
+    ``seconds`` past `MAX_SECONDS` (``timeout=1e10`` overflowed the socket's timer).
 
     Args:
         owner: Who takes the option, as the message names it (``"LM"``).
@@ -68,6 +74,8 @@ def check_number(
         or value <= 0
     ):
         _refuse(owner, name, value, f"a finite number{f' of {unit}' if unit else ''} > 0", optional)
+    if unit == "seconds" and value > MAX_SECONDS:
+        _refuse(owner, name, value, f"at most {MAX_SECONDS:.0f} seconds", optional)
 
 
 def check_finite(owner: str, name: str, value: object) -> None:
