@@ -1,0 +1,172 @@
+"""What observes a call never changes it, never loses its events silently, never leaks a secret.
+
+Callbacks, `ts.inspect_history` and the probe's log, under hostile or mistaken input: hooks that
+cannot run (async, generators, not methods), a hook that edits the request it was handed, a
+history asked for ``n="2"``, a base URL's password in the identification log, a timeout no
+socket takes. Requests go to the stand-in or the fault server over a real socket.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import typedspy as ts
+from faults.server import FaultServer, Reply
+from typedspy.errors import ConfigurationError
+from typedspy.lm import BaseLM, LMRequest, LMResponse
+from typedspy.pipeline import last_exchanges
+from typedspy.probe import main as probe_main
+from typedspy.testing import StandIn
+
+PASSWORD = "pw-hunter2-observe"
+
+
+class Ask(ts.Signature):
+    """Answer."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+@pytest.fixture
+def standin() -> Iterator[StandIn]:
+    with StandIn() as server:
+        yield server
+
+
+def lm_for(server: StandIn) -> ts.LM:
+    return ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", max_retries=0)
+
+
+class AsyncHook(ts.BaseCallback):
+    async def on_lm_start(self, call_id: str, instance: BaseLM, request: LMRequest) -> None:
+        raise AssertionError("never run")
+
+
+class GeneratorHook(ts.BaseCallback):
+    def on_lm_end(  # type: ignore[override]  # the mistake under test
+        self, call_id: str, response: LMResponse | None, exception: BaseException | None
+    ) -> Iterator[None]:
+        yield None
+
+
+class NotAMethod:
+    on_module_start = "log it"
+
+
+@pytest.mark.parametrize(
+    ("callback", "named"),
+    [
+        (AsyncHook(), "callbacks[0].on_lm_start is async"),
+        (GeneratorHook(), "callbacks[0].on_lm_end is a generator"),
+        (NotAMethod(), "callbacks[0].on_module_start is str, not a method"),
+    ],
+    ids=["async", "generator", "not-callable"],
+)
+def test_a_hook_that_would_never_run_is_refused_naming_it(callback: object, named: str) -> None:
+    with pytest.raises(ConfigurationError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        ts.configure(callbacks=[callback])
+    with pytest.raises(ConfigurationError, match="define it with a plain def"):
+        with ts.context(callbacks=[callback]):
+            pass
+
+
+def test_a_hook_made_async_after_configure_is_closed_unrun_and_logged(
+    standin: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    seen: list[str] = []
+
+    class Late(ts.BaseCallback):
+        def on_module_start(self, call_id: str, instance: Any, inputs: Any) -> None:
+            seen.append("module_start")
+
+    late = Late()
+    standin.enqueue(json.dumps({"answer": "4"}))
+    with ts.context(callbacks=[late]), caplog.at_level(logging.WARNING, "typedspy"):
+
+        async def on_lm_start(call_id: str, instance: BaseLM, request: LMRequest) -> None:
+            seen.append("never")
+
+        late.on_lm_start = on_lm_start  # type: ignore[method-assign]  # past the check
+        lm = lm_for(standin)
+        try:
+            assert ts.Predict(Ask, lm=lm)(question="2+2?").answer == "4"
+        finally:
+            lm.close()
+
+    assert seen == ["module_start"]
+    (line,) = [r.getMessage() for r in caplog.records if "returned a coroutine" in r.getMessage()]
+    assert "on_lm_start" in line and "never awaited" in line
+
+
+class Scrubber(ts.BaseCallback):
+    """A logger that scrubs what it logs in place: its edits must stay its own."""
+
+    def __init__(self) -> None:
+        self.logged: list[str] = []
+
+    def on_lm_start(self, call_id: str, instance: BaseLM, request: LMRequest) -> None:
+        for message in request.messages:
+            if isinstance(message.get("content"), str):
+                message["content"] = message["content"].replace("bob@example.com", "[email]")
+        request.params["temperature"] = 1.9  # type: ignore[index]  # a Mapping, edited anyway
+        self.logged.append(str(request.messages[-1]["content"]))
+
+
+def test_a_hook_that_edits_its_request_changes_nothing_sent(standin: StandIn) -> None:
+    scrubber = Scrubber()
+    standin.enqueue(json.dumps({"answer": "sent"}))
+    lm = lm_for(standin)
+    try:
+        with ts.context(callbacks=[scrubber]):
+            ts.Predict(Ask, lm=lm)(question="mail bob@example.com")
+    finally:
+        lm.close()
+
+    (sent,) = standin.requests
+    assert "bob@example.com" in sent["messages"][-1]["content"]
+    assert "temperature" not in sent
+    assert "bob@example.com" in last_exchanges(1)[0].body["messages"][-1]["content"]
+    assert "[email]" in scrubber.logged[0]  # the hook saw its own edit
+
+
+@pytest.mark.parametrize("n", [-1, 1.5, "2", None, True, float("nan")])
+def test_the_history_asked_for_no_whole_number_says_so(n: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"inspect_history\(n="):
+        ts.inspect_history(n)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"last_exchanges\(n="):
+        last_exchanges(n)  # type: ignore[arg-type]
+
+
+def test_the_identification_log_names_the_base_url_without_its_password(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with FaultServer(Reply.completion('{"answer": "4"}')) as server:
+        url = server.url.replace("http://", f"http://user:{PASSWORD}@")
+        lm = ts.LM("m", base_url=url, api_key="sk-x", max_retries=0)
+        try:
+            with caplog.at_level(logging.INFO, "typedspy"):
+                lm.identify()
+        finally:
+            lm.close()
+
+    (line,) = [r.getMessage() for r in caplog.records if "gets profile" in r.getMessage()]
+    assert PASSWORD not in line
+    assert "[redacted]@127.0.0.1" in line
+
+
+@pytest.mark.parametrize("timeout", [1e10, 1e308])
+def test_a_timeout_no_socket_takes_is_refused_naming_it(
+    timeout: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ConfigurationError, match=r"LM\(timeout=.*at most \d+ seconds"):
+        ts.LM("m", base_url="http://127.0.0.1:9/v1", api_key="k", timeout=timeout)
+    with FaultServer(Reply.completion('{"answer": "4"}')) as server:
+        status = probe_main([server.url, "--timeout", str(timeout)])
+    assert status == 2
+    assert "LM.aprobe(timeout=" in capsys.readouterr().err
