@@ -135,3 +135,33 @@ def test_content_that_cannot_be_rendered_keeps_the_span(
     assert span["gen_ai.workflow.name"] == "Echo"
     assert span["typedspy.inputs"].startswith(recorded)
     assert no_callback_failed(caplog)
+
+
+def utf8_failures(exporter: Any) -> list[str]:
+    """The attributes of the finished spans an exporter could not encode as UTF-8."""
+    failures = []
+    for span in exporter.get_finished_spans():
+        for key, value in dict(span.attributes).items():
+            for text in value if isinstance(value, tuple) else (value,):
+                if isinstance(text, str):
+                    try:
+                        text.encode()
+                    except UnicodeEncodeError:
+                        failures.append(f"{span.name}: {key}")
+    return failures
+
+
+def test_a_lone_surrogate_in_prompt_or_reply_reaches_no_span_attribute() -> None:
+    callback, exporter = traced(capture_content=True)
+    with StandIn() as server:
+        server.enqueue('{"answer": "half \ud83d an emoji"}')  # sent escaped in the body's JSON
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", max_retries=0)
+        try:
+            with ts.context(callbacks=[callback]):
+                ts.Predict(Ask, lm=lm)(question="half \ud800 an emoji")
+        finally:
+            lm.close()
+    assert utf8_failures(exporter) == []
+    chat = spans(exporter)["chat standin-1"]
+    assert "half \ufffd an emoji" in chat["gen_ai.input.messages"]
+    assert "half \ufffd an emoji" in chat["gen_ai.output.messages"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
+from typedspy._text import encodable
 from typedspy._version import __version__
 from typedspy.callbacks import BaseCallback
 from typedspy.errors import ConfigurationError
@@ -107,7 +108,7 @@ class OpenTelemetry(BaseCallback):
         with self._lock:  # open before its attributes: nothing they do loses the span
             self._open[call_id] = _Open(span, token, tool=tool)
         if span.is_recording():  # a no-op tracer costs no attribute work
-            span.set_attributes(dict(attributes()))
+            span.set_attributes(_encodable(attributes()))
         return span
 
     def _end(self, call_id: str, exception: BaseException | None) -> _Open | None:
@@ -138,7 +139,7 @@ class OpenTelemetry(BaseCallback):
         if self.capture_content:
             event["typedspy.question"] = exception.question
         span.set_attribute("typedspy.paused", True)
-        span.add_event("typedspy.paused", event)
+        span.add_event("typedspy.paused", _encodable(event))
 
     # -- modules --
 
@@ -217,7 +218,7 @@ class OpenTelemetry(BaseCallback):
                 kind=self._trace.SpanKind.CLIENT,
             )
         if span.is_recording():
-            span.set_attributes(self._request_attributes(instance, request))
+            span.set_attributes(_encodable(self._request_attributes(instance, request)))
 
     def _request_attributes(self, lm: BaseLM, request: LMRequest) -> dict[str, Any]:
         sent = {**lm.defaults, **request.params}  # the LM's defaults, under the call's
@@ -247,7 +248,7 @@ class OpenTelemetry(BaseCallback):
             return
         span = entry.span
         if response is not None and span.is_recording():
-            span.set_attributes(self._response_attributes(response))
+            span.set_attributes(_encodable(self._response_attributes(response)))
         if entry.owned:
             self._end(call_id, exception)
         else:
@@ -298,7 +299,7 @@ class OpenTelemetry(BaseCallback):
             if entry is not None and entry.span.is_recording():
                 tool = entry.tool
                 result = _json(outputs, lambda v: observation(v, tool), text=True)
-                entry.span.set_attribute("gen_ai.tool.call.result", result)
+                entry.span.set_attribute("gen_ai.tool.call.result", encodable(result))
         self._end(call_id, exception)
 
 
@@ -388,6 +389,23 @@ def _server(url: str) -> dict[str, Any]:
     if not host:
         return {}
     return {"server.address": host} | ({"server.port": port} if port else {})
+
+
+def _encodable(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """``attributes`` with lone surrogates in their text replaced (`encodable`).
+
+    A server's or a model's text may hold one (an escaped half emoji in its JSON); exporters
+    encode attributes as UTF-8, and one that cannot be encoded failed the export of its batch.
+    """
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if isinstance(value, str):
+            value = encodable(value)
+        elif isinstance(value, (list, tuple)):
+            items = cast("list[object]", value)
+            value = [encodable(v) if isinstance(v, str) else v for v in items]
+        out[key] = value
+    return out
 
 
 def _json(
