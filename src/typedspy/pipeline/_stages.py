@@ -6,16 +6,10 @@ Embedding requests (`KNNFewShot`, `embed`) pass the same cache, budget and rate 
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import uuid
-from collections.abc import (
-    AsyncGenerator,
-    Awaitable,
-    Callable,
-    Coroutine,
-    Generator,
-    Sequence,
-)
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from typedspy._deadline import note_request
@@ -95,19 +89,28 @@ def notify(callbacks: tuple[object, ...], method: str, *args: object) -> None:
         if handler is None:
             continue
         try:
-            returned = handler(*args)
+            returned: object = handler(*args)
         except Exception:
             logger.warning("callback %r raised in %s; ignored", callback, method, exc_info=True)
             continue
-        if isinstance(returned, (Coroutine, Generator, AsyncGenerator)):
-            if not isinstance(returned, AsyncGenerator):  # one never started needs no closing
-                returned.close()
-            logger.warning(
-                "callback %r returned a %s from %s: hooks are called, never awaited; ignored",
-                callback,
-                type(returned).__name__,
-                method,
-            )
+        if returned is not None and any(is_(returned) for is_ in _UNRUN):
+            _unrun(callback, method, returned)
+
+
+_UNRUN = (inspect.isawaitable, inspect.isgenerator, inspect.isasyncgen)
+"""What a hook hands back when it was written to be awaited or iterated, not called."""
+
+
+def _unrun(callback: object, method: str, returned: object) -> None:
+    """Log what a hook handed back instead of running, closed unrun where it can be."""
+    if inspect.iscoroutine(returned) or inspect.isgenerator(returned):
+        returned.close()
+    logger.warning(
+        "callback %r returned a %s from %s: hooks are called, never awaited; ignored",
+        callback,
+        type(returned).__name__,
+        method,
+    )
 
 
 class Record(Stage):
