@@ -5,7 +5,6 @@ Embedding requests (`KNNFewShot`, `embed`) pass the same cache, budget and rate 
 
 from __future__ import annotations
 
-import copy
 import inspect
 import logging
 import uuid
@@ -25,7 +24,7 @@ from typedspy.limits import (
     record_sent,
     usage_counted,
 )
-from typedspy.lm import BaseLM, EmbeddingResponse, LMRequest, LMResponse
+from typedspy.lm import BaseLM, EmbeddingResponse, LMResponse
 from typedspy.pipeline._exchange import Exchange, Stage
 from typedspy.pipeline._history import HISTORY, Entry
 from typedspy.settings import Settings, get_settings
@@ -41,11 +40,7 @@ _Reply = TypeVar("_Reply", LMResponse, EmbeddingResponse)
 
 
 class Observe(Stage):
-    """Callbacks' ``on_lm_start`` and ``on_lm_end``: they watch beside the path, never send.
-
-    ``on_lm_start`` is handed a copy of the request: a hook that edits what it was given (a
-    logger scrubbing a prompt in place) changes its copy, never what is sent.
-    """
+    """Callbacks' ``on_lm_start`` and ``on_lm_end``: they watch beside the path, never send."""
 
     def __init__(self, callbacks: tuple[object, ...]) -> None:
         self.callbacks = callbacks
@@ -56,7 +51,7 @@ class Observe(Stage):
         return cls(settings.callbacks) if settings.callbacks else None
 
     async def enter(self, exchange: Exchange) -> LMResponse | None:
-        self._notify("on_lm_start", exchange.lm, _copied(exchange.request))
+        self._notify("on_lm_start", exchange.lm, exchange.request)
         return None
 
     async def leave(self, exchange: Exchange) -> None:
@@ -67,15 +62,6 @@ class Observe(Stage):
 
     def _notify(self, method: str, *args: object) -> None:
         notify(self.callbacks, method, self.call_id, *args)
-
-
-def _copied(request: LMRequest) -> LMRequest:
-    """A copy of ``request`` to hand an observer (the request itself if it cannot be copied)."""
-    try:
-        return copy.deepcopy(request)
-    except Exception:  # a parameter's value that refuses copying: not the observer's to break
-        logger.debug("request parameters cannot be copied; callbacks see the request itself")
-        return request
 
 
 def notify(callbacks: tuple[object, ...], method: str, *args: object) -> None:
