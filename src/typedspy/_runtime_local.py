@@ -4,7 +4,10 @@ A synchronous call made from a thread that runs no event loop runs its coroutine
 thread's own loop, created on first use and reused by every later sync call of the thread
 (pooled connections stay bound to the loop that opened them, so a loop per call would not do).
 The loop runs only while a sync call of its thread is in progress, and nothing but that call's
-tasks runs on it; no thread hand-off is made.
+tasks runs on it; no thread hand-off is made. The one exception is a sync stream started here
+and consumed (or closed) on another thread, as a web server's thread pool does: the thread
+waiting for its next item runs this loop in turn (`_Loop.driving`), one thread at a time, so a
+call of this thread meanwhile waits for that item, and the other way round.
 
 The call's first task is its *root task* (`is_root`): `LM` sends the root task's requests that
 no deadline bounds with the SDK's blocking client, on the calling thread, since nothing else
@@ -24,10 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from typedspy._runtime_thread import WAIT_SLICE, as_coroutine, finish
@@ -40,22 +44,59 @@ T = TypeVar("T")
 class _Loop:
     """A thread's loop, the seat of its sync calls; finished and closed when the thread ends.
 
-    As the seat of a `typedspy._runtime.Driver`, its calls run at once on the owning thread
-    (the loop is idle between sync calls) and its caller waits by running the loop.
+    Whichever thread waits for the loop runs it, one thread at a time (`_Loop.driving`): its
+    own thread during its sync calls, or another thread consuming a sync stream this thread
+    started (a web server's thread pool calls ``next()`` from any free worker). As the seat of
+    a `typedspy._runtime.Driver`, its calls are queued to the loop, which runs them as its
+    caller waits.
     """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.roots: set[asyncio.Task[Any]] = set()
-        self.thread = threading.get_ident()
         self.future = self.loop.create_future
-        self.wait = self.loop.run_until_complete  # the caller waits by running the loop
+        self._turn = threading.Condition()
+        self._driver: int | None = None  # the thread running the loop, if one does
         _tick(self.loop, contextvars.Context())
 
+    @contextlib.contextmanager
+    def driving(self, until: asyncio.Future[Any] | None = None) -> Iterator[bool]:
+        """Hold the turn to run the loop; another thread holding it is waited for first.
+
+        Yields False instead when ``until`` got done meanwhile (its task ran in the other
+        thread's turn), so a thread the loop's own call waits for never waits for that call.
+        Re-entered on the thread running the loop, it yields True: asyncio then refuses to
+        run the loop again, as it always did.
+        """
+        me = threading.get_ident()
+        if self._driver == me:
+            yield True
+            return
+        with self._turn:
+            while self._driver is not None and not (until is not None and until.done()):
+                self._turn.wait(WAIT_SLICE)
+            mine = self._driver is None
+            if mine:
+                self._driver = me
+        if not mine:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with self._turn:
+                self._driver = None
+                self._turn.notify_all()
+
+    def wait(self, future: asyncio.Future[T]) -> T:
+        """Run the loop until ``future`` is done (in this thread's turn); its result."""
+        with self.driving(future) as turn:
+            return self.loop.run_until_complete(future) if turn else future.result()
+
     def call(self, function: Callable[..., object], *args: object) -> None:
-        if threading.get_ident() == self.thread:
+        if self._driver == threading.get_ident():
             function(*args)
-        else:  # a generator dropped on another thread: let it end on this loop's own
+        else:  # run by the loop once a waiting thread runs it
             self.loop.call_soon_threadsafe(function, *args)
 
     def spawn(
@@ -67,8 +108,8 @@ class _Loop:
         return task
 
     def can_wait(self) -> bool:
-        # Not when collected on another thread, nor during another call (it ends in that one).
-        return threading.get_ident() == self.thread and not self.loop.is_running()
+        # Not while this thread runs this loop (it ends in that call) or another one.
+        return self._driver != threading.get_ident() and not _running_here()
 
     def finish(self) -> None:
         loop = self.loop
@@ -165,17 +206,26 @@ def run_here(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
     """
     here = own_loop()
     ctx = contextvars.copy_context()
-    task = ctx.run(here.loop.create_task, ctx.run(as_coroutine, awaitable))
-    here.roots.add(task)
+    with here.driving():
+        task = ctx.run(here.loop.create_task, ctx.run(as_coroutine, awaitable))
+        here.roots.add(task)
+        try:
+            return here.loop.run_until_complete(task)
+        except (KeyboardInterrupt, SystemExit):
+            if not task.done():
+                task.cancel()
+                try:
+                    here.loop.run_until_complete(task)
+                except (Exception, asyncio.CancelledError, SystemExit):
+                    pass  # the first one is the news
+            raise
+        finally:
+            here.roots.discard(task)
+
+
+def _running_here() -> bool:
     try:
-        return here.wait(task)
-    except (KeyboardInterrupt, SystemExit):
-        if not task.done():
-            task.cancel()
-            try:
-                here.wait(task)
-            except (Exception, asyncio.CancelledError, SystemExit):
-                pass  # the first one is the news
-        raise
-    finally:
-        here.roots.discard(task)
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
