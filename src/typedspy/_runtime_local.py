@@ -6,7 +6,7 @@ thread's own loop, created on first use and reused by every later sync call of t
 The loop runs only while a sync call of its thread is in progress, and nothing but that call's
 tasks runs on it; no thread hand-off is made. The one exception is a sync stream started here
 and consumed (or closed) on another thread, as a web server's thread pool does: the thread
-waiting for its next item runs this loop in turn (`_Loop.driving`), one thread at a time, so a
+waiting for its next item runs this loop in turn (`_Loop.take`), one thread at a time, so a
 call of this thread meanwhile waits for that item, and the other way round.
 
 The call's first task is its *root task* (`is_root`): `LM` sends the root task's requests that
@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from typedspy._runtime_thread import WAIT_SLICE, as_coroutine, finish
@@ -44,7 +43,7 @@ T = TypeVar("T")
 class _Loop:
     """A thread's loop, the seat of its sync calls; finished and closed when the thread ends.
 
-    Whichever thread waits for the loop runs it, one thread at a time (`_Loop.driving`): its
+    Whichever thread waits for the loop runs it, one thread at a time (`_Loop.take`): its
     own thread during its sync calls, or another thread consuming a sync stream this thread
     started (a web server's thread pool calls ``next()`` from any free worker). As the seat of
     a `typedspy._runtime.Driver`, its calls are queued to the loop, which runs them as its
@@ -55,48 +54,53 @@ class _Loop:
         self.loop = asyncio.new_event_loop()
         self.roots: set[asyncio.Task[Any]] = set()
         self.future = self.loop.create_future
-        self._turn = threading.Condition()
-        self._driver: int | None = None  # the thread running the loop, if one does
+        self._turn = threading.Lock()  # held by the thread running the loop
+        self._driver: int | None = None  # that thread, if one does
         _tick(self.loop, contextvars.Context())
 
-    @contextlib.contextmanager
-    def driving(self, until: asyncio.Future[Any] | None = None) -> Iterator[bool]:
-        """Hold the turn to run the loop; another thread holding it is waited for first.
+    def take(self, until: asyncio.Future[Any] | None = None) -> bool | None:
+        """Take the turn to run the loop, waiting while another thread holds it.
 
-        Yields False instead when ``until`` got done meanwhile (its task ran in the other
-        thread's turn), so a thread the loop's own call waits for never waits for that call.
-        Re-entered on the thread running the loop, it yields True: asyncio then refuses to
-        run the loop again, as it always did.
+        Returns True when taken (`give` it back), None when this thread already holds it
+        (asyncio then refuses to run the loop again, as it always did), False when ``until``
+        got done meanwhile: its task ran in the other thread's turn, so a thread the loop's
+        own call waits for never waits for that call.
         """
         me = threading.get_ident()
         if self._driver == me:
-            yield True
-            return
-        with self._turn:
-            while self._driver is not None and not (until is not None and until.done()):
-                self._turn.wait(WAIT_SLICE)
-            mine = self._driver is None
-            if mine:
-                self._driver = me
-        if not mine:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            with self._turn:
-                self._driver = None
-                self._turn.notify_all()
+            return None
+        while not self._turn.acquire(timeout=WAIT_SLICE):
+            if until is not None and until.done():
+                return False
+        self._driver = me
+        return True
+
+    def give(self) -> None:
+        """Give back the turn `take` took."""
+        self._driver = None
+        self._turn.release()
 
     def wait(self, future: asyncio.Future[T]) -> T:
         """Run the loop until ``future`` is done (in this thread's turn); its result."""
-        with self.driving(future) as turn:
-            return self.loop.run_until_complete(future) if turn else future.result()
+        took = self.take(future)
+        if took is False:
+            return future.result()
+        try:
+            return self.loop.run_until_complete(future)
+        finally:
+            if took:
+                self.give()
 
     def call(self, function: Callable[..., object], *args: object) -> None:
+        """Run ``function`` on the loop: at once when this thread runs it or it is idle."""
         if self._driver == threading.get_ident():
             function(*args)
-        else:  # run by the loop once a waiting thread runs it
+        elif self._turn.acquire(blocking=False):  # idle: nothing else touches it meanwhile
+            try:
+                function(*args)
+            finally:
+                self._turn.release()
+        else:  # run by the thread running the loop
             self.loop.call_soon_threadsafe(function, *args)
 
     def spawn(
@@ -206,7 +210,8 @@ def run_here(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
     """
     here = own_loop()
     ctx = contextvars.copy_context()
-    with here.driving():
+    took = here.take()
+    try:
         task = ctx.run(here.loop.create_task, ctx.run(as_coroutine, awaitable))
         here.roots.add(task)
         try:
@@ -221,6 +226,9 @@ def run_here(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
             raise
         finally:
             here.roots.discard(task)
+    finally:
+        if took:
+            here.give()
 
 
 def _running_here() -> bool:
