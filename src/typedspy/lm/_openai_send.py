@@ -519,6 +519,10 @@ def _lm_error(exc: openai.OpenAIError, *, where: str, redact: Callable[[str], st
         detail = exc.body["message"]
     detail = redact(detail)[:500]
     status, code, param = exc.status_code, exc.code, exc.param
+    # Text, as the error's fields are typed: llama-server sends its status as a number in
+    # `code`, which the current SDK turns into "400" and openai 1.40 hands on as the int 400.
+    code = None if code is None else str(code)
+    param = None if param is None else str(param)
     label = f" ({code})" if code else ""
     if isinstance(exc, openai.RateLimitError):
         return LMRateLimitError(
