@@ -400,3 +400,24 @@ def test_chain_of_thought_and_react_batch_too(llm: respx.MockRouter) -> None:
 
     assert [(p.reasoning, p.answer) for p in thought] == [("think", q) for q in "ABC"]  # type: ignore[union-attr]
     assert [p.answer for p in acted] == ["A", "B", "C"]  # type: ignore[union-attr]
+
+
+class Cancelling(ts.Module):
+    """An item whose own code meets a cancelled future (the batch itself is not cancelled)."""
+
+    async def aforward(self, number: int) -> int:
+        if number == 1:
+            future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            future.cancel()
+            return await future
+        return number * 2
+
+
+def test_an_item_that_raises_cancelled_error_by_itself_fails_alone() -> None:
+    # It ended the whole batch: the runner let every BaseException through, and a
+    # CancelledError the item's own code met read as the batch's cancellation.
+    result = Cancelling().batch([{"number": n} for n in range(3)])
+    assert [item.result for item in result.items if item.error is None] == [0, 4]
+    error = result.items[1].error
+    assert isinstance(error, RuntimeError) and "item 1 raised CancelledError" in str(error)
+    assert isinstance(error.__cause__, asyncio.CancelledError)
