@@ -27,7 +27,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from typing import Any, Generic, Protocol, TypeVar
 
-from typedspy._runtime_local import is_root, own_loop, own_loop_running, run_here
+from typedspy._runtime_local import is_root, loop_running, own_loop, own_loop_running, run_here
 from typedspy._runtime_thread import (
     LOOP,
     BackgroundSeat,
@@ -75,7 +75,7 @@ def run_sync(awaitable: Awaitable[T] | Callable[[], Awaitable[T]], *, async_name
         ConfigurationError: Called from one of typedspy's loops itself (in code that typedspy
             runs there), where waiting would deadlock; the coroutine is closed without running.
     """
-    if not _loop_running():  # so not one of typedspy's loops either
+    if not loop_running():  # so not one of typedspy's loops either
         return run_here(awaitable)
     _refuse_on_own_loop(awaitable, async_name)
     return run_on_thread(awaitable)
@@ -104,7 +104,7 @@ def iterate_sync(
     Raises:
         ConfigurationError: Called from one of typedspy's loops itself.
     """
-    if not _loop_running():
+    if not loop_running():
         return iter(Driver(factory, own_loop()))
     _refuse_on_own_loop(None, async_name, iterating=True)
     return iter(Driver(factory, BackgroundSeat()))
@@ -179,14 +179,6 @@ def background_loop() -> asyncio.AbstractEventLoop | None:
 def background_started() -> bool:
     """True once typedspy's background loop runs (a sync call was made inside a running loop)."""
     return LOOP.current() is not None
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def _refuse_on_own_loop(awaitable: object, async_name: str, *, iterating: bool = False) -> None:

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from typedspy._runtime_thread import WAIT_SLICE, as_coroutine, finish
 
-__all__ = ["is_root", "own_loop", "own_loop_running", "run_here"]
+__all__ = ["is_root", "loop_running", "own_loop", "own_loop_running", "run_here"]
 
 T = TypeVar("T")
 
@@ -46,8 +46,8 @@ class _Loop:
     Whichever thread waits for the loop runs it, one thread at a time (`_Loop.take`): its
     own thread during its sync calls, or another thread consuming a sync stream this thread
     started (a web server's thread pool calls ``next()`` from any free worker). As the seat of
-    a `typedspy._runtime.Driver`, its calls are queued to the loop, which runs them as its
-    caller waits.
+    a `typedspy._runtime.Driver`, its calls run at once when the loop is idle or this thread
+    runs it, and are queued to it otherwise; its caller waits by running the loop.
     """
 
     def __init__(self) -> None:
@@ -113,7 +113,7 @@ class _Loop:
 
     def can_wait(self) -> bool:
         # Not while this thread runs this loop (it ends in that call) or another one.
-        return self._driver != threading.get_ident() and not _running_here()
+        return self._driver != threading.get_ident() and not loop_running()
 
     def finish(self) -> None:
         loop = self.loop
@@ -231,7 +231,8 @@ def run_here(awaitable: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
             here.give()
 
 
-def _running_here() -> bool:
+def loop_running() -> bool:
+    """Whether this thread is running an event loop (any loop)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
