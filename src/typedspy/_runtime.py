@@ -44,8 +44,8 @@ __all__ = [
     "in_thread",
     "is_root",
     "iterate_sync",
+    "own_cancellation",
     "own_loop_running",
-    "raised",
     "relay_from_thread",
     "run_in_background",
     "run_sync",
@@ -163,10 +163,28 @@ def _carried(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
         return fn(*args, **kwargs)
     except _UNCARRIED as exc:
         name = str(getattr(fn, "__qualname__", type(fn).__qualname__)).rpartition("<locals>.")[2]
-        raise RuntimeError(raised(name, exc)) from exc
+        raise RuntimeError(_raised(name, exc)) from exc
 
 
-def raised(name: str, exc: BaseException) -> str:
+def own_cancellation(name: str, exc: asyncio.CancelledError) -> RuntimeError:
+    """The failure of ``name``, whose own code met ``exc`` (a future it awaited was cancelled).
+
+    Such a `CancelledError` must not read as the running task's cancellation: it becomes a
+    `RuntimeError` naming ``name``, from ``exc``.
+
+    Raises:
+        asyncio.CancelledError: ``exc``, when the running task is being cancelled (a
+            deadline, the caller's cancel): then it is that cancellation.
+    """
+    task = asyncio.current_task()
+    if task is None or task.cancelling():
+        raise exc
+    failure = RuntimeError(_raised(name, exc))
+    failure.__cause__ = exc
+    return failure
+
+
+def _raised(name: str, exc: BaseException) -> str:
     """``"name raised KindOfError: message"`` (without the colon when there is no message)."""
     return f"{name} raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
 

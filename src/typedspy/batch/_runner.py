@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict
 
-from typedspy._runtime import raised
+from typedspy._runtime import own_cancellation
 from typedspy._types import Usage
 from typedspy.batch._result import BatchItem, BatchResult, failure_kind
 from typedspy.errors import (
@@ -232,15 +232,8 @@ class _Run:
                 result = await _within(self.timeout, lambda: module.acall(**inputs))
             except Exception as exc:  # the item's outcome; BaseExceptions end the batch
                 result = exc
-            except asyncio.CancelledError as exc:
-                task = asyncio.current_task()
-                if task is None or task.cancelling():
-                    raise  # the batch is cancelled (its caller's, a deadline)
-                # The item's own (a future it awaited was cancelled): its failure, which must
-                # not read as the whole batch's cancellation.
-                failure = RuntimeError(raised(f"item {index}", exc))
-                failure.__cause__ = exc
-                result = failure
+            except asyncio.CancelledError as exc:  # the batch's own, or the item's code's
+                result = own_cancellation(f"item {index}", exc)
         seconds = time.perf_counter() - start
         return BatchItem(index, inputs, result, meter.usage, meter.requests, meter.cached, seconds)
 

@@ -18,7 +18,7 @@ from typing import Any, SupportsIndex, overload
 
 from pydantic import BaseModel
 
-from typedspy._runtime import in_thread, raised, run_sync
+from typedspy._runtime import in_thread, own_cancellation, run_sync
 from typedspy.errors import ToolError
 from typedspy.program import Module
 from typedspy.schema import compile_schema
@@ -335,13 +335,8 @@ class Tool:
                 result = await in_thread(self.impl, **arguments)
             if inspect.isawaitable(result):
                 result = await result
-        except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is None or task.cancelling():
-                raise  # this call is being cancelled (a deadline, a caller's cancel)
-            # The implementation's own (a future it awaited was cancelled): a failure of the
-            # tool, which must not read as this call's cancellation.
-            raise RuntimeError(raised(self.name, exc)) from exc
+        except asyncio.CancelledError as exc:  # the call's own, or the implementation's
+            raise own_cancellation(self.name, exc) from exc
         return check_result(self.name, self.signature, result, self._result_models)
 
 
