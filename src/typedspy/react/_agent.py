@@ -39,7 +39,6 @@ from typedspy.engine import (
 )
 from typedspy.errors import (
     ConfigurationError,
-    LMContextLengthError,
     LMUnsupportedFeatureError,
     OutputDecodeError,
     OutputValidationError,
@@ -325,23 +324,18 @@ class ReAct(Module, Generic[SigT, InputsT]):
         A native step is an attempt of the engine's loop (`NativeStep`); an endpoint that
         refuses a feature gets the step again without it (`_step_down`), and one that says the
         request does not fit the context window gets it again without the oldest step still
-        sent (`Run.cut_one`, ADR-094).
+        sent (`Run.fitted`, ADR-094).
         """
         step: TrajectoryStep | None = None
-        while True:
-            events = stepping_down(
-                lambda: self._ask(run, stream), lambda e: self._step_down(run, e)
-            )
-            try:
-                async with closing(events) as items:
-                    async for item in items:
-                        if isinstance(item, Done):
-                            step = item.value
-                        else:
-                            yield item
-                break
-            except LMContextLengthError as exc:
-                run.cut_one(exc)  # bounded: one step more each time, raised when none is left
+        events = run.fitted(
+            lambda: stepping_down(lambda: self._ask(run, stream), lambda e: self._step_down(run, e))
+        )
+        async with closing(events) as items:
+            async for item in items:
+                if isinstance(item, Done):
+                    step = item.value
+                else:
+                    yield item
         if step is not None:
             async with closing(run.run_calls(step, 0)) as calls:
                 async for event in calls:

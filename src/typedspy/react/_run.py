@@ -98,6 +98,7 @@ logger = logging.getLogger("typedspy")
 
 
 SigT = TypeVar("SigT", bound=Signature)
+T = TypeVar("T")
 
 
 FINISH = "finish"
@@ -181,7 +182,7 @@ class Run(Generic[SigT]):
         union_steps: The union fallback's step signatures built so far, by the tools they
             offer (`union_step`).
         cut: How many of the oldest steps the requests leave out, after the endpoint said a
-            request did not fit the context window (`cut_one`, ADR-094).
+            request did not fit the context window (`fitted`, ADR-094).
     """
 
     agent: ReAct[SigT, ...]
@@ -230,23 +231,30 @@ class Run(Generic[SigT]):
         spent = Spent(self.usage.total_tokens)
         self.attempts = Attempts(self.lm, RetryPolicy(max_retries=2), self.requests, spent=spent)
 
-    def cut_one(self, error: LMContextLengthError) -> None:
-        """Leave the oldest step still sent out of the requests, after ``error`` (ADR-094).
+    async def fitted(self, make: Callable[[], AsyncIterator[T]]) -> AsyncIterator[T]:
+        """``make()``'s items, made again while the request does not fit the context window.
 
-        Raises:
-            LMContextLengthError: ``error``, when no step is left to leave out.
+        Each time the endpoint says so, the oldest step still sent is left out (ADR-094) and a
+        warning logged; bounded by the steps, the error is raised when none is left to leave out.
         """
-        if self.cut >= len(self.trajectory):
-            raise error
-        self.cut += 1
-        logger.warning(
-            "%s: the request did not fit %s's context window; ReAct leaves the oldest %d "
-            "step(s) of %d out of its requests and asks again",
-            self.signature.__name__,
-            self.lm.model,
-            self.cut,
-            len(self.trajectory),
-        )
+        while True:
+            try:
+                async with closing(make()) as items:
+                    async for item in items:
+                        yield item
+                return
+            except LMContextLengthError:
+                if self.cut >= len(self.trajectory):
+                    raise
+                self.cut += 1
+                logger.warning(
+                    "%s: the request did not fit %s's context window; ReAct leaves the oldest "
+                    "%d step(s) of %d out of its requests and asks again",
+                    self.signature.__name__,
+                    self.lm.model,
+                    self.cut,
+                    len(self.trajectory),
+                )
 
     @property
     def signature(self) -> type[SigT]:
@@ -327,26 +335,25 @@ class Run(Generic[SigT]):
 
         A copy of the agent's ``extract`` predictor makes the request; callbacks see the call
         as that predictor's (optimizers trace it). A trajectory past the context window is cut
-        from its oldest step until it fits (`cut_one`).
+        from its oldest step until it fits (`fitted`).
         """
         template = self.agent.extract
-        pred: Any = None
-        while pred is None:
+
+        def extraction() -> AsyncIterator[StreamEvent | Prediction[Any]]:
             inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text(self.cut)}
-            events = callbacks.module_call(
+            return callbacks.module_call(
                 template, inputs, self.predicted(copy.copy(template), stream)
             )
-            try:
-                async with closing(events):
-                    async for event in events:
-                        if isinstance(event, Prediction):
-                            pred = event
-                        elif isinstance(event, PartialPrediction):  # as the agent's outputs
-                            yield PartialPrediction(event.values, event.in_progress, self.signature)
-                        else:
-                            yield event
-            except LMContextLengthError as exc:
-                self.cut_one(exc)  # bounded: one step more each time, raised when none is left
+
+        pred: Any = None
+        async with closing(self.fitted(extraction)) as events:
+            async for event in events:
+                if isinstance(event, Prediction):
+                    pred = event
+                elif isinstance(event, PartialPrediction):  # as the agent's outputs
+                    yield PartialPrediction(event.values, event.in_progress, self.signature)
+                else:
+                    yield event
         self.record(pred.usage, pred.completion)
         yield self.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
 

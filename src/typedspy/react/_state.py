@@ -139,7 +139,7 @@ class Trajectory(list[TrajectoryStep]):
         return messages
 
     def to_text(self, cut: int = 0) -> str:
-        """The steps as plain text, for prompts that cannot carry tool messages (see `cut`)."""
+        """The steps as plain text, for prompts without tool messages (``cut``: as above)."""
         if not self:
             return "(no steps yet)"
         blocks = [_cut_note(cut)] if cut else []
