@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from typedspy._scope import JSON_DEPTH, Saved, current
+from typedspy._text import encodable
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -114,30 +115,33 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def first_not_json(
-    value: Any, *, most: int = 10_000
+    value: Any, *, most: int = 10_000, max_depth: int = MAX_JSON_DEPTH, utf8: bool = False
 ) -> tuple[tuple[str | int, ...], object, str] | None:
     """The path, value and reason of the first thing inside ``value`` JSON cannot carry.
 
     A NaN or infinite float, a value other than a string, number, boolean, None, mapping, list
     or tuple (a set, bytes, an ``object()``, a model), a mapping key other than a string or an
-    integer, or nesting deeper than `MAX_JSON_DEPTH` (a structure that contains itself).
-    Walked without recursion, ``most`` values at the most.
+    integer, or nesting deeper than ``max_depth`` (a structure that contains itself). With
+    ``utf8`` (values sent as they are, not through ``json.dumps``), text UTF-8 cannot encode
+    (a lone surrogate) and integer keys too. Walked without recursion, ``most`` values at most.
     """
     pending: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
     while pending and most > 0:
         most -= 1
         path, item = pending.pop()
-        if len(path) > MAX_JSON_DEPTH:
-            why = f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth), or contains itself"
-            return path[:1], item, why
+        if len(path) > max_depth:
+            why = " (max_json_depth), or contains itself" if max_depth == MAX_JSON_DEPTH else ""
+            return path[:1], item, f"nested deeper than {max_depth} levels{why}"
         if isinstance(item, (str, int)) or item is None:  # bool is an int
-            continue
-        if isinstance(item, float):
+            if utf8 and isinstance(item, str) and encodable(item) is not item:
+                return path, item, "text with a lone surrogate, which UTF-8 cannot encode"
+        elif isinstance(item, float):
             if not math.isfinite(item):
-                return path, item, "JSON has no NaN or infinity"
+                return path, item, "JSON has no such number"
         elif isinstance(item, Mapping):
             for key, sub in cast("Mapping[object, Any]", item).items():
-                if not isinstance(key, (str, int)) or isinstance(key, bool):
+                text = isinstance(key, str) and (not utf8 or encodable(key) is key)
+                if not text and (utf8 or not isinstance(key, int) or isinstance(key, bool)):
                     return path, key, f"the key {key!r} is not JSON text"
                 pending.append(((*path, str(key)), sub))
         elif isinstance(item, (list, tuple)):

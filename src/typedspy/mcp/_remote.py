@@ -22,17 +22,17 @@ from __future__ import annotations
 import copy
 import json
 import keyword
-import math
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import mcp_types as types
 from pydantic import Field, WithJsonSchema
 from pydantic.fields import FieldInfo
 
+from typedspy._json import first_not_json
 from typedspy._json import loads as bounded_loads
 from typedspy._runtime import run_sync
-from typedspy._text import encodable
 from typedspy._types import FieldError
 from typedspy.errors import SchemaError, ToolArgumentsError, ToolError
 from typedspy.mcp._jsonschema import Checker
@@ -134,10 +134,14 @@ class RemoteTool(Tool):
             if info.alias and info.alias != name
         }
         value = {renamed.get(key, key): item for key, item in value.items()}
-        unsendable = _unsendable(value)
-        if unsendable is not None:
+        # Before the schema: a NaN went as null, a lone surrogate (half an emoji a model
+        # escaped) broke the stdio connection, a cycle or deep nesting was the SDK's ValueError.
+        found = first_not_json(value, most=sys.maxsize, max_depth=_MAX_DEPTH, utf8=True)
+        if found is not None:
+            path, item, why = found
+            at = FieldError(path, f"{item}: {why}" if isinstance(item, float) else why)
             raise ToolArgumentsError(
-                f"{self.name}: invalid arguments: {unsendable}", tool=self.name, errors=[unsendable]
+                f"{self.name}: invalid arguments: {at}", tool=self.name, errors=[at]
             )
         errors = self._inputs.errors(value)
         nulls = {key for key, item in value.items() if item is None}
@@ -266,36 +270,6 @@ def _decode(tool: str, arguments: object) -> dict[str, Any]:
     if isinstance(value, Mapping):
         return dict(value)
     raise _bad(tool, f"arguments must be a JSON object, got {type(value).__name__}")
-
-
-def _unsendable(arguments: dict[str, Any]) -> FieldError | None:
-    """The first value in ``arguments`` that JSON cannot carry or the SDK cannot send.
-
-    Checked before the schema: a NaN went as null, a lone surrogate (half an emoji a model
-    escaped) broke the stdio connection, and a cycle or deep nesting was the SDK's bare
-    ValueError. No recursion: a cycle is nesting past the limit.
-    """
-    pending: list[tuple[tuple[str | int, ...], Any]] = [((), arguments)]
-    while pending:
-        path, item = pending.pop()
-        if len(path) > _MAX_DEPTH:
-            return FieldError(path[:1], f"nested deeper than {_MAX_DEPTH} levels")
-        if isinstance(item, str):
-            if encodable(item) is not item:
-                return FieldError(path, "text with a lone surrogate, which UTF-8 cannot encode")
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                return FieldError(path, f"{item}: JSON has no such number")
-        elif isinstance(item, Mapping):
-            for key, sub in cast("Mapping[object, Any]", item).items():
-                if not isinstance(key, str) or encodable(key) is not key:
-                    return FieldError(path, f"the key {key!r} is not JSON text")
-                pending.append(((*path, key), sub))
-        elif isinstance(item, (list, tuple)):
-            pending += [((*path, i), sub) for i, sub in enumerate(cast("Sequence[Any]", item))]
-        elif item is not None and not isinstance(item, int):  # bool is an int
-            return FieldError(path, f"{type(item).__name__} is no JSON value")
-    return None
 
 
 def _bad(tool: str, message: str) -> ToolArgumentsError:
