@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from typedspy._json import MAX_JSON_DEPTH, loads
-from typedspy._types import Usage
+from typedspy._types import Usage, first_error
 from typedspy.errors import LMResponseError
 from typedspy.lm import EmbeddingResponse, LMResponse
 
@@ -111,10 +111,7 @@ def _validated(model: type[_E], text: str) -> _E:
     try:
         return model.model_validate(loads(text, max_depth=MAX_JSON_DEPTH))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"])) or "<root>"
-        raise BadEntry(
-            f"not a {model.__name__} ({exc.error_count()} errors; {where}: {first['msg']})"
-        ) from None
+        count = exc.error_count()
+        raise BadEntry(f"not a {model.__name__} ({count} errors; {first_error(exc)})") from None
     except ValueError as exc:  # not JSON, or past a limit (JSONLimitError names it)
         raise BadEntry(f"not JSON: {exc}") from None
