@@ -16,7 +16,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from typedspy.schema import (
@@ -107,30 +107,21 @@ class Reply:
     usage: dict[str, int] | None = None
 
 
+@dataclass
 class Responder:
     """Decides the answer to each request; thread-safe."""
 
-    def __init__(
-        self,
-        *,
-        supports_json_schema: bool,
-        supports_tools: bool,
-        seed: int,
-        model: str,
-        answer: Callable[[dict[str, Any]], Reply | str | dict[str, Any] | None] | None = None,
-        quirks: Quirks | None = None,
-    ) -> None:
-        self.answer = answer
-        self.quirks = quirks or Quirks()
-        self.supports_json_schema = supports_json_schema
-        self.supports_tools = supports_tools
-        self.seed = seed
-        self.model = model
-        self._lock = threading.Lock()
-        self._queue: deque[Reply | str | dict[str, Any]] = deque()
-        self._count = 0
-        self._spoiled = 0
-        self.mismatches: list[str] = []
+    supports_json_schema: bool
+    supports_tools: bool
+    seed: int
+    model: str
+    answer: Callable[[dict[str, Any]], Reply | str | dict[str, Any] | None] | None = None
+    quirks: Quirks = field(default_factory=Quirks)
+    mismatches: list[str] = field(default_factory=list[str], init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _queue: deque[Reply | str | dict[str, Any]] = field(default_factory=deque, init=False)
+    _count: int = field(default=0, init=False)
+    _spoiled: int = field(default=0, init=False)
 
     def enqueue(self, *replies: Reply | str | dict[str, Any]) -> None:
         with self._lock:

@@ -114,7 +114,7 @@ class StandIn:
             seed=seed,
             model=model,
             answer=answer,
-            quirks=quirks,
+            quirks=quirks or Quirks(),
         )
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
