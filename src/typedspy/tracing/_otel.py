@@ -111,6 +111,15 @@ class OpenTelemetry(BaseCallback):
             span.set_attributes(_encodable(attributes()))
         return span
 
+    def _chat(self, call_id: str, lm: BaseLM, extra: Mapping[str, Any]) -> Span:
+        """Open ``chat {model}`` (kind ``CLIENT``): the LM's attributes and ``extra``."""
+        return self._start(
+            call_id,
+            f"chat {lm.model}",
+            lambda: {**_lm_attributes(lm), **extra},
+            kind=self._trace.SpanKind.CLIENT,
+        )
+
     def _end(self, call_id: str, exception: BaseException | None) -> _Open | None:
         with self._lock:
             entry = self._open.pop(call_id, None)
@@ -173,12 +182,7 @@ class OpenTelemetry(BaseCallback):
 
     def on_attempt_start(self, call_id: str, instance: BaseLM, number: int) -> None:
         """Open ``chat {model}`` for one attempt; its request fills in the rest."""
-        span = self._start(
-            call_id,
-            f"chat {instance.model}",
-            lambda: {**_lm_attributes(instance), "typedspy.attempt": number},
-            kind=self._trace.SpanKind.CLIENT,
-        )
+        span = self._chat(call_id, instance, {"typedspy.attempt": number})
         if span.is_recording():
             with self._lock:
                 self._attempts[id(span)] = span
@@ -211,12 +215,7 @@ class OpenTelemetry(BaseCallback):
             if attempt:
                 self._open[call_id] = _Open(span, None, owned=False)
         if not attempt:
-            span = self._start(
-                call_id,
-                f"chat {instance.model}",
-                lambda: _lm_attributes(instance),
-                kind=self._trace.SpanKind.CLIENT,
-            )
+            span = self._chat(call_id, instance, {})
         if span.is_recording():
             span.set_attributes(_encodable(self._request_attributes(instance, request)))
 
