@@ -292,10 +292,7 @@ class Cache(abc.ABC):
         try:
             await self._write(key, text(now), now)
         except StoreFailure as exc:
-            self._write_failed(exc)
-
-    def _write_failed(self, exc: StoreFailure) -> None:
-        self._failures.report("writing an entry", str(exc), "the reply was not stored")
+            self._failures.report("writing an entry", str(exc), "the reply was not stored")
 
     def _decoded(
         self, key: str, text: str | None, read: Callable[[str], _Found], strict: bool

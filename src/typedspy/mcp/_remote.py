@@ -221,13 +221,10 @@ class RemoteTool(Tool):
             )
         errors = self._outputs.errors(structured)
         if errors:
-            raise RemoteResultError(_violations(self.name, errors), tool=self.name, errors=errors)
+            shown = "; ".join(str(e) for e in errors[:5])
+            message = f"{self.name} returned a result that violates its own outputSchema: {shown}"
+            raise RemoteResultError(message, tool=self.name, errors=errors)
         return structured
-
-
-def _violations(tool: str, errors: list[FieldError]) -> str:
-    shown = "; ".join(str(e) for e in errors[:5])
-    return f"{tool} returned a result that violates its own outputSchema: {shown}"
 
 
 def _reported_error(tool: str, result: types.CallToolResult) -> Exception:
