@@ -285,18 +285,6 @@ class Cache(abc.ABC):
         except StoreFailure as exc:
             self._failed(key, str(exc), strict)
             return None
-        return self._decoded(key, text, read, strict)
-
-    async def _store(self, key: str, text: Callable[[float], str]) -> None:
-        now = time.time()
-        try:
-            await self._write(key, text(now), now)
-        except StoreFailure as exc:
-            self._failures.report("writing an entry", str(exc), "the reply was not stored")
-
-    def _decoded(
-        self, key: str, text: str | None, read: Callable[[str], _Found], strict: bool
-    ) -> _Found | None:
         if text is None:
             self.misses += 1
             return None
@@ -307,6 +295,13 @@ class Cache(abc.ABC):
             return None
         self.hits += 1
         return found
+
+    async def _store(self, key: str, text: Callable[[float], str]) -> None:
+        now = time.time()
+        try:
+            await self._write(key, text(now), now)
+        except StoreFailure as exc:
+            self._failures.report("writing an entry", str(exc), "the reply was not stored")
 
     def _failed(self, key: str, cause: str, strict: bool) -> None:
         self.misses += 1

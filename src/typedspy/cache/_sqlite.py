@@ -201,16 +201,18 @@ class _File:
             return self._queue_flush(worker)
 
     def count(self) -> int:
-        return self._ready().call(lambda: self._flushed(self._count))
+        sql = "SELECT count(*) FROM responses"
+        return self._ready().call(lambda: int(self._flushed(sql).fetchone()[0]))
 
     def clear(self) -> None:
         with self._lock:
             self._pending.clear()
             self._touched.clear()
-        self._ready().call(lambda: self._flushed(self._delete_all))
+        self._ready().call(lambda: self._flushed("DELETE FROM responses"))
 
     def purge(self, oldest: float) -> int:
-        return self._ready().call(lambda: self._flushed(lambda: self._delete_older(oldest)))
+        sql = "DELETE FROM responses WHERE created < ?"
+        return self._ready().call(lambda: self._flushed(sql, oldest).rowcount)
 
     def close(self) -> None:
         """Commit the queued writes, close the connection, end the thread (once)."""
@@ -306,10 +308,11 @@ class _File:
                 self._queue_flush(self._worker)
         return str(row[0])
 
-    def _flushed(self, then: Callable[[], _T]) -> _T:
+    def _flushed(self, sql: str, *params: object) -> sqlite3.Cursor:
+        """Commit the queued writes, then run ``sql``."""
         self._flush()
         try:
-            return then()
+            return self._connection().execute(sql, params)
         except sqlite3.Error as exc:
             raise StoreFailure(str(exc)) from exc
 
@@ -356,16 +359,6 @@ class _File:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
             raise
-
-    def _count(self) -> int:
-        return int(self._connection().execute("SELECT count(*) FROM responses").fetchone()[0])
-
-    def _delete_all(self) -> None:
-        self._connection().execute("DELETE FROM responses")
-
-    def _delete_older(self, oldest: float) -> int:
-        cursor = self._connection().execute("DELETE FROM responses WHERE created < ?", (oldest,))
-        return cursor.rowcount
 
     def _shutdown(self) -> None:
         self._flush()
