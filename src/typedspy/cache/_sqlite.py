@@ -27,7 +27,6 @@ import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
-from types import TracebackType
 from typing import Any, TypeVar
 
 from typedspy.cache._base import Cache, FailureLog, StoreFailure
@@ -106,12 +105,7 @@ class SQLiteCache(Cache):
     def __enter__(self) -> SQLiteCache:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def clear(self) -> None:

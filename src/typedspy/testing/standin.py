@@ -21,7 +21,6 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import FrameType
 from typing import Any
 
 from typedspy.lm import forget
@@ -413,11 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         quirks=Quirks.of(args.quirks) if args.quirks else None,
     )
     done = threading.Event()
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        done.set()
-
-    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGTERM, lambda signum, frame: done.set())
     with server:
         print(f"typedspy stand-in listening on {server.base_url}", flush=True)
         try:
