@@ -279,7 +279,33 @@ class RemoteTools:
         with anyio.CancelScope() as scope:
             self._in_flight.add(scope)
             try:
-                return await self._send_once(name, arguments)
+                return await self._client.call_tool(name, arguments)
+            except MCPError as exc:
+                raise RemoteToolError(
+                    f"{name}: the MCP server answered with an error: {exc}",
+                    tool=name,
+                    kind="protocol",
+                ) from exc
+            except RuntimeError as exc:  # the SDK checks results against the outputSchema too
+                errors = violation_errors(exc.__cause__)
+                if errors or "structured content" in str(exc):
+                    shown = "; ".join(str(e) for e in errors) or str(exc)
+                    raise RemoteResultError(
+                        f"{name} returned a result that violates its own outputSchema: {shown}",
+                        tool=name,
+                        errors=errors,
+                    ) from exc
+                raise RemoteToolError(f"{name}: {exc}", tool=name, kind="protocol") from exc
+            except pydantic.ValidationError as exc:
+                raise RemoteResultError(
+                    f"{name}: the server's reply is not a valid tools/call result", tool=name
+                ) from exc
+            except _LOST as exc:
+                raise RemoteToolError(
+                    f"{name}: the connection to the MCP server was lost: {type(exc).__name__}",
+                    tool=name,
+                    kind="connection",
+                ) from exc
             finally:
                 self._in_flight.discard(scope)
         raise RemoteToolError(
@@ -288,34 +314,6 @@ class RemoteTools:
             tool=name,
             kind="protocol",
         )
-
-    async def _send_once(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        try:
-            return await self._client.call_tool(name, arguments)
-        except MCPError as exc:
-            raise RemoteToolError(
-                f"{name}: the MCP server answered with an error: {exc}", tool=name, kind="protocol"
-            ) from exc
-        except RuntimeError as exc:  # the SDK checks results against the outputSchema too
-            errors = violation_errors(exc.__cause__)
-            if errors or "structured content" in str(exc):
-                shown = "; ".join(str(e) for e in errors) or str(exc)
-                raise RemoteResultError(
-                    f"{name} returned a result that violates its own outputSchema: {shown}",
-                    tool=name,
-                    errors=errors,
-                ) from exc
-            raise RemoteToolError(f"{name}: {exc}", tool=name, kind="protocol") from exc
-        except pydantic.ValidationError as exc:
-            raise RemoteResultError(
-                f"{name}: the server's reply is not a valid tools/call result", tool=name
-            ) from exc
-        except _LOST as exc:
-            raise RemoteToolError(
-                f"{name}: the connection to the MCP server was lost: {type(exc).__name__}",
-                tool=name,
-                kind="connection",
-            ) from exc
 
 
 tools = RemoteTools

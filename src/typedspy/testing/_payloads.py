@@ -165,13 +165,8 @@ def chat_chunk(
     Returns:
         The chunk as a dict.
     """
-    delta: dict[str, Any] = {}
-    if role is not None:
-        delta["role"] = role
-    if content is not None:
-        delta["content"] = content
-    if refusal is not None:
-        delta["refusal"] = refusal
+    given = {"role": role, "content": content, "refusal": refusal}
+    delta: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
     if tool_calls:
         delta["tool_calls"] = [_tool_call_delta(piece) for piece in tool_calls]
     chunk: dict[str, Any] = {
@@ -250,14 +245,9 @@ def _tool_call_delta(piece: Mapping[str, Any]) -> dict[str, Any]:
     if "function" in piece:
         return dict(piece)
     out: dict[str, Any] = {"index": piece.get("index", 0)}
-    function: dict[str, Any] = {}
     if "id" in piece:
-        out["id"] = piece["id"]
-        out["type"] = "function"
-    if "name" in piece:
-        function["name"] = piece["name"]
-    if "arguments" in piece:
-        function["arguments"] = piece["arguments"]
+        out |= {"id": piece["id"], "type": "function"}
+    function = {key: piece[key] for key in ("name", "arguments") if key in piece}
     if function:
         out["function"] = function
     return out
