@@ -67,13 +67,6 @@ class LenientDecodeError(Exception):
 
 # -- the strict fast path: JSON through the C decoder, when it suffices --
 
-_TRUNCATION_MESSAGES = {
-    "Expecting value": "expected a value",
-    "Expecting ',' delimiter": "expected ',' or a closing bracket",
-    "Expecting ':' delimiter": "expected ':' after a property name",
-    "Expecting property name enclosed in double quotes": "expected a property name",
-}
-
 
 class _NotStrictError(Exception):
     """A NaN / Infinity token: accepted by json, but a repair here."""
@@ -124,41 +117,6 @@ def scan_strict(
     if text.find("\\u", start, end) >= 0 and _SURROGATE_ESCAPE.search(text, start, end):
         return None  # json keeps lone surrogates; they become U+FFFD here
     return value, end
-
-
-def _strict_truncated(text: str, start: int) -> tuple[object, int] | None:
-    """Settle a truncated strict-JSON root object at C speed; None when it is another case.
-
-    Raises:
-        LenientDecodeError: The text is strict JSON cut off where no brace can be supplied.
-    """
-    if nesting_exceeds(text, active_depth(), start):
-        return None  # the lenient parser reports it; json would recurse that deep
-    body = text[start:]
-    try:
-        _STRICT.raw_decode(body)
-        return None
-    except json.JSONDecodeError as exc:
-        unterminated = exc.msg.startswith("Unterminated string")
-        if not unterminated and exc.pos < len(body):
-            return None  # not strict JSON (or not cut off): the lenient parser decides
-        where, what = start + exc.pos, _TRUNCATION_MESSAGES.get(exc.msg, exc.msg)
-    except (ValueError, RecursionError, _NotStrictError):
-        return None
-    if unterminated:
-        message = f"truncated JSON: unterminated string at offset {where}"
-        raise LenientDecodeError(message, where, "truncated")
-    trimmed = body.rstrip()
-    trimmed = trimmed[:-1] if trimmed.endswith(",") else trimmed
-    # A number running into the end of the text may have lost digits, so it is not complete.
-    if not body[-1].isdigit():
-        try:
-            value, end = _STRICT.raw_decode(trimmed + "}")
-        except (ValueError, RecursionError, _NotStrictError):
-            value, end = None, -1
-        if end == len(trimmed) + 1 and isinstance(value, dict) and value:
-            return (value, len(text)) if scan_strict(trimmed + "}", 0) else None
-    raise LenientDecodeError(f"truncated JSON: {what} at offset {where}", where, "truncated")
 
 
 # -- the lenient parser --
@@ -455,10 +413,6 @@ def scan_value(
         strict = scan_strict(text, pos, limit, sliced=stop is not None)
         if strict is not None:
             return strict[0], strict[1], parser.repaired
-        if allow_truncated_root and limit == len(text) and text[pos] == "{":
-            cut = _strict_truncated(text, pos)
-            if cut is not None:
-                return cut[0], cut[1], True
     value, end = parser.parse(pos, allow_truncated_root)
     return value, end, parser.repaired
 
