@@ -26,12 +26,19 @@ from pydantic.fields import FieldInfo
 from typedspy.errors import SchemaError
 from typedspy.signature._dispatch import is_model
 
-__all__ = ["check_output_types", "check_resolved", "no_json_schema", "unsupported_type"]
+__all__ = [
+    "check_output_types",
+    "check_resolved",
+    "no_json_schema",
+    "type_parts",
+    "unsupported_type",
+    "walk_types",
+]
 
 _Path = tuple[str, ...]
 
 
-def _parts(tp: Any) -> Iterator[Any]:
+def type_parts(tp: Any) -> Iterator[Any]:
     """``tp`` and every type named inside it (not inside models; Literal values skipped)."""
     stack = [tp]
     while stack:
@@ -45,20 +52,20 @@ def _parts(tp: Any) -> Iterator[Any]:
             stack.extend(reversed(get_args(current)))
 
 
-def _walk(tp: Any, path: _Path, seen: set[type[BaseModel]]) -> Iterator[tuple[Any, _Path]]:
+def walk_types(tp: Any, path: _Path, seen: set[type[BaseModel]]) -> Iterator[tuple[Any, _Path]]:
     """Every type in ``tp`` and in the fields of the models it names, with the path to it."""
-    for part in _parts(tp):
+    for part in type_parts(tp):
         yield part, path
         if is_model(part) and part not in seen:
             seen.add(part)
             for name, info in part.model_fields.items():
-                yield from _walk(info.annotation, (*path, name), seen)
+                yield from walk_types(info.annotation, (*path, name), seen)
 
 
 def _unresolved(tp: Any) -> bool:
     return any(
         isinstance(part, ForwardRef) or (is_model(part) and not part.__pydantic_complete__)
-        for part in _parts(tp)
+        for part in type_parts(tp)
     )
 
 
@@ -108,7 +115,7 @@ def check_output_types(name: str, outputs: Mapping[str, FieldInfo]) -> None:
     """
     seen: set[type[BaseModel]] = set()
     for field, info in outputs.items():
-        for part, path in _walk(info.annotation, (field,), seen):
+        for part, path in walk_types(info.annotation, (field,), seen):
             what = _not_json(part)
             if what is not None:
                 raise SchemaError(

@@ -36,6 +36,7 @@ __all__ = [
     "strip_type_key",
     "to_jsonable",
     "to_jsonable_fields",
+    "union_models",
     "unsendable",
     "user_discriminated",
     "wire_names",
@@ -273,7 +274,8 @@ def user_discriminated(metadata: list[Any] | tuple[Any, ...]) -> bool:
 # -- values written with their `_type` --
 
 
-def _union_models(annotation: Any) -> list[type[BaseModel]]:
+def union_models(annotation: Any) -> list[type[BaseModel]]:
+    """The models of union ``annotation`` when it has two or more non-null members (tagged)."""
     args = [a for a in get_args(annotation) if a is not type(None)]
     return [a for a in args if is_model(a)] if len(args) >= 2 else []
 
@@ -334,7 +336,7 @@ def _jsonable(value: Any, annotation: Any, room: int) -> Any:
             return _jsonable(value, _member_annotation(inner, value), room)
         return _jsonable(value, inner, room)
     if origin in (Union, types.UnionType):
-        models = _union_models(annotation)
+        models = union_models(annotation)
         if isinstance(value, BaseModel) and type(value) in models:
             name = wire_names(models)[models.index(type(value))]
             return _model(value, name, room)

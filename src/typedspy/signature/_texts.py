@@ -9,8 +9,8 @@ predictions are still instances of the user's own classes.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Mapping
-from typing import Any, get_args
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic.fields import FieldInfo
@@ -18,7 +18,8 @@ from pydantic.fields import FieldInfo
 from typedspy._text import encodable
 from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError
-from typedspy.signature._dispatch import is_model, is_union, qualified_name
+from typedspy.signature._declared import walk_types
+from typedspy.signature._dispatch import is_union, qualified_name, union_models
 from typedspy.signature._signature import Signature, set_member_docs
 
 __all__ = ["FieldTexts", "SignatureTexts", "texts_errors", "texts_of", "with_texts"]
@@ -67,32 +68,14 @@ def union_members(sig: type[Signature]) -> dict[str, type[BaseModel]]:
     found: list[type[BaseModel]] = []
     seen: set[type[BaseModel]] = set()
     for info in sig.output_fields.values():
-        for model in _members(info.annotation, seen):
-            if model not in found:
-                found.append(model)
+        for part, _ in walk_types(info.annotation, (), seen):
+            if is_union(part):
+                found += [m for m in union_models(part) if m not in found]
     short = [qualified_name(m) for m in found]
     return {
         (s if short.count(s) == 1 else f"{m.__module__}.{s}"): m
         for m, s in zip(found, short, strict=True)
     }
-
-
-def _members(tp: Any, seen: set[type[BaseModel]]) -> Iterator[type[BaseModel]]:
-    """Union members among the models ``tp`` reaches (each model walked once)."""
-    if is_model(tp):
-        if tp in seen:
-            return
-        seen.add(tp)
-        for info in tp.model_fields.values():
-            yield from _members(info.annotation, seen)
-        return
-    args = get_args(tp)
-    if is_union(tp):
-        non_null = [a for a in args if a is not type(None)]
-        if len(non_null) >= 2:
-            yield from (a for a in non_null if is_model(a))
-    for arg in args:
-        yield from _members(arg, seen)
 
 
 def _doc(model: type[BaseModel], sig: type[Signature]) -> str:

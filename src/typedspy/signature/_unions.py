@@ -35,6 +35,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import SkipJsonSchema
 
 from typedspy.errors import SchemaError
+from typedspy.signature._declared import type_parts
 from typedspy.signature._dispatch import (
     NOMATCH_TAG,
     OTHER_TAG,
@@ -46,6 +47,7 @@ from typedspy.signature._dispatch import (
     pairs_to_dict,
     qualified_name,
     strip_type_key,
+    union_models,
     user_discriminated,
     wire_names,
 )
@@ -72,23 +74,14 @@ class TypeRewriter:
 
     def _direct_needs(self, tp: Any, found: set[type[BaseModel]]) -> bool:
         """Whether ``tp`` itself holds a taggable union or dict; collects the models it names."""
-        if is_model(tp):
-            found.add(tp)
-            return False
-        origin, args = get_origin(tp), get_args(tp)
-        if origin is Annotated:
-            return self._direct_needs(args[0], found)
-        if origin is Literal or not args:
-            return False
         needs = False
-        if is_union(tp):
-            non_null = [a for a in args if a is not type(None)]
-            if len(non_null) >= 2 and any(is_model(a) for a in non_null):
+        for part in type_parts(tp):
+            if is_model(part):
+                found.add(part)
+            elif (is_union(part) and union_models(part)) or (
+                get_origin(part) in (dict, Mapping) and get_args(part)
+            ):
                 needs = True
-        if origin in (dict, Mapping):
-            needs = True
-        for arg in args:
-            needs = self._direct_needs(arg, found) or needs
         return needs
 
     def _analyse(self, root: Any) -> None:
