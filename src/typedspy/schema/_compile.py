@@ -19,7 +19,7 @@ from typedspy.schema._render import render_shape
 from typedspy.schema.targets._notes import restate, with_notes
 from typedspy.schema.targets.json_schema import to_json_schema
 from typedspy.schema.targets.openai_strict import to_openai_strict
-from typedspy.signature import Signature, TypeRewriter, no_json_schema
+from typedspy.signature import Signature, TypeRewriter, field_type_error
 
 __all__ = ["SCHEMA_COMPILER_VERSION", "CompiledSchema", "Target", "compile_schema"]
 
@@ -166,7 +166,7 @@ def compile_schema(obj: type, target: Target | str = "openai-strict") -> Compile
     try:
         neutral = _inline_root(neutral_schema(model))
     except PydanticInvalidForJsonSchema as exc:
-        raise no_json_schema(name, model.model_fields, exc) from exc
+        raise field_type_error(name, model.model_fields, exc) from exc
     _check_finite(neutral)
     # The json-schema target edits its input in place; keep a copy for the prompt shape.
     shape_source = None if target == "json-schema" else copy.deepcopy(neutral)

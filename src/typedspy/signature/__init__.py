@@ -1,6 +1,6 @@
 # The package's interface to typedspy's other packages (not public API): they import from the
 # package, never from its modules (ADR-034, checked by import-linter).
-from typedspy.signature._declared import no_json_schema as no_json_schema
+from typedspy.signature._declared import field_type_error as field_type_error
 from typedspy.signature._dispatch import NOMATCH_TAG as NOMATCH_TAG
 from typedspy.signature._dispatch import OTHER_TAG as OTHER_TAG
 from typedspy.signature._dispatch import TAG_PREFIX as TAG_PREFIX

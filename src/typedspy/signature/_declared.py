@@ -29,9 +29,8 @@ from typedspy.signature._dispatch import is_model
 __all__ = [
     "check_output_types",
     "check_resolved",
-    "no_json_schema",
+    "field_type_error",
     "type_parts",
-    "unsupported_type",
     "walk_types",
 ]
 
@@ -126,44 +125,30 @@ def check_output_types(name: str, outputs: Mapping[str, FieldInfo]) -> None:
                 )
 
 
-def unsupported_type(
-    name: str, fields: Mapping[str, FieldInfo], exc: PydanticSchemaGenerationError
-) -> SchemaError:
-    """The error for fields Pydantic cannot validate (an arbitrary class), naming the first."""
-    reason = str(exc).split(". ", 1)[0]
-    message = (
-        f"{reason}; a field's type must be one Pydantic validates (a model, a dataclass, str, "
-        "numbers, ...) or define __get_pydantic_core_schema__"
-    )
-    return _at_first_field(name, fields, TypeAdapter, PydanticSchemaGenerationError, message)
-
-
-def no_json_schema(
-    name: str, fields: Mapping[str, FieldInfo], exc: PydanticInvalidForJsonSchema
-) -> SchemaError:
-    """The error for outputs Pydantic has no JSON schema for, naming the first such field."""
-    reason = str(exc).split("\n", 1)[0]
-    message = (
-        f"no JSON schema for this output ({reason}); outputs must be JSON data: models, lists, "
-        "dicts, str, numbers, bool, Literal, enums"
-    )
-    return _at_first_field(
-        name,
-        fields,
-        lambda tp: TypeAdapter(tp).json_schema(),
-        PydanticInvalidForJsonSchema,
-        message,
-    )
-
-
-def _at_first_field(
+def field_type_error(
     name: str,
     fields: Mapping[str, FieldInfo],
-    probe: Callable[[Any], object],
-    error: type[Exception],
-    message: str,
+    exc: PydanticSchemaGenerationError | PydanticInvalidForJsonSchema,
 ) -> SchemaError:
-    """``message`` as a `SchemaError` naming the first field whose type ``probe`` fails on."""
+    """``exc`` as a `SchemaError` naming the first field it concerns.
+
+    A type Pydantic cannot validate (an arbitrary class), or an output it has no JSON schema for.
+    """
+    probe: Callable[[Any], object]
+    error: type[Exception]
+    if isinstance(exc, PydanticInvalidForJsonSchema):
+        reason = str(exc).split("\n", 1)[0]
+        message = (
+            f"no JSON schema for this output ({reason}); outputs must be JSON data: models, "
+            "lists, dicts, str, numbers, bool, Literal, enums"
+        )
+        probe, error = (lambda tp: TypeAdapter(tp).json_schema()), PydanticInvalidForJsonSchema
+    else:
+        message = (
+            f"{str(exc).split('. ', 1)[0]}; a field's type must be one Pydantic validates (a "
+            "model, a dataclass, str, numbers, ...) or define __get_pydantic_core_schema__"
+        )
+        probe, error = TypeAdapter, PydanticSchemaGenerationError
     for field, info in fields.items():
         annotation: Any = info.annotation
         try:

@@ -27,7 +27,7 @@ from typing_extensions import dataclass_transform
 
 from typedspy._text import encodable
 from typedspy.errors import SchemaError
-from typedspy.signature._declared import check_output_types, check_resolved, unsupported_type
+from typedspy.signature._declared import check_output_types, check_resolved, field_type_error
 from typedspy.signature._dispatch import TYPE_KEY, decode_json_once, is_model
 from typedspy.signature._fields import FieldRole, InputField, OutputField, role_of, without_role
 from typedspy.signature._unions import TypeRewriter
@@ -269,7 +269,7 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
             f"{cls.__name__}Outputs", outputs, rewriter, decode_strings=True
         )
     except PydanticSchemaGenerationError as exc:  # an arbitrary class: no validator for it
-        raise unsupported_type(cls.__name__, {**inputs, **outputs}, exc) from None
+        raise field_type_error(cls.__name__, {**inputs, **outputs}, exc) from None
     input_model.__typedspy_owner__ = (cls, "input_model")
     output_model.__typedspy_owner__ = (cls, "output_model")
     doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else ""
