@@ -70,9 +70,8 @@ class PartialParser:
     def __init__(self, sig: type[Signature], *, max_json_depth: int | None = None) -> None:
         self.signature = sig
         self._fields = sig.output_fields
-        self._reader = FieldValues(
-            sig, MAX_JSON_DEPTH if max_json_depth is None else max_json_depth
-        )
+        self.max_json_depth = MAX_JSON_DEPTH if max_json_depth is None else max_json_depth
+        self._reader = FieldValues(sig, self.max_json_depth)
         self._text = ""  # the text from `_base` on, not yet returned (before a JSON object)
         self._base = 0
         self._pieces: list[str] = []
@@ -87,15 +86,6 @@ class PartialParser:
         self._section: str | None = None  # markers: the section being written
         self._values: dict[str, Any] = {}
         self._shown: tuple[dict[str, Any], frozenset[str]] = ({}, frozenset())
-
-    @property
-    def max_json_depth(self) -> int:
-        """Deepest nesting read (see the class docstring)."""
-        return self._reader.max_json_depth
-
-    @max_json_depth.setter
-    def max_json_depth(self, value: int) -> None:
-        self._reader.max_json_depth = value
 
     @property
     def text(self) -> str:

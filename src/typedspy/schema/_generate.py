@@ -19,7 +19,7 @@ from pydantic_core import core_schema
 from typedspy.schema._patterns import DECIMAL, INTEGER
 from typedspy.signature import NOMATCH_TAG, OTHER_TAG, TAG_PREFIX, TYPE_KEY
 
-__all__ = ["JSONSchema", "iter_subschemas", "neutral_schema", "where"]
+__all__ = ["JSONSchema", "neutral_schema", "walk_schema", "where"]
 
 JSONSchema = dict[str, Any]
 _MARKER = "x-typedspy-tag"
@@ -65,7 +65,7 @@ class _TaggingGenerator(GenerateJsonSchema):
         return out
 
 
-def iter_subschemas(node: JSONSchema) -> Iterator[JSONSchema]:
+def _subschemas(node: JSONSchema) -> Iterator[JSONSchema]:
     """Direct sub-schemas of a schema node (properties, items, anyOf members, ...)."""
     for key in ("properties", "$defs", "patternProperties"):
         children = node.get(key)
@@ -87,12 +87,16 @@ def where(path: tuple[str | int, ...]) -> str:
     return "field " + ".".join(names) if names else "the output"
 
 
-def _walk(node: JSONSchema) -> Iterator[JSONSchema]:
-    stack = [node]
+def walk_schema(node: JSONSchema, *, defs: bool = True) -> Iterator[JSONSchema]:
+    """``node`` and every sub-schema in it, parents first (``defs=False``: not its ``$defs``).
+
+    A parent's sub-schemas are listed after it is yielded, so a caller may reshape it first.
+    """
+    stack = [node if defs else {k: v for k, v in node.items() if k != "$defs"}]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(iter_subschemas(current))
+        stack.extend(_subschemas(current))
 
 
 def _safe_name(name: str) -> str:
@@ -125,24 +129,17 @@ def neutral_schema(model: type[BaseModel]) -> JSONSchema:
         del node[_MARKER]
         node["$ref"] = _DEFS + key
 
-    for node in list(_walk_skip_defs(schema)):
+    for node in list(walk_schema(schema, defs=False)):
         if _MARKER in node:
             tag_node(node)
     done: set[str] = set()
     while len(done) < len(defs):  # tagging adds definitions, which may hold unions themselves
         for name in [n for n in defs if n not in done]:
             done.add(name)
-            for node in list(_walk(defs[name])):
+            for node in list(walk_schema(defs[name])):
                 if _MARKER in node:
                     tag_node(node)
     return _tidy_defs(schema, {key: wire for (_, wire), key in tagged.items()})
-
-
-def _walk_skip_defs(schema: JSONSchema) -> Iterator[JSONSchema]:
-    top = {k: v for k, v in schema.items() if k != "$defs"}
-    yield schema
-    for child in iter_subschemas(top):
-        yield from _walk(child)
 
 
 def _prepend_type(member: JSONSchema, wire: str) -> None:
@@ -154,9 +151,9 @@ def _prepend_type(member: JSONSchema, wire: str) -> None:
 def _reachable(schema: JSONSchema, defs: dict[str, JSONSchema]) -> set[str]:
     """The definitions that the schema's body refers to, directly or through other ones."""
     reachable: set[str] = set()
-    stack = [{k: v for k, v in schema.items() if k != "$defs"}]
+    stack = [schema]
     while stack:
-        for node in _walk(stack.pop()):
+        for node in walk_schema(stack.pop(), defs=False):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith(_DEFS):
                 name = ref[len(_DEFS) :]
@@ -186,7 +183,7 @@ def _tidy_defs(schema: JSONSchema, tagged_wire: dict[str, str]) -> JSONSchema:
             taken.add(new)
             renames[name] = new
     if renames:
-        for node in _walk({**schema, "$defs": kept}):
+        for node in walk_schema({**schema, "$defs": kept}):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref[len(_DEFS) :] in renames:
                 node["$ref"] = _DEFS + renames[ref[len(_DEFS) :]]

@@ -10,7 +10,7 @@ patterns of the values Pydantic accepts (engines allow a lower-case ``t`` and se
 
 from __future__ import annotations
 
-from typedspy.schema._generate import JSONSchema, iter_subschemas
+from typedspy.schema._generate import JSONSchema, walk_schema
 from typedspy.schema._patterns import DATE, DATE_TIME
 from typedspy.schema.targets._notes import restate, with_notes
 
@@ -20,9 +20,7 @@ __all__ = ["to_json_schema"]
 def to_json_schema(schema: JSONSchema, *, name: str) -> JSONSchema:
     """Strip titles, turn ``oneOf`` into ``anyOf``, and make the rest enforceable by engines."""
     del name  # every target takes it; this one needs no name-specific checks
-    stack = [schema]
-    while stack:
-        node = stack.pop()
+    for node in walk_schema(schema):
         title = node.get("title")
         if isinstance(title, str):
             del node["title"]
@@ -30,7 +28,6 @@ def to_json_schema(schema: JSONSchema, *, name: str) -> JSONSchema:
             node["anyOf"] = node.pop("oneOf")
             node.pop("discriminator", None)
         _enforceable(node)
-        stack.extend(iter_subschemas(node))
     return schema
 
 
