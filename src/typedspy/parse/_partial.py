@@ -74,7 +74,6 @@ class PartialParser:
         self._reader = FieldValues(sig, self.max_json_depth)
         self._text = ""  # the text from `_base` on, not yet returned (before a JSON object)
         self._base = 0
-        self._pieces: list[str] = []
         self._size = 0  # characters fed so far
         self._object = ObjectValues(self._reader.member, self._reader.open_member)
         self._sections = ObjectValues(self._reader.section, self._reader.open_section)
@@ -84,15 +83,7 @@ class PartialParser:
         self._owner: str | None = None  # the field the text fed so far ends in
         self._emitted = 0  # text before this index was returned by feed
         self._section: str | None = None  # markers: the section being written
-        self._values: dict[str, Any] = {}
         self._shown: tuple[dict[str, Any], frozenset[str]] = ({}, frozenset())
-
-    @property
-    def text(self) -> str:
-        """Everything fed so far."""
-        if len(self._pieces) > 1:
-            self._pieces = ["".join(self._pieces)]
-        return self._pieces[0] if self._pieces else ""
 
     @property
     def current(self) -> str | None:
@@ -113,7 +104,6 @@ class PartialParser:
         with depth_limit(self.max_json_depth):  # ADR-048 (so are `flush` and `values`)
             start = self._size
             self._size += len(piece)
-            self._pieces.append(piece)
             if self._scan is not None:  # a JSON object: only the new piece is looked at
                 return self._object_segments(piece, start)
             self._text += piece
@@ -140,12 +130,11 @@ class PartialParser:
 
     def values(self) -> dict[str, Any]:
         """The outputs as far as the text fed so far shows them (see the module docstring)."""
+        if self._mode is None:
+            return {}
         with depth_limit(self.max_json_depth):
-            if self._mode == "json":
-                self._values = self._object.values(final=self._final)
-            elif self._mode == "markers":
-                self._values = self._sections.values(final=self._final)
-        return dict(self._values)
+            read = self._object if self._mode == "json" else self._sections
+            return read.values(final=self._final)
 
     def news(self) -> dict[str, Any] | None:
         """`values`, when they changed since the last call (a field completing counts too)."""
