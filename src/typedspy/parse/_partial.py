@@ -256,7 +256,7 @@ class JsonScan:
         self.end = -1  # index after the closing brace, once seen
         self.pos = start  # how far the text was scanned
         self.member: str | None = None  # the depth-1 key whose value is being written
-        self._stack: list[str] = []
+        self._depth = 0  # brackets open
         self._in_string = False
         self._escaped = False
         self._key: list[str] | None = None  # the pieces of the object key being read
@@ -297,8 +297,7 @@ class JsonScan:
             return end + 1
         self._in_string = False
         if self._key is not None:
-            if len(self._stack) == 1:
-                self._last_key = _decode_key("".join(self._key))
+            self._last_key = _decode_key("".join(self._key))
             self._key = None
         return end + 1
 
@@ -321,30 +320,30 @@ class JsonScan:
         i = _PLAIN.match(text, i).end()  # type: ignore[union-attr]
         if i >= len(text):
             return i
-        char, stack = text[i], self._stack
+        char = text[i]
+        # Only depth one, the root object's members, matters: its keys are the only ones read.
         if char == '"':
             self._in_string = True
-            if self._expect_key and stack and stack[-1] == "{":
+            if self._expect_key and self._depth == 1:
                 self._key, self._key_length = [], 0
         elif char in "{[":
-            stack.append(char)
+            self._depth += 1
             self._expect_key = char == "{"
         elif char in "}]":
-            if stack:
-                stack.pop()
+            self._depth -= 1
             self._expect_key = False
-            if not stack:
+            if not self._depth:
                 self.end, self.member = offset + i + 1, None
                 changes.append((offset + i, None))
         elif char == ":":
             self._expect_key = False
-            if len(stack) == 1:
+            if self._depth == 1:
                 self.member = self._last_key
                 key = self._last_key
                 changes.append((offset + i + 1, key if key in fields else None))
         elif char == ",":
-            self._expect_key = bool(stack) and stack[-1] == "{"
-            if len(stack) == 1:
+            self._expect_key = self._depth == 1
+            if self._depth == 1:
                 self.member = None
                 changes.append((offset + i, None))
         return i + 1

@@ -6,6 +6,7 @@ import copyreg
 import inspect
 import re
 import sys
+from dataclasses import dataclass
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
@@ -35,25 +36,15 @@ from typedspy.signature._unions import TypeRewriter
 __all__ = ["Signature", "SignatureSpec", "build_signature", "set_member_docs"]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SignatureSpec:
     """What a signature class declares, computed once when the class is defined."""
 
-    __slots__ = ("input_fields", "input_model", "instructions", "output_fields", "output_model")
-
-    def __init__(
-        self,
-        *,
-        instructions: str,
-        input_fields: dict[str, FieldInfo],
-        output_fields: dict[str, FieldInfo],
-        input_model: type[BaseModel],
-        output_model: type[BaseModel],
-    ) -> None:
-        self.instructions = instructions
-        self.input_fields = input_fields
-        self.output_fields = output_fields
-        self.input_model = input_model
-        self.output_model = output_model
+    instructions: str
+    input_fields: dict[str, FieldInfo]
+    output_fields: dict[str, FieldInfo]
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
 
 
 # ADR-015: type checkers read a signature class like a dataclass whose __init__ takes the
