@@ -49,14 +49,13 @@ class ObjectValues:
 
     Args:
         complete: A complete field's validated value from its text (`UNSET`: left out).
-        partial: The open field's partial value from its text and the end of its text
-            (`UNSET`: nothing to show yet).
+        partial: The open field's partial value from its text (`UNSET`: nothing to show yet).
     """
 
     def __init__(
         self,
         complete: Callable[[str, str], Any],
-        partial: Callable[[str, str, str], Any],
+        partial: Callable[[str, str], Any],
     ) -> None:
         self._complete_value = complete
         self._partial = partial
@@ -64,20 +63,18 @@ class ObjectValues:
         self._key: str | None = None  # the field being written, if any
         self._parts: list[str] = []
         self._length = 0
-        self._tail = ""
         self._read_at = -1  # the open value's length when it was last read
         self._open: Any = UNSET
 
     def open(self, key: str) -> None:
         """The value of field ``key`` starts."""
-        self._key, self._parts, self._length, self._tail = key, [], 0, ""
+        self._key, self._parts, self._length = key, [], 0
         self._read_at, self._open = -1, UNSET
 
     def add(self, text: str) -> None:
         """More of the open value's text."""
         self._parts.append(text)
         self._length += len(text)
-        self._tail = (self._tail + text[-_TAIL:])[-_TAIL:]
 
     def close(self) -> None:
         """The open value ended: decode and validate it, once."""
@@ -111,7 +108,7 @@ class ObjectValues:
     def _read(self, key: str) -> Any:
         if len(self._parts) > 1:
             self._parts = ["".join(self._parts)]  # joined once, not at every reading
-        return self._partial(key, self._parts[0] if self._parts else "", self._tail)
+        return self._partial(key, self._parts[0] if self._parts else "")
 
 
 class FieldValues:
@@ -145,7 +142,7 @@ class FieldValues:
             return UNSET  # the final validation reports it
         return self._validated(name, raw)
 
-    def open_member(self, name: str, text: str, tail: str) -> Any:
+    def open_member(self, name: str, text: str) -> Any:
         """The JSON member being written, read as far as it goes, shaped by its annotation."""
         try:
             data = _from_json("[" + text, partial=True)
@@ -153,7 +150,7 @@ class FieldValues:
             return UNSET
         if not isinstance(data, list) or not data or self._too_deep(data[0], inside=1):
             return UNSET
-        _drop_open_type(data[0], tail)
+        _drop_open_type(data[0], text)
         return partial_value(self._fields[name].annotation, data[0])
 
     def section(self, name: str, text: str) -> Any:
@@ -162,7 +159,7 @@ class FieldValues:
         ok, decoded, _ = section_value(self._fields[name].annotation, body)
         return self._validated(name, decoded, key=body) if ok else UNSET
 
-    def open_section(self, name: str, text: str, tail: str) -> Any:
+    def open_section(self, name: str, text: str) -> Any:
         """The section being written: its text, or its partial JSON value."""
         value = _partial_section(self._fields[name].annotation, text.strip())
         return UNSET if self._too_deep(value, inside=0) else value
@@ -238,12 +235,12 @@ _OPEN_TYPE = re.compile(r'"_type"\s*:\s*"[^"]*$')
 _SEQUENCES = (list, tuple, set, frozenset)
 
 
-def _drop_open_type(value: Any, tail: str) -> None:
+def _drop_open_type(value: Any, text: str) -> None:
     """Remove the ``_type`` whose name is still arriving (the last key on the right edge).
 
-    Only when ``tail``, the end of the value's text, ends inside a ``_type`` value.
+    Only when ``text``, the value's text, ends inside a ``_type`` value.
     """
-    if not _OPEN_TYPE.search(tail):
+    if not _OPEN_TYPE.search(text, max(0, len(text) - _TAIL)):
         return
     while True:
         if isinstance(value, dict) and value:
@@ -270,7 +267,7 @@ def _partial_section(annotation: Any, body: str) -> Any:
         data = _from_json(body, partial=True)
     except ValueError:
         return UNSET
-    _drop_open_type(data, body[-_TAIL:])
+    _drop_open_type(data, body)
     return partial_value(annotation, data)
 
 
