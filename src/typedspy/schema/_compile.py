@@ -168,16 +168,11 @@ def compile_schema(obj: type, target: Target | str = "openai-strict") -> Compile
     except PydanticInvalidForJsonSchema as exc:
         raise field_type_error(name, model.model_fields, exc) from exc
     _check_finite(neutral)
-    # The json-schema target edits its input in place; keep a copy for the prompt shape.
-    shape_source = None if target == "json-schema" else copy.deepcopy(neutral)
-    schema = convert(neutral, name=name)
-    if shape_source is None:
-        shape_source = schema
-    else:
-        shape_source = to_json_schema(shape_source, name=name)
+    # The prompt shows the json-schema form (constraints kept), which edits its input in place.
+    shape_source = to_json_schema(copy.deepcopy(neutral), name=name)
     compiled = CompiledSchema(
         name=name,
-        schema=schema,
+        schema=convert(neutral, name=name),
         strict=strict,
         target=target,
         output_model=model,

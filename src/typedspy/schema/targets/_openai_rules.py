@@ -377,38 +377,37 @@ def limit_violations(m: SchemaMeasures) -> list[StrictViolation]:
         One violation per exceeded limit, worded like OpenAI's.
     """
     found: list[StrictViolation] = []
+
+    def over(message: str, path: Path = ()) -> None:
+        found.append(StrictViolation(path, message, "schema"))
+
     if m.truncated and m.depth <= MAX_NESTING_DEPTH:
-        message = f"schema has more than {MAX_WALK_NODES} sub-schemas and was not fully checked."
-        found.append(StrictViolation((), message, "schema"))
+        over(f"schema has more than {MAX_WALK_NODES} sub-schemas and was not fully checked.")
     if m.depth > MAX_NESTING_DEPTH:
-        message = f"{m.depth} levels of nesting exceeds limit of {MAX_NESTING_DEPTH}."
-        found.append(StrictViolation(m.deepest_path, message, "schema"))
+        over(f"{m.depth} levels of nesting exceeds limit of {MAX_NESTING_DEPTH}.", m.deepest_path)
     if m.properties > MAX_PROPERTIES:
         # "parameters" is what OpenAI's own message says, even for response_format.
-        message = f"{m.properties} parameters exceeds limit of {MAX_PROPERTIES}."
-        found.append(StrictViolation((), message, "schema"))
+        over(f"{m.properties} parameters exceeds limit of {MAX_PROPERTIES}.")
     if m.enum_values > MAX_ENUM_VALUES:
-        message = (
+        over(
             f"Expected at most {MAX_ENUM_VALUES} enum values in total within a single schema "
             f"when using structured outputs, but received {m.enum_values}. "
             f"Consider reducing the number of enums, {_OPT_OUT}"
         )
-        found.append(StrictViolation((), message, "schema"))
     for enum in m.large_enums:
         if enum.chars > MAX_LARGE_ENUM_CHARS:
-            message = (
+            over(
                 f"Expected at most {MAX_LARGE_ENUM_CHARS} total characters across enum values "
                 f"when there are more than {LARGE_ENUM_THRESHOLD} enum values, but received "
-                f"{enum.chars}. Consider reducing the number of enums, {_OPT_OUT}"
+                f"{enum.chars}. Consider reducing the number of enums, {_OPT_OUT}",
+                enum.path,
             )
-            found.append(StrictViolation(enum.path, message, "schema"))
     if m.string_budget > MAX_STRING_BUDGET:
-        message = (
+        over(
             f"Expected at most {MAX_STRING_BUDGET} total characters across property names, "
             f"definition names, enum values and const values, but received {m.string_budget}. "
             f"Consider shortening the schema, {_OPT_OUT}"
         )
-        found.append(StrictViolation((), message, "schema"))
     return found
 
 
