@@ -112,7 +112,7 @@ def _check_finite(schema: JSONSchema) -> None:
             node = cast("JSONSchema", value)
             if "default" in node and not _is_json(node["default"]):
                 notes: list[str] = []
-                restate(node, "default", notes)
+                restate(node, notes, "default")
                 with_notes(node, notes)
             stack.extend((v, (*path, k)) for k, v in node.items())
         elif isinstance(value, list):

@@ -15,21 +15,24 @@ def say(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def restate(node: JSONSchema, key: str, notes: list[str]) -> None:
-    """Remove an unsupported keyword, keeping its meaning as text for the model."""
-    value = node.pop(key)
-    phrases = {
-        "minLength": f"at least {value} characters",
-        "maxLength": f"at most {value} characters",
-        "uniqueItems": "items must be unique" if value else "",
-        "minProperties": f"at least {value} entries",
-        "maxProperties": f"at most {value} entries",
-        "format": f"format: {value}",
-        "default": f"default: {say(value)}",
-    }
-    phrase = phrases.get(key, f"{key}: {say(value)}")
-    if phrase:
-        notes.append(phrase)
+def restate(node: JSONSchema, notes: list[str], *keys: str) -> None:
+    """Remove the unsupported ``keys`` that ``node`` has, keeping their meaning as text."""
+    for key in keys:
+        if key not in node:
+            continue
+        value = node.pop(key)
+        phrases = {
+            "minLength": f"at least {value} characters",
+            "maxLength": f"at most {value} characters",
+            "uniqueItems": "items must be unique" if value else "",
+            "minProperties": f"at least {value} entries",
+            "maxProperties": f"at most {value} entries",
+            "format": f"format: {value}",
+            "default": f"default: {say(value)}",
+        }
+        phrase = phrases.get(key, f"{key}: {say(value)}")
+        if phrase:
+            notes.append(phrase)
 
 
 def with_notes(node: JSONSchema, notes: list[str]) -> JSONSchema:

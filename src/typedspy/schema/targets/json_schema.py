@@ -36,8 +36,7 @@ _FORMAT_PATTERNS = {"date-time": DATE_TIME, "date": DATE}
 
 def _enforceable(node: JSONSchema) -> None:
     notes: list[str] = []
-    if "uniqueItems" in node:
-        restate(node, "uniqueItems", notes)  # still checked locally (sets, validators)
+    restate(node, notes, "uniqueItems")  # still checked locally (sets, validators)
     pattern = _FORMAT_PATTERNS.get(node.get("format", ""))
     if pattern is not None and node.get("type") == "string" and "pattern" not in node:
         del node["format"]
