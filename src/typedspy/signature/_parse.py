@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import PydanticUserError
-from pydantic.fields import FieldInfo
 
 from typedspy.errors import SchemaError
 from typedspy.signature._fields import InputField, OutputField
@@ -172,16 +171,11 @@ def make_signature(
     overlap = inputs.keys() & outputs.keys()
     if overlap:
         raise SchemaError(f"field {sorted(overlap)[0]!r} is both an input and an output")
-
-    def info(factory: Any) -> FieldInfo:
-        made: FieldInfo = factory()
-        return made
-
     try:
         return build_signature(
             name or _derived_name(inputs, outputs),
-            {n: (tp, info(InputField)) for n, tp in inputs.items()},
-            {n: (tp, info(OutputField)) for n, tp in outputs.items()},
+            {n: (tp, InputField()) for n, tp in inputs.items()},
+            {n: (tp, OutputField()) for n, tp in outputs.items()},
             instructions,
         )
     except PydanticUserError as exc:  # e.g. an attribute that names no type: "a: str.upper"
