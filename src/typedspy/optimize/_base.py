@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import functools
 import logging
+import random
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,13 +16,13 @@ from typedspy.errors import ConfigurationError
 from typedspy.evaluation import EvaluationReport, Example, FieldMetric, Metric, aevaluate
 from typedspy.limits import Budget
 from typedspy.modules import Module
-from typedspy.optimize._stratify import Coverage, coverage
+from typedspy.optimize._stratify import Coverage, coverage, demo_class, spread
 from typedspy.optimize._verify import score_record
 from typedspy.program import ScoreRecord
 from typedspy.settings import context, get_settings
 from typedspy.signature import Signature
 
-__all__ = ["Optimizer", "Plan", "calls_per_run", "demo_for", "fresh_copy"]
+__all__ = ["Optimizer", "Plan", "calls_per_run", "demo_for", "fresh_copy", "pick_demos"]
 
 logger = logging.getLogger("typedspy")
 
@@ -201,6 +203,31 @@ def demo_for(signature: type[Signature], values: Mapping[str, Any]) -> dict[str,
     if any(f.is_required() and n not in demo for n, f in inputs.items()):
         return None
     return demo
+
+
+def pick_demos(
+    signature: type[Signature],
+    examples: Sequence[Mapping[str, Any]],
+    k: int,
+    *,
+    stratify: bool,
+    rng: random.Random | None = None,
+    after: Sequence[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Up to ``k`` demos for ``signature`` from ``examples``: the first, or a sample by ``rng``.
+
+    With ``stratify`` (ADR-082) they are spread over the output classes of the examples that
+    make demos, counting the classes ``after`` (demos already chosen) shows. An example that
+    makes no demo (`demo_for`) is dropped after the choice without ``stratify``.
+    """
+    if stratify:
+        key = functools.partial(demo_class, signature)
+        fits = [ex for ex in examples if demo_for(signature, ex) is not None]
+        chosen = spread(fits, k, key, rng, have=map(key, after))
+    else:
+        k = min(k, len(examples))
+        chosen = rng.sample(examples, k) if rng is not None else examples[:k]
+    return [d for d in (demo_for(signature, ex) for ex in chosen) if d is not None]
 
 
 def predictors(program: Module) -> list[tuple[str, Any]]:

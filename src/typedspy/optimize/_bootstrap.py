@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 from dataclasses import dataclass, field
@@ -27,10 +26,11 @@ from typedspy.optimize._base import (
     demo_for,
     estimate_tokens,
     fresh_copy,
+    pick_demos,
     predictors,
 )
 from typedspy.optimize._labeled import LabeledFewShot
-from typedspy.optimize._stratify import class_step, demo_class, spread
+from typedspy.optimize._stratify import class_step, demo_class
 
 __all__ = ["BootstrapFewShot", "BootstrapResult"]
 
@@ -253,19 +253,11 @@ class BootstrapFewShot(Optimizer):
         rng = random.Random(self.seed)
         for path, predictor in predictors(compiled):
             sig = predictor.signature
-            boot = [d for d in (demo_for(sig, d) for d in result.demos.get(path, [])) if d]
-            if not self.stratify:
-                chosen = boot[: self.max_bootstrapped_demos]
-                room = max(0, self.max_labeled_demos - len(chosen))
-                picked = rng.sample(rest, min(room, len(rest)))
-            else:
-                key = functools.partial(demo_class, sig)
-                chosen = spread(boot, self.max_bootstrapped_demos, key)
-                room = max(0, self.max_labeled_demos - len(chosen))
-                fits = [ex for ex in rest if demo_for(sig, ex) is not None]
-                picked = spread(fits, room, key, rng, have=map(key, chosen))
-            labeled = [demo_for(sig, ex) for ex in picked]
-            predictor.demos = chosen + [d for d in labeled if d is not None]
+            boot = [d for d in result.demos.get(path, []) if demo_for(sig, d)]
+            chosen = pick_demos(sig, boot, self.max_bootstrapped_demos, stratify=self.stratify)
+            room = max(0, self.max_labeled_demos - len(chosen))
+            labeled = pick_demos(sig, rest, room, stratify=self.stratify, rng=rng, after=chosen)
+            predictor.demos = chosen + labeled
         return compiled
 
 

@@ -9,7 +9,6 @@ completions); the vector math is numpy's (the ``typedspy[knn]`` extra, ADR-020).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self, cast
 
@@ -24,8 +23,15 @@ from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.limits import Budget
 from typedspy.lm import BaseLM
 from typedspy.modules import Module, demo_errors, typed_demo
-from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
-from typedspy.optimize._stratify import class_step, demo_class, spread
+from typedspy.optimize._base import (
+    Optimizer,
+    Plan,
+    demo_for,
+    fresh_copy,
+    pick_demos,
+    predictors,
+)
+from typedspy.optimize._stratify import class_step
 from typedspy.program import ProgramState, StateModel, state_error, too_deep, under
 from typedspy.settings import resolve_lm
 
@@ -56,6 +62,21 @@ def matrix(vectors: object) -> tuple[Any, str | None]:
     if not np_.isfinite(rows).all():
         return rows, "a value is not a finite number"
     return rows, None
+
+
+async def embedded(lm: BaseLM, model: str | None, texts: list[str], what: str) -> Any:
+    """``texts`` embedded through the request pipeline: unit rows, one per text (0 stays 0).
+
+    Raises:
+        LMResponseError: Vectors that are not finite, of different widths, or not one per text.
+    """
+    rows, problem = matrix(await pipeline.embed(lm, texts, model=model))
+    if problem is None and len(rows) != len(texts):
+        problem = f"{len(rows)} vectors for {len(texts)} texts"
+    if problem is not None:
+        raise LMResponseError(f"{model or lm.model}: the embeddings of {what}: {problem}")
+    norms = _numpy().linalg.norm(rows, axis=1, keepdims=True)
+    return rows / _numpy().where(norms == 0, 1.0, norms)
 
 
 def embedding_text(inputs: Mapping[str, Any]) -> str:
@@ -186,23 +207,16 @@ class KNNProgram(Module):
                 "KNNProgram has no training examples: compile it with ts.optimize.KNNFewShot, "
                 "or load a saved KNN program"
             )
-        np_ = _numpy()
         lm = resolve_lm(self._lm)
-        reply = await pipeline.embed(lm, [embedding_text(inputs)], model=self._embedding_model)
-        rows, problem = matrix(reply)
-        model = self._embedding_model or lm.model
-        if problem is not None or len(rows) != 1:
-            raise LMResponseError(f"{model}: the embedding of the inputs is unusable: {problem}")
-        [q] = rows
+        [q] = await embedded(lm, self._embedding_model, [embedding_text(inputs)], "the inputs")
         if len(q) != self._vectors.shape[1]:
             raise ConfigurationError(
-                f"KNNProgram: {model} embeds the inputs in {len(q)} values, the training "
-                f"examples were embedded in {self._vectors.shape[1]}: embed with the model "
-                "that embedded them (embedding_model=)"
+                f"KNNProgram: {self._embedding_model or lm.model} embeds the inputs in {len(q)} "
+                f"values, the training examples were embedded in {self._vectors.shape[1]}: "
+                "embed with the model that embedded them (embedding_model=)"
             )
-        norm = np_.linalg.norm(q)
-        sims = self._vectors @ (q / norm if norm else q)
-        order = np_.argsort(-sims, kind="stable")
+        sims = self._vectors @ q
+        order = _numpy().argsort(-sims, kind="stable")
         return [self.examples[int(i)] for i in order]
 
     async def aforward(self, **inputs: Any) -> Any:
@@ -211,13 +225,8 @@ class KNNProgram(Module):
         compiled = fresh_copy(self.program)
         for _, predictor in predictors(compiled):
             sig = predictor.signature
-            if self.stratify:
-                fits = [ex for ex in ranked if demo_for(sig, ex) is not None]
-                chosen = spread(fits, self.k, functools.partial(demo_class, sig))
-            else:
-                chosen = ranked[: self.k]
-            demos = [demo_for(sig, ex) for ex in chosen]
-            predictor.demos = [typed_demo(sig, d) for d in demos if d is not None]
+            demos = pick_demos(sig, ranked, self.k, stratify=self.stratify)
+            predictor.demos = [typed_demo(sig, d) for d in demos]
         return await compiled.acall(**inputs)
 
     def _dump(self) -> KNNProgramState:
@@ -324,17 +333,9 @@ class KNNFewShot(Optimizer):
         self, program: Module, items: list[Example], valset: list[Example] | None
     ) -> KNNProgram:
         """Embed the training inputs (one request) and return a `KNNProgram`."""
-        np_ = _numpy()
         lm = resolve_lm(self.lm)
         texts = [embedding_text(ex.inputs()) for ex in items]
-        raw, problem = matrix(await pipeline.embed(lm, texts, model=self.embedding_model))
-        if problem is None and len(raw) != len(texts):
-            problem = f"{len(raw)} vectors for {len(texts)} texts"
-        if problem is not None:
-            model = self.embedding_model or lm.model
-            raise LMResponseError(f"{model}: the embeddings of the training inputs: {problem}")
-        norms = np_.linalg.norm(raw, axis=1, keepdims=True)
-        vectors = raw / np_.where(norms == 0, 1.0, norms)
+        vectors = await embedded(lm, self.embedding_model, texts, "the training inputs")
         return KNNProgram(
             fresh_copy(program),
             items,

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import random
 
 from typedspy.errors import check_int
 from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.modules import Module
-from typedspy.optimize._base import Optimizer, Plan, demo_for, fresh_copy, predictors
-from typedspy.optimize._stratify import class_step, demo_class, spread
-from typedspy.signature import Signature
+from typedspy.optimize._base import Optimizer, Plan, fresh_copy, pick_demos, predictors
+from typedspy.optimize._stratify import class_step
 
 __all__ = ["LabeledFewShot"]
 
@@ -77,17 +75,8 @@ class LabeledFewShot(Optimizer):
         """A copy of ``program`` whose predictors have their demos picked from ``items``."""
         compiled = fresh_copy(program)
         for _, predictor in predictors(compiled):
-            sig = predictor.signature
-            demos = [demo_for(sig, ex) for ex in self.pick(items, sig)]
-            predictor.demos = [d for d in demos if d is not None]
+            rng = random.Random(self.seed) if self.sample else None
+            predictor.demos = pick_demos(
+                predictor.signature, items, self.k, stratify=self.stratify, rng=rng
+            )
         return compiled
-
-    def pick(self, items: list[Example], signature: type[Signature]) -> list[Example]:
-        """The examples chosen from ``items`` for a predictor of ``signature`` (seeded)."""
-        rng = random.Random(self.seed)
-        if not self.stratify:
-            k = min(self.k, len(items))
-            return rng.sample(items, k) if self.sample else items[:k]
-        fits = [ex for ex in items if demo_for(signature, ex) is not None]
-        key = functools.partial(demo_class, signature)
-        return spread(fits, self.k, key, rng if self.sample else None)
