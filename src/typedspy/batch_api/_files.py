@@ -149,7 +149,7 @@ async def aread_batch_file(
             except Exception as exc:  # the item's outcome, as in a live batch
                 scrub_chain(exc, lm.redact)
                 result = exc
-            used = lines is not None and lines.line is not None
+            used = lines is not None and len(lines[0]) == 1
             results.append(BatchItem(index, item, result, usage, 1 if used else 0))
     return BatchResult(results)
 
@@ -211,18 +211,8 @@ def _ids(custom_ids: Sequence[str] | None, count: int) -> list[str]:
     return ids
 
 
-class _Lines:
-    """The lines of an output file for one ``custom_id``: one, or (a duplicate) more."""
-
-    __slots__ = ("line", "numbers")
-
-    def __init__(self, number: int, line: Mapping[str, Any]) -> None:
-        self.numbers = [number]
-        self.line: Mapping[str, Any] | None = line
-
-    def add(self, number: int) -> None:
-        self.numbers.append(number)
-        self.line = None  # which line is the result is ambiguous: none is used
+_Lines = tuple[list[int], Mapping[str, Any]]
+"""The numbers of the lines holding one ``custom_id`` (more than one: none is used), the first."""
 
 
 def _read_lines(path: str, known: set[str], lm: BaseLM) -> dict[str, _Lines]:
@@ -241,10 +231,7 @@ def _read_lines(path: str, known: set[str], lm: BaseLM) -> dict[str, _Lines]:
             if not raw.strip():
                 continue
             custom_id, line = _parse(_decoded(raw, where), where, known, lm)
-            if custom_id in found:
-                found[custom_id].add(number)
-            else:
-                found[custom_id] = _Lines(number, line)
+            found.setdefault(custom_id, ([], line))[0].append(number)
     return found
 
 
@@ -284,15 +271,15 @@ def _parse(text: str, where: str, known: set[str], lm: BaseLM) -> tuple[str, Map
 def _completion(custom_id: str, lines: _Lines | None, redact: Callable[[str], str]) -> object:
     if lines is None:
         raise BatchFileError(f"{custom_id}: no line in the output file", custom_id=custom_id)
-    numbers = lines.numbers
-    if lines.line is None:
+    numbers, line = lines
+    if len(numbers) > 1:  # which line is the result is ambiguous: none is used
         raise BatchFileError(
             f"{custom_id}: {len(numbers)} lines of the output file hold it ({_listed(numbers)}); "
             "none is used, as which one is the result is ambiguous",
             custom_id=custom_id,
             lines=numbers,
         )
-    line, at = lines.line, f"{custom_id} (line {numbers[0]})"
+    at = f"{custom_id} (line {numbers[0]})"
     error = line.get("error")
     if error:
         said = error.get("message") if isinstance(error, dict) else error

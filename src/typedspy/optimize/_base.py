@@ -226,7 +226,7 @@ def pick_demos(
         chosen = spread(fits, k, key, rng, have=map(key, after))
     else:
         k = min(k, len(examples))
-        chosen = rng.sample(examples, k) if rng is not None else examples[:k]
+        chosen = rng.sample(examples, k) if rng is not None else list(examples[:k])
     return [d for d in (demo_for(signature, ex) for ex in chosen) if d is not None]
 
 
