@@ -176,11 +176,8 @@ def _rows(
     if suffix == ".json":
         data = _json(_decoded(path.read_bytes().removeprefix(_BOM), str(path), 1, 1), str(path), 1)
         if not isinstance(data, list):
-            raise DatasetError(
-                f"{path}: expected a JSON list of objects, got {_kind(data)}",
-                rows=[RowError(1, FieldError((), "not a list"))],
-                source=str(path),
-            )
+            got = f"{path}: expected a JSON list of objects, got {_kind(data)}"
+            raise _bad_row(str(path), 1, "not a list", got)
         return str(path), list(enumerate(data, start=1))
     return str(path), _csv(path)
 
@@ -215,10 +212,10 @@ def _decoded(raw: bytes, name: str, number: int, line: int) -> str:
     raise _bad_row(name, number, problem)  # not chained: the decode error holds the whole text
 
 
-def _bad_row(name: str, number: int, problem: str) -> DatasetError:
-    """The error for row ``number`` of ``name``, which ``is {problem}``."""
+def _bad_row(name: str, number: int, problem: str, message: str = "") -> DatasetError:
+    """The error for row ``number`` of ``name``: ``message``, or ``row {number} is {problem}``."""
     return DatasetError(
-        f"{name}: row {number} is {problem}",
+        message or f"{name}: row {number} is {problem}",
         rows=[RowError(number, FieldError((), problem))],
         source=name,
     )
@@ -228,11 +225,8 @@ def _json(text: str, name: str, number: int) -> Any:
     try:
         return loads(text, unique_keys=True)
     except ValueError as exc:
-        raise DatasetError(
-            f"{name}: row {number} is not valid JSON: {exc}",
-            rows=[RowError(number, FieldError((), f"invalid JSON: {exc}"))],
-            source=name,
-        ) from exc
+        message = f"{name}: row {number} is not valid JSON: {exc}"
+        raise _bad_row(name, number, f"invalid JSON: {exc}", message) from exc
 
 
 def _csv(path: Path) -> list[tuple[int, dict[str, Any] | FieldError]]:
@@ -285,11 +279,7 @@ def _unreadable(name: str, number: int, line: int, exc: csv.Error) -> DatasetErr
     else:
         problem = f"not readable as CSV: {exc}"
     where = f"row {number}" if number else "the header row"
-    return DatasetError(
-        f"{name}: {where} (line {line}): {problem}",
-        rows=[RowError(number, FieldError((), problem))],
-        source=name,
-    )
+    return _bad_row(name, number, problem, f"{name}: {where} (line {line}): {problem}")
 
 
 def _not_utf8(values: Mapping[str, Any]) -> list[FieldError]:

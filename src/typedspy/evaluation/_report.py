@@ -6,12 +6,12 @@ import csv
 import io
 import json
 import os
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from typedspy._files import write_atomically
+from typedspy._text import encodable
 from typedspy.errors import (
     BatchStoppedError,
     BudgetExceededError,
@@ -28,8 +28,6 @@ from typedspy.errors import (
 )
 
 __all__ = ["EvaluationReport", "FailureKind", "ItemResult", "failure_kind", "writable"]
-
-_SURROGATES = re.compile("[\ud800-\udfff]")  # alone in a str: what UTF-8 cannot encode
 
 FailureKind = Literal[
     "decode",
@@ -214,9 +212,8 @@ def writable(value: Any) -> Any:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):  # not JSON-ready: to_json names it
         return value
-    if text.isascii() or not _SURROGATES.search(text):
-        return value
-    return json.loads(_SURROGATES.sub("\ufffd", text))
+    fixed = encodable(text)
+    return value if fixed is text else json.loads(fixed)
 
 
 def _what(item: ItemResult) -> str:
