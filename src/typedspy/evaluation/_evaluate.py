@@ -10,7 +10,6 @@ from typing import Any
 from typing_extensions import Unpack
 
 from typedspy._runtime import run_sync
-from typedspy._types import Usage
 from typedspy.batch import BatchOptions
 from typedspy.errors import ConfigurationError, check_finite
 from typedspy.evaluation._example import Example
@@ -41,7 +40,7 @@ async def aevaluate(
         _item(i, ex, out, failure_score)
         for i, (ex, out) in enumerate(zip(devset, outcomes, strict=True))
     ]
-    return _report(program, chosen, items, outcomes, time.perf_counter() - start)
+    return _report(program, chosen, items, time.perf_counter() - start)
 
 
 async def run_scored(
@@ -170,17 +169,12 @@ def _item(index: int, example: Example, outcome: Outcome, failure_score: float) 
 
 
 def _report(
-    program: Module,
-    metric: Metric,
-    items: list[ItemResult],
-    outcomes: list[Outcome],
-    seconds: float,
+    program: Module, metric: Metric, items: list[ItemResult], seconds: float
 ) -> EvaluationReport:
     ran = [i for i in items if i.failure is None]
     names = list(dict.fromkeys(n for i in ran for n in i.field_scores))
     field_scores = {n: sum(i.field_scores.get(n, 0.0) for i in ran) / len(ran) for n in names}
     failures = dict(Counter(i.failure for i in items if i.failure is not None))
-    usage = sum((o.usage for o in outcomes), Usage())
     return EvaluationReport(
         program=repr(program),
         metric=repr(metric)
@@ -190,10 +184,10 @@ def _report(
         field_scores=field_scores,
         failures=failures,
         items=items,
-        calls=sum(o.calls for o in outcomes),
-        cached=sum(o.cached for o in outcomes),
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
+        calls=sum(i.calls for i in items),
+        cached=sum(i.cached for i in items),
+        prompt_tokens=sum(i.prompt_tokens for i in items),
+        completion_tokens=sum(i.completion_tokens for i in items),
         seconds=seconds,
     )
 

@@ -209,8 +209,6 @@ class Run:
         except BudgetExceededError as exc:
             self.stop_reason = "budget"
             raise _Halted("budget") from exc
-        except _Halted:
-            raise
         except Exception as exc:  # a bug or a misconfiguration: stop, and raise it after
             self.error = self.error or exc
             self.stop_reason = self.stop_reason or "budget"  # ends the loop; the error is raised
