@@ -213,7 +213,9 @@ class BootstrapFewShot(Optimizer):
                         continue  # ran in the same chunk as the last one needed
                     if await self._passes(items[i], outcome):
                         result.passed.append(i)
-                        _collect(result, outcome.trace)
+                        for step in outcome.trace:
+                            demo = {**step.inputs, **step.outputs}
+                            result.demos.setdefault(step.path, []).append(demo)
                         classes.cover(outcome.trace)
                     else:
                         failing.append(i)
@@ -301,21 +303,14 @@ class _Classes:
 def _without(teacher: Module, example: Example, round_: int) -> Module:
     """The teacher for one example: that example out of its demos; warmer after round 0."""
     copy = fresh_copy(teacher)
+    inputs = example.inputs()
     for _, predictor in predictors(copy):
-        predictor.demos = [d for d in predictor.demos if not _same(d, example)]
+        predictor.demos = [
+            d for d in predictor.demos if not all(k in d and d[k] == v for k, v in inputs.items())
+        ]
         if round_ > 0:
             predictor.lm_kwargs = {**predictor.lm_kwargs, "temperature": 0.7 + 0.001 * round_}
     return copy
-
-
-def _same(demo: Any, example: Example) -> bool:
-    inputs = example.inputs()
-    return all(k in demo and demo[k] == v for k, v in inputs.items())
-
-
-def _collect(result: BootstrapResult, trace: list[TraceStep]) -> None:
-    for step in trace:
-        result.demos.setdefault(step.path, []).append({**step.inputs, **step.outputs})
 
 
 def check_bootstrap_options(

@@ -34,15 +34,6 @@ from typedspy.settings import context, get_settings
 __all__ = ["GEPA", "GEPAPlan"]
 
 
-def _require_gepa() -> None:
-    try:
-        importlib.import_module("gepa")  # ADR-081: an extra, loaded only when used
-    except ImportError as exc:
-        raise ConfigurationError(
-            'ts.optimize.GEPA needs the gepa package: pip install "typedspy[gepa]"'
-        ) from exc
-
-
 class GEPA(Optimizer):
     """Evolve every predictor's instruction, field descriptions and union members' docstrings.
 
@@ -115,7 +106,12 @@ class GEPA(Optimizer):
         progress: bool = False,
         verbose: bool = True,
     ) -> None:
-        _require_gepa()
+        try:
+            importlib.import_module("gepa")  # ADR-081: an extra, loaded only when used
+        except ImportError as exc:
+            raise ConfigurationError(
+                'ts.optimize.GEPA needs the gepa package: pip install "typedspy[gepa]"'
+            ) from exc
         check_int("GEPA", "min_proposals", min_proposals, optional=False)
         check_int("GEPA", "minibatch_size", minibatch_size, optional=False)
         check_int("GEPA", "max_metric_calls", max_metric_calls)
