@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import copy
-import functools
 import logging
-import random
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -16,13 +14,12 @@ from typedspy.errors import ConfigurationError
 from typedspy.evaluation import EvaluationReport, Example, FieldMetric, Metric, aevaluate
 from typedspy.limits import Budget
 from typedspy.modules import Module
-from typedspy.optimize._stratify import Coverage, coverage, demo_class, spread
+from typedspy.optimize._stratify import Coverage, coverage
 from typedspy.optimize._verify import score_record
 from typedspy.program import ScoreRecord
 from typedspy.settings import context, get_settings
-from typedspy.signature import Signature
 
-__all__ = ["Optimizer", "Plan", "calls_per_run", "demo_for", "fresh_copy", "pick_demos"]
+__all__ = ["Optimizer", "Plan", "calls_per_run", "fresh_copy"]
 
 logger = logging.getLogger("typedspy")
 
@@ -188,46 +185,6 @@ def check_trainset(trainset: Sequence[Example[Any]], who: str) -> list[Example]:
 def fresh_copy(program: Module) -> Module:
     """A deep copy of ``program`` (LMs are shared handles, ADR-013)."""
     return copy.deepcopy(program)
-
-
-def demo_for(signature: type[Signature], values: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The part of ``values`` that is a demo for ``signature``, or None if it shows no output.
-
-    A demo keeps the signature's fields only, and needs every required input and at least
-    one output.
-    """
-    inputs, outputs = signature.input_fields, signature.output_fields
-    demo = {k: v for k, v in values.items() if k in inputs or k in outputs}
-    if not any(k in outputs for k in demo):
-        return None
-    if any(f.is_required() and n not in demo for n, f in inputs.items()):
-        return None
-    return demo
-
-
-def pick_demos(
-    signature: type[Signature],
-    examples: Sequence[Mapping[str, Any]],
-    k: int,
-    *,
-    stratify: bool,
-    rng: random.Random | None = None,
-    after: Sequence[Mapping[str, Any]] = (),
-) -> list[dict[str, Any]]:
-    """Up to ``k`` demos for ``signature`` from ``examples``: the first, or a sample by ``rng``.
-
-    With ``stratify`` (ADR-082) they are spread over the output classes of the examples that
-    make demos, counting the classes ``after`` (demos already chosen) shows. An example that
-    makes no demo (`demo_for`) is dropped after the choice without ``stratify``.
-    """
-    if stratify:
-        key = functools.partial(demo_class, signature)
-        fits = [ex for ex in examples if demo_for(signature, ex) is not None]
-        chosen = spread(fits, k, key, rng, have=map(key, after))
-    else:
-        k = min(k, len(examples))
-        chosen = rng.sample(examples, k) if rng is not None else list(examples[:k])
-    return [d for d in (demo_for(signature, ex) for ex in chosen) if d is not None]
 
 
 def predictors(program: Module) -> list[tuple[str, Any]]:

@@ -23,14 +23,12 @@ from typedspy.optimize._base import (
     Optimizer,
     Plan,
     calls_per_run,
-    demo_for,
     estimate_tokens,
     fresh_copy,
-    pick_demos,
     predictors,
 )
 from typedspy.optimize._labeled import LabeledFewShot
-from typedspy.optimize._stratify import class_step, demo_class
+from typedspy.optimize._stratify import class_step, demo_class, demo_for, pick_demos
 
 __all__ = ["BootstrapFewShot", "BootstrapResult"]
 

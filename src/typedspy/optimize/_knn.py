@@ -23,15 +23,8 @@ from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.limits import Budget
 from typedspy.lm import BaseLM
 from typedspy.modules import Module, demo_errors, typed_demo
-from typedspy.optimize._base import (
-    Optimizer,
-    Plan,
-    demo_for,
-    fresh_copy,
-    pick_demos,
-    predictors,
-)
-from typedspy.optimize._stratify import class_step
+from typedspy.optimize._base import Optimizer, Plan, fresh_copy, predictors
+from typedspy.optimize._stratify import class_step, demo_for, pick_demos
 from typedspy.program import ProgramState, StateModel, state_error, too_deep, under
 from typedspy.settings import resolve_lm
 

@@ -7,8 +7,8 @@ import random
 from typedspy.errors import check_int
 from typedspy.evaluation import Example, FieldMetric, Metric
 from typedspy.modules import Module
-from typedspy.optimize._base import Optimizer, Plan, fresh_copy, pick_demos, predictors
-from typedspy.optimize._stratify import class_step
+from typedspy.optimize._base import Optimizer, Plan, fresh_copy, predictors
+from typedspy.optimize._stratify import class_step, pick_demos
 
 __all__ = ["LabeledFewShot"]
 

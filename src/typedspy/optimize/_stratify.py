@@ -1,15 +1,17 @@
-"""Demo classes: the finite classes of a signature's outputs, and demos spread over them (ADR-082).
+"""Demos: what of an example is a demo, the classes of outputs, demos spread over them (ADR-082).
 
 An output whose type has a finite set of values (a ``Literal``, an ``Enum``, a ``bool``, a
 union's model members by ``_type``, and these nested inside models) gives each labelled value a
-class, found by `demo_class` from the signature's own field types. The optimizers hand each
-predictor demos spread over the classes the training set has (`spread`: round-robin over the
-classes, seeded), and report how the demos cover them (`coverage`).
+class, found by `demo_class` from the signature's own field types. The optimizers choose each
+predictor's demos (`pick_demos`; the part of an example that is one: `demo_for`) spread over the
+classes the training set has (`spread`: round-robin over the classes, seeded), and report how
+the demos cover them (`coverage`).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import random
 import types
@@ -24,7 +26,7 @@ from pydantic_core import to_jsonable_python
 from typedspy.parse import field_value
 from typedspy.signature import Signature, is_model, wire_names
 
-__all__ = ["Coverage", "class_step", "coverage", "demo_class", "spread"]
+__all__ = ["Coverage", "class_step", "coverage", "demo_class", "demo_for", "pick_demos", "spread"]
 
 T = TypeVar("T")
 
@@ -142,6 +144,46 @@ def spread(
         chosen.append(groups[cls].pop(0))
         shown[cls] += 1
     return chosen
+
+
+def demo_for(signature: type[Signature], values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The part of ``values`` that is a demo for ``signature``, or None if it shows no output.
+
+    A demo keeps the signature's fields only, and needs every required input and at least
+    one output.
+    """
+    inputs, outputs = signature.input_fields, signature.output_fields
+    demo = {k: v for k, v in values.items() if k in inputs or k in outputs}
+    if not any(k in outputs for k in demo):
+        return None
+    if any(f.is_required() and n not in demo for n, f in inputs.items()):
+        return None
+    return demo
+
+
+def pick_demos(
+    signature: type[Signature],
+    examples: Sequence[Mapping[str, Any]],
+    k: int,
+    *,
+    stratify: bool,
+    rng: random.Random | None = None,
+    after: Sequence[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Up to ``k`` demos for ``signature`` from ``examples``: the first, or a sample by ``rng``.
+
+    With ``stratify`` (ADR-082) they are spread over the output classes of the examples that
+    make demos, counting the classes ``after`` (demos already chosen) shows. An example that
+    makes no demo (`demo_for`) is dropped after the choice without ``stratify``.
+    """
+    if stratify:
+        key = functools.partial(demo_class, signature)
+        fits = [ex for ex in examples if demo_for(signature, ex) is not None]
+        chosen = spread(fits, k, key, rng, have=map(key, after))
+    else:
+        k = min(k, len(examples))
+        chosen = rng.sample(examples, k) if rng is not None else list(examples[:k])
+    return [d for d in (demo_for(signature, ex) for ex in chosen) if d is not None]
 
 
 @dataclass
