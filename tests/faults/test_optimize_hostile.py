@@ -126,6 +126,27 @@ def test_a_user_embedder_handing_back_no_usable_vectors_is_an_lm_response_error(
         knn.compile(ts.Predict(RouteTicket), TRAIN[:3])
 
 
+class Overfull(Embedder):
+    """Hands back every vector it has, however many texts it was given."""
+
+    async def aembed_response(
+        self, texts: Sequence[str], *, model: str | None = None
+    ) -> ts.lm.EmbeddingResponse:
+        return ts.lm.EmbeddingResponse(self.vectors)
+
+
+def test_a_query_embedded_in_two_vectors_is_an_error_that_says_so() -> None:
+    # The query goes through the training set's check: the count is named (it said "None").
+    vectors = [[1.0, 0.0], [0.0, 1.0]]
+    program = ts.optimize.KNNProgram(
+        ts.Predict(RouteTicket), TRAIN[:2], vectors, k=1, lm=Overfull(vectors)
+    )
+    with pytest.raises(
+        ts.errors.LMResponseError, match="own: the embeddings of the inputs: 2 vectors for 1 texts"
+    ):
+        program(**DEV[0].inputs())
+
+
 @pytest.mark.parametrize(
     "vectors", [[[math.nan], [1.0]], [[1.0], [1.0, 2.0]], [["a"], ["b"]], [[], []]]
 )
