@@ -28,7 +28,6 @@ import openai
 __all__ = [
     "CappedTransport",
     "ResponseBodyError",
-    "SyncCappedTransport",
     "http_client",
 ]
 
@@ -92,8 +91,8 @@ class _Meter:
         return piece
 
 
-class _CappedStream(_http.AsyncByteStream):  # type: ignore[misc]
-    """A response body, decoded and counted by a `_Reader`; closing it closes the reader too."""
+class _CappedStream(_http.AsyncByteStream, _http.SyncByteStream):  # type: ignore[misc]
+    """A response body, decoded and counted as it is read (async by a `_Reader`, or blocking)."""
 
     def __init__(self, raw: Any, encoding: str, limit: int) -> None:
         self._raw = raw
@@ -105,10 +104,20 @@ class _CappedStream(_http.AsyncByteStream):  # type: ignore[misc]
         self._reader = _Reader(self._raw, _Meter(self._encoding, self._limit))
         return self._reader
 
+    def __iter__(self) -> Iterator[bytes]:
+        meter = _Meter(self._encoding, self._limit)
+        for data in self._raw:
+            yield from meter.feed(data)
+        if tail := meter.tail():
+            yield tail
+
     async def aclose(self) -> None:
         if self._reader is not None:
             await self._reader.aclose()
         await self._raw.aclose()
+
+    def close(self) -> None:
+        self._raw.close()
 
 
 class _Reader:
@@ -153,23 +162,6 @@ class _Reader:
             await close()
 
 
-class _SyncCappedStream(_http.SyncByteStream):  # type: ignore[misc]
-    def __init__(self, raw: Any, encoding: str, limit: int) -> None:
-        self._raw = raw
-        self._encoding = encoding
-        self._limit = limit
-
-    def __iter__(self) -> Iterator[bytes]:
-        meter = _Meter(self._encoding, self._limit)
-        for data in self._raw:
-            yield from meter.feed(data)
-        if tail := meter.tail():
-            yield tail
-
-    def close(self) -> None:
-        self._raw.close()
-
-
 def _decoder(encoding: str) -> Any:
     if encoding == "gzip":
         return zlib.decompressobj(zlib.MAX_WBITS | 16)
@@ -195,20 +187,16 @@ def _accepted(request: Any) -> None:
     request.headers["accept-encoding"] = ", ".join(_DECODED)  # only what is decoded here
 
 
-def _encoding(response: Any, limit: int) -> str | ResponseBodyError:
-    """The body's encoding, or the error for one not asked for (the response must be closed)."""
+def _capped(response: Any, request: Any, limit: int) -> Any:
+    """``response`` with its body decoded and capped; an encoding not asked for raises."""
     encoding: str = response.headers.get("content-encoding", "identity").strip().lower()
-    if encoding in (*_DECODED, "identity", ""):
-        return encoding
-    return ResponseBodyError(
-        f"the endpoint sent a body in {encoding!r}, not one of the encodings asked for "
-        f"({', '.join(_DECODED)})",
-        limit=None,
-        allowed=limit,
-    )
-
-
-def _capped(response: Any, request: Any, encoding: str, stream: Any) -> Any:
+    if encoding not in (*_DECODED, "identity", ""):
+        raise ResponseBodyError(
+            f"the endpoint sent a body in {encoding!r}, not one of the encodings asked for "
+            f"({', '.join(_DECODED)})",
+            limit=None,
+            allowed=limit,
+        )
     headers = response.headers
     if encoding in _DECODED:  # decoded here: the client must not decode it again
         headers = [
@@ -219,14 +207,14 @@ def _capped(response: Any, request: Any, encoding: str, stream: Any) -> Any:
     return _http.Response(
         response.status_code,
         headers=headers,
-        stream=stream,
+        stream=_CappedStream(response.stream, encoding, limit),
         extensions=response.extensions,
         request=request,
     )
 
 
-class CappedTransport(_http.AsyncBaseTransport):  # type: ignore[misc]
-    """Wraps the SDK's transport; response bodies are decoded here, capped at ``limit`` bytes."""
+class CappedTransport(_http.AsyncBaseTransport, _http.BaseTransport):  # type: ignore[misc]
+    """Wraps the SDK's transport, async or blocking: bodies decoded here, capped at ``limit``."""
 
     def __init__(self, inner: Any, limit: int) -> None:
         self._inner = inner
@@ -235,33 +223,23 @@ class CappedTransport(_http.AsyncBaseTransport):  # type: ignore[misc]
     async def handle_async_request(self, request: Any) -> Any:
         _accepted(request)
         response = await self._inner.handle_async_request(request)
-        encoding = _encoding(response, self._limit)
-        if isinstance(encoding, ResponseBodyError):
+        try:
+            return _capped(response, request, self._limit)
+        except ResponseBodyError:
             await response.aclose()
-            raise encoding
-        stream = _CappedStream(response.stream, encoding, self._limit)
-        return _capped(response, request, encoding, stream)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class SyncCappedTransport(_http.BaseTransport):  # type: ignore[misc]
-    """`CappedTransport` for the blocking client."""
-
-    def __init__(self, inner: Any, limit: int) -> None:
-        self._inner = inner
-        self._limit = limit
+            raise
 
     def handle_request(self, request: Any) -> Any:
         _accepted(request)
         response = self._inner.handle_request(request)
-        encoding = _encoding(response, self._limit)
-        if isinstance(encoding, ResponseBodyError):
+        try:
+            return _capped(response, request, self._limit)
+        except ResponseBodyError:
             response.close()
-            raise encoding
-        stream = _SyncCappedStream(response.stream, encoding, self._limit)
-        return _capped(response, request, encoding, stream)
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
     def close(self) -> None:
         self._inner.close()
@@ -273,11 +251,10 @@ def http_client(max_response_bytes: int, *, blocking: bool = False) -> Any:
     Direct requests and those through the environment's proxies alike (`_proxy_mounts`).
     """
     inner: Any = _http.HTTPTransport if blocking else _http.AsyncHTTPTransport
-    wrap: Any = SyncCappedTransport if blocking else CappedTransport
     client: Any = openai.DefaultHttpxClient if blocking else openai.DefaultAsyncHttpxClient
 
     def capped(**options: Any) -> Any:
-        return wrap(inner(limits=_limits(), **options), max_response_bytes)
+        return CappedTransport(inner(limits=_limits(), **options), max_response_bytes)
 
     return client(transport=capped(), mounts=_proxy_mounts(capped))
 
