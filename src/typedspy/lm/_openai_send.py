@@ -254,14 +254,11 @@ class Sender:
         try:
             sent = resource.with_raw_response.create(**kwargs)
             raw = sent if blocking is not None else await sent
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, RuntimeError) as exc:
             _count(bound, exc, retries)
-            raise self.failure(exc) from exc
-        except RuntimeError as exc:
-            _count(bound, exc, retries)
-            if (explained := self.other_loop(exc)) is None:
+            if (error := self.failure(exc)) is None:
                 raise
-            raise explained from exc
+            raise error from exc
         _count(bound, raw, retries)
         return raw
 
@@ -295,41 +292,39 @@ class Sender:
 
     # --- errors ----------------------------------------------------------------------------------
 
-    def failure(self, exc: openai.OpenAIError) -> Exception:
-        """The error for a failed send: a second loop explained, else the SDK's translated."""
-        sent = _sent_error(exc)  # openai < 2.31 wraps a wrong-loop RuntimeError too
-        if isinstance(sent, RuntimeError) and (explained := self.other_loop(sent)) is not None:
-            return explained
-        if self.injected is not None and self.injected.is_closed():  # closed while it sent
+    def failure(self, exc: Exception) -> Exception | None:
+        """The error for a failed send; ``None``: a `RuntimeError` to raise as it is (scrubbed).
+
+        An injected client closed while it sent, or used from a second event loop, is explained
+        with what to do (ADR-024); the SDK's errors are translated.
+        """
+        sent: BaseException = exc
+        if isinstance(exc, openai.OpenAIError):
+            sent = _sent_error(exc)  # openai < 2.31 wraps a wrong-loop RuntimeError too
+        if isinstance(sent, RuntimeError):
+            scrub_chain(sent, self.redact)
+        injected, text = self.injected, str(sent)
+        if injected is not None and injected.is_closed():  # closed while it sent
             return self.closed_client()
-        return self.translate(exc)
+        if (
+            isinstance(sent, RuntimeError)
+            and injected is not None
+            and ("different event loop" in text or "Event loop is closed" in text)
+        ):
+            return ConfigurationError(
+                f"LM({self.model!r}) was given client=..., whose pooled connections belong to "
+                "the event loop that first used it, and it is now used from another loop "
+                f"({self.redact(text)[:120]}). Give LM base_url=/api_key= instead of client= so "
+                "typedspy builds one client per event loop, or use this LM from one loop only "
+                "(only sync calls, or only your own loop)."
+            )
+        return self.translate(exc) if isinstance(exc, openai.OpenAIError) else None
 
     def translate(self, exc: openai.OpenAIError) -> Exception:
         """The SDK's error as typedspy's, its chain scrubbed of credentials."""
         scrub_chain(exc, self.redact)  # kept as __cause__, without the secrets (ADR-028)
         where = f"{self.model} at {self.shown_base_url() or 'the default OpenAI endpoint'}"
         return _lm_error(exc, where=where, redact=self.redact)
-
-    def other_loop(self, exc: RuntimeError) -> ConfigurationError | None:
-        """An injected client used from a second event loop, or closed: say what to do (ADR-024).
-
-        ``None`` when ``exc`` is some other `RuntimeError` (scrubbed, to be raised as it is).
-        """
-        scrub_chain(exc, self.redact)
-        text = str(exc)
-        if self.injected is not None and self.injected.is_closed():  # closed while it sent
-            return self.closed_client()
-        if self.injected is None or not (
-            "different event loop" in text or "Event loop is closed" in text
-        ):
-            return None
-        return ConfigurationError(
-            f"LM({self.model!r}) was given client=..., whose pooled connections belong to the "
-            "event loop that first used it, and it is now used from another loop "
-            f"({self.redact(text)[:120]}). Give LM base_url=/api_key= instead of client= so "
-            "typedspy builds one client per event loop, or use this LM from one loop only "
-            "(only sync calls, or only your own loop)."
-        )
 
     def closed_client(self) -> ConfigurationError:
         """The error for a call through an injected client its owner has closed."""
@@ -518,38 +513,34 @@ def _lm_error(exc: openai.OpenAIError, *, where: str, redact: Callable[[str], st
     if isinstance(exc.body, dict) and isinstance(exc.body.get("message"), str):
         detail = exc.body["message"]
     detail = redact(detail)[:500]
-    status, code, param = exc.status_code, exc.code, exc.param
     # Text, as the error's fields are typed: llama-server sends its status as a number in
     # `code`, which the current SDK turns into "400" and openai 1.40 hands on as the int 400.
-    code = None if code is None else str(code)
-    param = None if param is None else str(param)
+    code = None if exc.code is None else str(exc.code)
+    fields: dict[str, Any] = {
+        "status_code": exc.status_code,
+        "code": code,
+        "param": None if exc.param is None else str(exc.param),
+    }
     label = f" ({code})" if code else ""
+    said = f"HTTP {exc.status_code}{label}: {detail}"
     if isinstance(exc, openai.RateLimitError):
         return LMRateLimitError(
             f"{where}: rate limited (HTTP 429{label}): {detail}",
             retry_after=_retry_after(exc.response.headers),
         )
-    message = f"{where}: HTTP {status}{label}: {detail}"
-    overflow, window = context_overflow(status, detail, code=code, kind=exc.type)
+    overflow, window = context_overflow(exc.status_code, detail, code=code, kind=exc.type)
     if overflow:
         return LMContextLengthError(
-            f"{where}: the request does not fit the model's context window: HTTP {status}"
-            f"{label}: {detail}",
+            f"{where}: the request does not fit the model's context window: {said}",
             context_window=window,
-            status_code=status,
-            code=code,
-            param=param,
+            **fields,
         )
-    feature = unsupported_feature(status, detail, code=code, param=param)
+    feature = unsupported_feature(exc.status_code, detail, code=code, param=fields["param"])
     if feature is not None:
         return LMUnsupportedFeatureError(
-            f"{where} does not support {feature}: HTTP {status}{label}: {detail}",
-            feature=feature,
-            status_code=status,
-            code=code,
-            param=param,
+            f"{where} does not support {feature}: {said}", feature=feature, **fields
         )
-    return LMStatusError(message, status_code=status, code=code, param=param)
+    return LMStatusError(f"{where}: {said}", **fields)
 
 
 def rate_headers(headers: Mapping[str, str]) -> dict[str, str]:
