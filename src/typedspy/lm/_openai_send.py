@@ -104,7 +104,7 @@ class Sender:
         self.model = model
         self.injected = client  # used as is, from whichever loop calls
         # ADR-024: a client of our own per event loop, closed when that loop shuts down.
-        self.clients: LoopClients[AsyncOpenAI] = LoopClients(self._build)
+        self.clients = LoopClients(lambda: self._built(openai.AsyncOpenAI))
         self._base_url = base_url
         self._api_key = api_key
         self._max_retries = max_retries
@@ -138,7 +138,8 @@ class Sender:
             with self._lock:
                 client = self._blocking
                 if client is None or client.is_closed():
-                    client = self._blocking = self._build_blocking()
+                    client = self._blocking = self._built(openai.OpenAI)
+                    _open.add(client)
         return client
 
     def relayed(self) -> bool:
@@ -159,19 +160,10 @@ class Sender:
         if blocking is not None:
             blocking.close()
 
-    def _build(self) -> AsyncOpenAI:
-        client: AsyncOpenAI = self._built(openai.AsyncOpenAI, blocking=False)
-        return client
-
-    def _build_blocking(self) -> OpenAI:
-        client: OpenAI = self._built(openai.OpenAI, blocking=True)
-        _close_at_exit(client)
-        return client
-
-    def _built(self, kind: Callable[..., Any], *, blocking: bool) -> Any:
+    def _built(self, kind: type[C]) -> C:
         """A client of ``kind`` from `LM`'s options, its bodies capped while read."""
         options: dict[str, Any] = {"max_retries": self._max_retries}
-        options["http_client"] = http_client(self._max_bytes, blocking=blocking)
+        options["http_client"] = http_client(self._max_bytes, blocking=kind is openai.OpenAI)
         if self._base_url is not None:
             options["base_url"] = self._base_url
         if self._api_key is not None:
@@ -590,21 +582,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-_open: weakref.WeakSet[Any] = weakref.WeakSet()
-_exit_lock = threading.Lock()
-_exit_registered = False
+_open: weakref.WeakSet[Any] = weakref.WeakSet()  # blocking clients, closed at exit if still open
 
 
-def _close_at_exit(client: OpenAI) -> None:
-    """Close ``client`` at interpreter exit if still open (its sockets would warn when freed)."""
-    global _exit_registered
-    with _exit_lock:
-        _open.add(client)
-        if not _exit_registered:
-            _exit_registered = True
-            atexit.register(_close_open)
-
-
+@atexit.register
 def _close_open() -> None:
-    for client in list(_open):
+    for client in list(_open):  # an open client's sockets would warn when freed
         client.close()
