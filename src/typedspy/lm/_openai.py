@@ -171,7 +171,6 @@ class LM(BaseLM):
         check_params(defaults, where="LM defaults")
         self.defaults: Mapping[str, Any] = dict(defaults)
         self._client = client  # injected: used as is, from whichever loop calls
-        self._owns_client = client is None
         self._sending: Sender | None = None  # built on first use: it imports the SDK
         self._base_url = base_url
         self._api_key = api_key
@@ -419,7 +418,7 @@ class LM(BaseLM):
         Clients built for other loops close when those loops shut down; a later call builds a
         fresh client.
         """
-        if self._owns_client and self._sending is not None:
+        if self._client is None and self._sending is not None:
             await self._sending.aclose()
 
     def close(self) -> None:
@@ -434,7 +433,7 @@ class LM(BaseLM):
 
     # A pickle holds the configuration, never the API key nor the client (docs/modules.md).
     def __getstate__(self) -> dict[str, Any]:
-        injected = None if self._owns_client else self._client
+        injected = self._client
         timeout = injected.timeout if injected is not None else self._timeout
         return {
             "model": self.model,

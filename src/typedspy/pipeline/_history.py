@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from typedspy._text import printable
 from typedspy._types import FailureKind, Usage
-from typedspy.errors import ConfigurationError
+from typedspy.errors import check_int
 from typedspy.lm import LMResponse
 
 if TYPE_CHECKING:
@@ -140,15 +140,10 @@ def last_exchanges(n: int = 1) -> list[Entry]:
     """The last ``n`` exchanges with models in this process, oldest first.
 
     Raises:
-        ConfigurationError: ``n`` is not a whole number >= 0.
+        ConfigurationError: ``n`` is not an int >= 0.
     """
-    return HISTORY.last(_count("last_exchanges", n))
-
-
-def _count(owner: str, n: object) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ConfigurationError(f"{owner}(n={n!r}): expected a whole number >= 0")
-    return n
+    check_int("last_exchanges", "n", n, minimum=0, optional=False)
+    return HISTORY.last(n)
 
 
 def inspect_history(n: int = 1) -> str:
@@ -160,9 +155,10 @@ def inspect_history(n: int = 1) -> str:
         ```
 
     Raises:
-        ConfigurationError: ``n`` is not a whole number >= 0.
+        ConfigurationError: ``n`` is not an int >= 0.
     """
-    entries = HISTORY.last(_count("inspect_history", n))
+    check_int("inspect_history", "n", n, minimum=0, optional=False)
+    entries = HISTORY.last(n)
     text = printable("\n\n".join(_render(entry) for entry in entries))
     print(text)
     return text
