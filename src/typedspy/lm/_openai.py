@@ -144,9 +144,8 @@ class LM(BaseLM):
         check_int("LM", "max_retries", max_retries, minimum=0)
         check_int("LM", "max_response_bytes", max_response_bytes)
         check_int("LM", "max_json_depth", max_json_depth)
-        httpx = sys.modules.get(
-            "httpx"
-        )  # an httpx.Timeout (per phase) is taken as the SDK takes it
+        # An httpx.Timeout (per phase) is taken as the SDK takes it.
+        httpx = sys.modules.get("httpx")
         if httpx is None or not isinstance(timeout, httpx.Timeout):
             check_number("LM", "timeout", timeout, unit="seconds")
         url = (base_url if client is None else str(client.base_url)) or os.environ.get(

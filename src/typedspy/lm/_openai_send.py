@@ -382,17 +382,14 @@ def _count(bound: RequestBound | None, outcome: object, retries: int) -> None:
         return
     if not isinstance(outcome, BaseException):
         bound.add(1 + int(getattr(outcome, "retries_taken", 0) or 0))
-    elif isinstance(outcome, openai.APIStatusError) and not _retried(outcome.status_code):
-        bound.add(1)
-    elif isinstance(outcome, (openai.APIConnectionError, openai.APIStatusError)):
+    elif isinstance(outcome, openai.APIConnectionError) or (
+        # The statuses the SDK retries (408, 409, 429, 5xx); others end at the first request.
+        isinstance(outcome, openai.APIStatusError)
+        and (outcome.status_code in (408, 409, 429) or outcome.status_code >= 500)
+    ):
         bound.add(1 + retries)
     else:
-        bound.add(1)  # refused before or after sending, never retried by the SDK
-
-
-def _retried(status: int) -> bool:
-    # The statuses the SDK retries (408, 409, 429, 5xx); others end at the first request.
-    return status in (408, 409, 429) or status >= 500
+        bound.add(1)  # refused before or after sending (never retried), or a status not retried
 
 
 # --- reading limits ------------------------------------------------------------------------------
