@@ -279,11 +279,11 @@ class LM(BaseLM):
             sending = self._sending = Sender(
                 self.model,
                 self._client,
+                self._max_bytes,
                 base_url=self._base_url,
                 api_key=self._api_key,
                 max_retries=self._max_retries,
                 timeout=self._timeout,
-                max_bytes=self._max_bytes,
             )
         return sending
 

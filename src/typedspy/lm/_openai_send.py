@@ -91,24 +91,14 @@ class Sender:
     """The clients of one `LM` and the sending of its requests through them."""
 
     def __init__(
-        self,
-        model: str,
-        client: AsyncOpenAI | None,
-        *,
-        base_url: str | None,
-        api_key: str | None,
-        max_retries: int,
-        timeout: float | None,
-        max_bytes: int,
+        self, model: str, client: AsyncOpenAI | None, max_bytes: int, **options: Any
     ) -> None:
         self.model = model
         self.injected = client  # used as is, from whichever loop calls
         # ADR-024: a client of our own per event loop, closed when that loop shuts down.
         self.clients = LoopClients(lambda: self._built(openai.AsyncOpenAI))
-        self._base_url = base_url
-        self._api_key = api_key
-        self._max_retries = max_retries
-        self._timeout = timeout
+        # The SDK client's options LM was given (base_url, api_key, max_retries, timeout).
+        self._options = {name: value for name, value in options.items() if value is not None}
         self._max_bytes = max_bytes
         self._blocking: OpenAI | None = None
         self._lock = threading.Lock()
@@ -162,20 +152,16 @@ class Sender:
 
     def _built(self, kind: type[C]) -> C:
         """A client of ``kind`` from `LM`'s options, its bodies capped while read."""
-        options: dict[str, Any] = {"max_retries": self._max_retries}
+        options = {**self._options}
         options["http_client"] = http_client(self._max_bytes, blocking=kind is openai.OpenAI)
-        if self._base_url is not None:
-            options["base_url"] = self._base_url
-        if self._api_key is not None:
-            options["api_key"] = self._api_key
-        elif not os.environ.get("OPENAI_API_KEY") and (
-            self._base_url or os.environ.get("OPENAI_BASE_URL")
+        if (
+            "api_key" not in options
+            and not os.environ.get("OPENAI_API_KEY")
+            and (options.get("base_url") or os.environ.get("OPENAI_BASE_URL"))
         ):
             # A local server (llama.cpp, vLLM, Ollama) set by base_url alone needs no key, but
             # the SDK refuses to build a client without one: send a placeholder.
             options["api_key"] = _NO_KEY
-        if self._timeout is not None:
-            options["timeout"] = self._timeout
         try:
             return kind(**options)
         except openai.OpenAIError as exc:
@@ -332,12 +318,13 @@ class Sender:
         if built is not None:
             url: str | None = str(built.base_url)
         else:
-            url = self._base_url or os.environ.get("OPENAI_BASE_URL")
+            url = self._options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
         return None if url is None else self.redact(url)
 
     def redact(self, text: str) -> str:
         built = self.injected or self.clients.current()
-        return endpoint_redactor(self._api_key, self._base_url, built)(text)
+        options = self._options
+        return endpoint_redactor(options.get("api_key"), options.get("base_url"), built)(text)
 
 
 # --- streams -------------------------------------------------------------------------------------
