@@ -49,7 +49,6 @@ class Exchange:
         request: What is sent.
         settings: The settings the request runs under.
         streamed: Whether the reply streams.
-        requests: The call's bound on HTTP requests, active while the transport sends.
         attempt: The attempt of the call this request is (1 for the first; 0: not known).
         response: The reply, once there is one.
         cached: Whether the reply came from the response cache.
@@ -61,7 +60,6 @@ class Exchange:
     request: LMRequest
     settings: Settings
     streamed: bool = False
-    requests: RequestBound | None = None
     attempt: int = 0
     response: LMResponse | None = None
     cached: bool = False
@@ -151,7 +149,7 @@ async def complete(
         RequestLimitError: ``requests`` has no room for it (it is not sent).
         LMError: The endpoint could not be used.
     """
-    exchange = _exchange(lm, request, streamed=False, requests=requests, attempt=attempt)
+    exchange = _exchange(lm, request, streamed=False, attempt=attempt)
     entered: list[Stage] = []
     try:
         hit = await _enter(exchange, entered)
@@ -179,8 +177,7 @@ async def stream(
     A cached reply comes as one chunk. The whole stream is bounded by the ``stream_deadline``
     setting (ADR-030); closing the iterator early closes the HTTP response at once.
     """
-    exchange = _exchange(lm, request, streamed=True, requests=requests, attempt=attempt)
-    settings = exchange.settings
+    exchange = _exchange(lm, request, streamed=True, attempt=attempt)
     entered: list[Stage] = []
     try:
         hit = await _enter(exchange, entered)
@@ -191,7 +188,7 @@ async def stream(
         else:
             sent = stream_bounded(
                 lm.asend_stream(request, exchange.body),
-                settings.stream_deadline,
+                exchange.settings.stream_deadline,
                 f"{lm.model} stream",
             )
             async with closing(counted_stream(requests, sent)) as chunks:
@@ -212,20 +209,11 @@ async def stream(
     await _leave(entered, exchange)
 
 
-def _exchange(
-    lm: BaseLM,
-    request: LMRequest,
-    *,
-    streamed: bool,
-    requests: RequestBound | None,
-    attempt: int,
-) -> Exchange:
+def _exchange(lm: BaseLM, request: LMRequest, *, streamed: bool, attempt: int) -> Exchange:
     """The exchange for ``request``; under `rendering`, `Rendered` instead (nothing is sent)."""
     if current().rendering:
         raise Rendered(lm.request_body(request))
-    return Exchange(
-        lm, request, get_settings(), streamed=streamed, requests=requests, attempt=attempt
-    )
+    return Exchange(lm, request, get_settings(), streamed=streamed, attempt=attempt)
 
 
 async def _enter(exchange: Exchange, entered: list[Stage]) -> LMResponse | None:
