@@ -254,7 +254,8 @@ def http_client(max_response_bytes: int, *, blocking: bool = False) -> Any:
     client: Any = openai.DefaultHttpxClient if blocking else openai.DefaultAsyncHttpxClient
 
     def capped(**options: Any) -> Any:
-        return CappedTransport(inner(limits=_limits(), **options), max_response_bytes)
+        limits = openai.DEFAULT_CONNECTION_LIMITS  # the pool the SDK's own client would have
+        return CappedTransport(inner(limits=limits, **options), max_response_bytes)
 
     return client(transport=capped(), mounts=_proxy_mounts(capped))
 
@@ -329,7 +330,3 @@ def _ip(host: str) -> int | None:
         return ipaddress.ip_address(host).version
     except ValueError:
         return None
-
-
-def _limits() -> Any:
-    return _http.Limits(max_connections=1000, max_keepalive_connections=100)  # the SDK's
