@@ -75,7 +75,7 @@ class LoopClients(Generic[C]):
             entry = self._clients.pop(loop, None)
             detached, self._detached = self._detached, None
         if entry is not None:
-            await entry.close()
+            await entry.client.close()  # closing it again at the loop's shutdown does nothing
         if detached is not None:
             await detached.close()
 
@@ -91,7 +91,6 @@ class _Entry(Generic[C]):
     def __init__(self, client: C) -> None:
         self.client = client
         self._guard: AsyncIterator[None] | None = None
-        self._closed = False
 
     async def arm(self, forget: Callable[[], None]) -> None:
         if self._guard is None:
@@ -100,14 +99,9 @@ class _Entry(Generic[C]):
             self._guard = self._close_at_shutdown(forget)
             await self._guard.__anext__()
 
-    async def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            await self.client.close()
-
     async def _close_at_shutdown(self, forget: Callable[[], None]) -> AsyncIterator[None]:
         try:
             yield
         finally:
             forget()
-            await self.close()
+            await self.client.close()
