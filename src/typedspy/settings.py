@@ -22,9 +22,9 @@ import difflib
 import inspect
 import math
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
 from typing import Any, Literal, TypedDict, TypeGuard, get_args
 
 from typing_extensions import Unpack
@@ -48,6 +48,7 @@ __all__ = [
 
 ModeSetting = Literal["auto", "json_schema", "json_object", "prompt", "tools", "think_then_format"]
 _MODES: tuple[str, ...] = get_args(ModeSetting)
+_SECONDS = "a number of seconds > 0, or None"
 
 
 @dataclass(frozen=True)
@@ -194,24 +195,14 @@ class _Overrides:
         self._saved.append(OVERRIDES.set(merged))
         return get_settings()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         OVERRIDES.restore(self._saved.pop())
 
     async def __aenter__(self) -> Settings:
         return self.__enter__()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.__exit__()
 
 
 def get_settings() -> Settings:
@@ -241,9 +232,9 @@ def _checked(values: Mapping[str, object]) -> dict[str, Any]:
         none = secret is None or (isinstance(secret, (tuple, list)) and not secret)
         checked["resume_secret"] = () if none else secret_keys(secret, name="setting resume_secret")
     for key, value in checked.items():
-        problem = _problem(key, value)
-        if problem:
-            raise ConfigurationError(f"setting {key}={value!r}: {problem}")
+        test, expected = _EXPECTED.get(key, (None, ""))
+        if test is not None and not test(value):
+            raise ConfigurationError(f"setting {key}={value!r}: expected {expected}")
     return checked
 
 
@@ -258,48 +249,46 @@ def _unknown_setting(name: str) -> str:
     return f"unknown setting {name!r}; {hint}Valid settings: {', '.join(_FIELDS)}"
 
 
-def _problem(key: str, value: object) -> str | None:
-    if key == "lm" and value is not None and not isinstance(value, BaseLM):
-        return "expected an LM (typedspy.LM, typedspy.testing.FakeLM or another BaseLM) or None"
-    if key in ("max_retries", "history_size") and not (_is_int(value) and value >= 0):
-        return "expected an int >= 0"
-    if key == "max_requests" and not (value is None or (_is_int(value) and value > 0)):
-        return "expected an int > 0 or None"
-    if key == "token_budget" and not (value is None or (_is_int(value) and value > 0)):
-        return "expected an int > 0 or None"
-    if key == "mode" and value not in _MODES:
-        return f"expected one of {list(_MODES)}"
-    if key == "retry_wait" and (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)  # NaN was taken as no wait, infinity waited for ever
-        or value < 0
-    ):
-        return "expected a finite number of seconds >= 0"
-    if key in ("deadline", "stream_deadline") and not (
-        value is None
-        or (not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0)
-    ):
-        return "expected a number of seconds > 0, or None"
-    return _scale_problem(key, value)
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 _CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 
-
-def _scale_problem(key: str, value: object) -> str | None:
-    expected: dict[str, tuple[type, str]] = {
-        "budget": (Budget, "a typedspy.limits.Budget"),
-        "rate_limit": (RateLimit, "a typedspy.limits.RateLimit"),
-        "cache": (Cache, "a typedspy.cache.MemoryCache, typedspy.cache.SQLiteCache or other Cache"),
-    }
-    if key in expected and value is not None and not isinstance(value, expected[key][0]):
-        return f"expected {expected[key][1]} or None"
-    if key == "cache_mode" and value not in _CACHE_MODES:
-        return f"expected one of {', '.join(_CACHE_MODES)}"
-    if key == "cache_salt" and not isinstance(value, str):
-        return "expected a string"
-    return None
+# What each setting takes (beyond its type's None, where it has one): a test and its wording.
+_EXPECTED: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "lm": (
+        lambda v: v is None or isinstance(v, BaseLM),
+        "an LM (typedspy.LM, typedspy.testing.FakeLM or another BaseLM) or None",
+    ),
+    "max_retries": (lambda v: _is_int(v) and v >= 0, "an int >= 0"),
+    "history_size": (lambda v: _is_int(v) and v >= 0, "an int >= 0"),
+    "max_requests": (lambda v: v is None or (_is_int(v) and v > 0), "an int > 0 or None"),
+    "token_budget": (lambda v: v is None or (_is_int(v) and v > 0), "an int > 0 or None"),
+    "mode": (lambda v: v in _MODES, f"one of {list(_MODES)}"),
+    # NaN was taken as no wait, infinity waited for ever.
+    "retry_wait": (
+        lambda v: _is_number(v) and math.isfinite(v) and v >= 0,
+        "a finite number of seconds >= 0",
+    ),
+    "deadline": (lambda v: v is None or (_is_number(v) and v > 0), _SECONDS),
+    "stream_deadline": (lambda v: v is None or (_is_number(v) and v > 0), _SECONDS),
+    "budget": (lambda v: v is None or isinstance(v, Budget), "a typedspy.limits.Budget or None"),
+    "rate_limit": (
+        lambda v: v is None or isinstance(v, RateLimit),
+        "a typedspy.limits.RateLimit or None",
+    ),
+    "cache": (
+        lambda v: v is None or isinstance(v, Cache),
+        "a typedspy.cache.MemoryCache, typedspy.cache.SQLiteCache or other Cache or None",
+    ),
+    "cache_mode": (lambda v: v in _CACHE_MODES, f"one of {', '.join(_CACHE_MODES)}"),
+    "cache_salt": (lambda v: isinstance(v, str), "a string"),
+}
 
 
 def _check_callback(index: int, callback: object) -> None:
@@ -330,10 +319,6 @@ def _check_callback(index: int, callback: object) -> None:
                 f"callbacks[{index}].{name} {problem}; define it with a plain def "
                 "(hand slow work to a queue or a thread: a hook must not block the call)"
             )
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def resolve_lm(lm: BaseLM | None) -> BaseLM:
