@@ -54,105 +54,24 @@ it does not report a failure, so ``except TypedspyError`` must not swallow it.
 
 from __future__ import annotations
 
-from typedspy._types import FieldError
-from typedspy.errors._base import (
-    ConfigurationError,
-    InputError,
-    MediaError,
-    MediaNotSupportedError,
-    SchemaError,
-    TypedspyError,
-)
-from typedspy.errors._data import (
-    DatasetError,
-    ExampleError,
-    ResumeStateError,
-    RowError,
-    SavedStateError,
-    ToolArgumentsError,
-    ToolError,
-    ToolNotFoundError,
-)
-from typedspy.errors._lm import (
-    LMConnectionError,
-    LMContextLengthError,
-    LMError,
-    LMRateLimitError,
-    LMResponseError,
-    LMResponseLimitError,
-    LMStatusError,
-    LMTimeoutError,
-    LMUnsupportedFeatureError,
-)
+from typedspy._types import FieldError as FieldError
+from typedspy.errors import _base, _data, _lm, _output, _runs
+from typedspy.errors._base import *  # noqa: F403
+from typedspy.errors._data import *  # noqa: F403
+from typedspy.errors._lm import *  # noqa: F403
 from typedspy.errors._options import check_finite as check_finite
 from typedspy.errors._options import check_instance as check_instance
 from typedspy.errors._options import check_int as check_int
 from typedspy.errors._options import check_number as check_number
-from typedspy.errors._output import (
-    ContentFilterError,
-    OutputDecodeError,
-    OutputError,
-    OutputValidationError,
-    RefusalError,
-    TokenBudgetExceededError,
-    TruncatedOutputError,
-)
-from typedspy.errors._runs import (
-    BatchFileError,
-    BatchStoppedError,
-    BudgetExceededError,
-    CacheError,
-    CacheMissError,
-    DeadlineExceededError,
-    ItemTimeoutError,
-    RequestLimitError,
-    ResumeConflictError,
-    VerificationError,
-)
+from typedspy.errors._output import *  # noqa: F403
+from typedspy.errors._runs import *  # noqa: F403
 
-__all__ = [
-    "BatchFileError",
-    "BatchStoppedError",
-    "BudgetExceededError",
-    "CacheError",
-    "CacheMissError",
-    "ConfigurationError",
-    "ContentFilterError",
-    "DatasetError",
-    "DeadlineExceededError",
-    "ExampleError",
-    "FieldError",
-    "InputError",
-    "ItemTimeoutError",
-    "LMConnectionError",
-    "LMContextLengthError",
-    "LMError",
-    "LMRateLimitError",
-    "LMResponseError",
-    "LMResponseLimitError",
-    "LMStatusError",
-    "LMTimeoutError",
-    "LMUnsupportedFeatureError",
-    "MediaError",
-    "MediaNotSupportedError",
-    "OutputDecodeError",
-    "OutputError",
-    "OutputValidationError",
-    "RefusalError",
-    "RequestLimitError",
-    "ResumeConflictError",
-    "ResumeStateError",
-    "RowError",
-    "SavedStateError",
-    "SchemaError",
-    "TokenBudgetExceededError",
-    "ToolArgumentsError",
-    "ToolError",
-    "ToolNotFoundError",
-    "TruncatedOutputError",
-    "TypedspyError",
-    "VerificationError",
-]
+__all__ = ["FieldError"]
+__all__ += _base.__all__
+__all__ += _data.__all__
+__all__ += _lm.__all__
+__all__ += _output.__all__
+__all__ += _runs.__all__
 
 # Pickles and reprs name the module users import from, not the private one defining the class
 # (``typedspy/__init__`` moves the top-level exports on to ``typedspy``).
