@@ -11,12 +11,11 @@ native step through its own driver. Not public API: typedspy's modules import it
 from __future__ import annotations
 
 from typedspy.engine._attempts import Attempts, Done, Driver, Event, Reply, run_attempts
-from typedspy.engine._draft import Draft, DraftPlan, plan_draft, run_draft
-from typedspy.engine._failures import raise_for_finish, truncation_error
+from typedspy.engine._draft import Draft, plan_draft, run_draft
 from typedspy.engine._fallback import over_chain
-from typedspy.engine._inputs import check_inputs, signature_class, signature_of
+from typedspy.engine._inputs import check_inputs, signature_of
 from typedspy.engine._output import CallPlan, plan_call, run_call
-from typedspy.engine._send import Pick, content, first_call_arguments, parsed_events, send
+from typedspy.engine._send import Pick, content, send
 from typedspy.engine._stepdown import MAX_STEP_DOWNS, stepping_down
 
 __all__ = [
@@ -25,25 +24,19 @@ __all__ = [
     "CallPlan",
     "Done",
     "Draft",
-    "DraftPlan",
     "Driver",
     "Event",
     "Pick",
     "Reply",
     "check_inputs",
     "content",
-    "first_call_arguments",
     "over_chain",
-    "parsed_events",
     "plan_call",
     "plan_draft",
-    "raise_for_finish",
     "run_attempts",
     "run_call",
     "run_draft",
     "send",
-    "signature_class",
     "signature_of",
     "stepping_down",
-    "truncation_error",
 ]

@@ -12,7 +12,6 @@ from typedspy.profiles._probe import Capability, Finding, ProbeReport, Verdict
 from typedspy.profiles._probe import Seen as Seen
 from typedspy.profiles._probe import canaries as canaries
 from typedspy.profiles._probe import findings as findings
-from typedspy.profiles._profile import MAX_TOKEN_CAP as MAX_TOKEN_CAP
 from typedspy.profiles._profile import LoopRemedy, Mode, Profile
 from typedspy.profiles._profile import token_cap_problem as token_cap_problem
 

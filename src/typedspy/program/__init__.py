@@ -5,7 +5,6 @@ build on it and do not import each other (ADR-042).
 """
 
 from typedspy.program._module import Module
-from typedspy.program._module import no_positional as no_positional
 
 # The package's interface to typedspy's other packages (not public API): the saved-state models
 # and their reader (ADR-054), and the check every module's call makes.

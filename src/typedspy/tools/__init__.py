@@ -19,7 +19,6 @@ from typedspy.tools._names import sent_name as sent_name
 from typedspy.tools._names import tool_name
 from typedspy.tools._resume_state import ResumeState
 from typedspy.tools._tool import Tool, tool
-from typedspy.tools._toolset import ToolLike as ToolLike
 from typedspy.tools._toolset import Toolset
 
 __all__ = [
