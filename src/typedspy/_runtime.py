@@ -40,7 +40,6 @@ from typedspy.errors import ConfigurationError
 __all__ = [
     "await_on_thread",
     "background_loop",
-    "background_started",
     "in_thread",
     "is_root",
     "iterate_sync",
@@ -192,11 +191,6 @@ def _raised(name: str, exc: BaseException) -> str:
 def background_loop() -> asyncio.AbstractEventLoop | None:
     """The background loop, if it was started (None before the first call that needs it)."""
     return LOOP.current()
-
-
-def background_started() -> bool:
-    """True once typedspy's background loop runs (a sync call was made inside a running loop)."""
-    return LOOP.current() is not None
 
 
 def _refuse_on_own_loop(awaitable: object, async_name: str, *, iterating: bool = False) -> None:

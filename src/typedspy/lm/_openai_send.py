@@ -51,7 +51,7 @@ from typedspy._json import (
 )
 from typedspy._runtime import (
     await_on_thread,
-    background_started,
+    background_loop,
     is_root,
     own_loop_running,
     relay_from_thread,
@@ -143,7 +143,7 @@ class Sender:
         sync calls made inside a running loop used it.
         """
         await self.clients.aclose_current()
-        if own_loop_running() and background_started():
+        if own_loop_running() and background_loop() is not None:
             await await_on_thread(self.clients.aclose_current)
         with self._lock:
             blocking, self._blocking = self._blocking, None
