@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -102,15 +101,6 @@ def format_outputs(sig: type[Signature], outputs: Mapping[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
-class _Prompt:
-    system: str
-    compiled: CompiledSchema
-    response_format: Mapping[str, Any] | None
-    tools: tuple[Mapping[str, Any], ...] = ()
-    tool_choice: Mapping[str, Any] | None = None
-
-
 def field_section(title: str, fields: Mapping[str, FieldInfo]) -> list[str]:
     """``title`` and a ``- name: description`` line per field; nothing for no fields."""
     return [title, *(_describe(n, i, False) for n, i in fields.items())] if fields else []
@@ -153,17 +143,6 @@ def output_schema(sig: type[Signature], mode: Mode, profile: Profile) -> Compile
             ``dict[str, Any]`` under the strict subset).
     """
     return compile_schema(sig, profile.target_for(mode))
-
-
-def _prompt_for(sig: type[Signature], mode: Mode, profile: Profile) -> _Prompt:
-    compiled = output_schema(sig, mode, profile)
-    system = _system(sig, compiled, mode, profile)
-    if mode != "tools":
-        rf = profile.response_format(mode, compiled.name, compiled.schema, compiled.strict)
-        return _Prompt(system, compiled, rf)
-    tool = function_tool(compiled.name, sig.instructions, compiled)
-    choice = {"type": "function", "function": {"name": compiled.name}}
-    return _Prompt(system, compiled, None, (tool,), choice)
 
 
 def function_tool(name: str, description: str, compiled: CompiledSchema) -> dict[str, Any]:
@@ -223,17 +202,19 @@ def build_request(
         MediaNotSupportedError: A media input of a kind the profile does not take.
     """
     profile = profile if profile is not None else Profile.named("openai")
-    prompt = _prompt_for(sig, mode, profile)
-    messages = _conversation(
-        sig, prompt.system, history, demos, inputs, profile, answer=format_outputs
-    )
+    compiled = output_schema(sig, mode, profile)
+    system = _system(sig, compiled, mode, profile)
+    messages = _conversation(sig, system, history, demos, inputs, profile, answer=format_outputs)
+    params = profile.structured_params(params or {}, defaults=defaults or {})
+    if mode != "tools":
+        rf = profile.response_format(mode, compiled.name, compiled.schema, compiled.strict)
+        return LMRequest(messages=messages, response_format=rf, params=params)
     return LMRequest(
         messages=messages,
-        response_format=prompt.response_format,
-        tools=prompt.tools,
-        tool_choice=prompt.tool_choice,
-        parallel_tool_calls=profile.parallel_tool_calls if prompt.tools else None,
-        params=profile.structured_params(params or {}, defaults=defaults or {}),
+        tools=(function_tool(compiled.name, sig.instructions, compiled),),
+        tool_choice={"type": "function", "function": {"name": compiled.name}},
+        parallel_tool_calls=profile.parallel_tool_calls,
+        params=params,
     )
 
 
