@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from typedspy._types import FailureKind, FieldError, Usage
+from typedspy._types import FailureKind, FieldError
 from typedspy.adapter import Mode, build_request, output_schema, written_as_outputs
 from typedspy.engine._attempts import Attempts, Done, Driver, Event, Reply, run_attempts
 from typedspy.engine._failures import enforcement_kind, log_failure, remedy_turn
@@ -24,7 +24,7 @@ from typedspy.errors import (
     OutputValidationError,
     TokenBudgetExceededError,
 )
-from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound, ToolCall
+from typedspy.lm import BaseLM, ChatMessage, LMRequest, LMResponse, RequestBound
 from typedspy.parse import ParseFailure, ParseResult, parse_outputs, split_reasoning
 from typedspy.prediction import Prediction
 from typedspy.profiles import LoopRemedy
@@ -51,11 +51,6 @@ class CallPlan(Driver[Prediction[Any]]):
     what: str = "the completion"
     prediction: type[Prediction[Any]] = Prediction
 
-    @property
-    def usage(self) -> Usage:
-        """Tokens spent by the call's attempts."""
-        return self.attempts.usage
-
     # -- the attempt loop's driver --
 
     def request(self) -> LMRequest:
@@ -69,10 +64,10 @@ class CallPlan(Driver[Prediction[Any]]):
         return None if self.mode == "tools" else self.attempts.lm.profile.reasoning_tags
 
     def output(self, response: LMResponse) -> tuple[str | None, str | None]:
-        text, tool_call = _reply_text(response, self.mode)
-        if tool_call is not None:
-            return text, response.reasoning
-        return reply_output(text, response.reasoning, self.attempts.lm.profile.reasoning_tags)
+        if self.mode == "tools" and response.tool_calls:
+            return response.tool_calls[0].arguments, response.reasoning
+        tags = self.attempts.lm.profile.reasoning_tags
+        return reply_output(response.text, response.reasoning, tags)
 
     def usable_when_cut(self, text: str, kind: FailureKind) -> bool:
         depth = self.attempts.lm.max_json_depth
@@ -248,13 +243,6 @@ def _repeats(attempts: Attempts, text: str) -> bool:
 _REPLY_KINDS = frozenset({"decode_failed", "validation_failed", "not_enforced", "repeated_reply"})
 
 
-def _reply_text(response: LMResponse, mode: Mode) -> tuple[str | None, ToolCall | None]:
-    if mode == "tools" and response.tool_calls:
-        call = response.tool_calls[0]
-        return call.arguments, call
-    return response.text, None
-
-
 def _parse(
     sig: type[Signature], text: str | None, response: LMResponse, max_json_depth: int
 ) -> ParseResult:
@@ -284,7 +272,7 @@ def _output_error(
     return error_type(
         f"{plan.signature.__name__}: {head}: {lines}",
         attempts=attempts,
-        usage=plan.usage,
+        usage=plan.attempts.usage,
         raw=attempts[-1].raw if attempts else "",
         errors=errors,
     )
