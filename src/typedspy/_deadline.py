@@ -112,7 +112,8 @@ class Bound:
         try:
             return await iterator.__anext__()
         except asyncio.CancelledError:
-            if not self._fired or _still_cancelled(task):
+            # uncancel() takes back the bound's own cancel; one still pending is another's.
+            if not self._fired or task.uncancel() > 0:
                 raise  # a cancellation from elsewhere, not this bound's
             raise self.error() from None
         finally:
@@ -128,12 +129,6 @@ class Bound:
         self._fired = True
         if self._task is not None:
             self._task.cancel()
-
-
-def _still_cancelled(task: asyncio.Task[object]) -> bool:
-    """Take back the bound's own cancel; True when another one is pending too (3.11+)."""
-    uncancel = getattr(task, "uncancel", None)
-    return uncancel is not None and uncancel() > 0
 
 
 def call_bound(seconds: float | None, owner: str) -> Bound | None:
