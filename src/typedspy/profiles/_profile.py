@@ -285,17 +285,11 @@ class Profile:
         return out
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
-        state["_rejected"] = sorted(self._rejected)
-        state["_seen"] = sorted(self._seen)
-        return state
+        return {**vars(self), "_lock": None}  # a lock does not pickle
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        rejected, seen = state.pop("_rejected", ()), state.pop("_seen", ())
-        for key, value in state.items():
-            object.__setattr__(self, key, value)
-        self._rejected = set(rejected)
-        self._seen = set(seen)
+        vars(self).update(state)  # a copy gets a memory and a lock of its own
+        self._rejected, self._seen = set(self._rejected), set(self._seen)
         self._lock = threading.Lock()
 
 
