@@ -13,16 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     JsonValue,
-    SerializerFunctionWrapHandler,
     ValidationError,
-    model_serializer,
 )
 
 from typedspy._json import MAX_JSON_DEPTH, JSONLimitError, depth_exceeded, loads
@@ -84,14 +82,7 @@ class PredictorState(StateModel):
     fingerprint: str
     instructions: str
     demos: list[dict[str, JsonValue]]
-    texts: FieldTexts | None = None
-
-    @model_serializer(mode="wrap")
-    def _without_absent_texts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if self.texts is None:
-            data.pop("texts", None)
-        return data
+    texts: FieldTexts | None = Field(default=None, exclude_if=lambda texts: texts is None)
 
 
 class ScoreRecord(StateModel):
@@ -166,9 +157,8 @@ def read_state(model: type[StateT], state: object) -> StateT:
         SavedStateError: ``state`` is nested deeper than `MAX_JSON_DEPTH`, is of another
             format version, or does not fit ``model``.
     """
-    if depth_exceeded(state, MAX_JSON_DEPTH):
-        problem = f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth)"
-        raise state_error("<state>", [FieldError((), problem)])
+    if problem := too_deep(state, level=0):
+        raise state_error("<state>", [problem])
     return _validated(model, state, "<state>")
 
 
