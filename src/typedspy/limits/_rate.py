@@ -127,11 +127,8 @@ class RateLimit:
     ) -> None:
         check_number("RateLimit", "requests_per_minute", requests_per_minute)
         check_number("RateLimit", "tokens_per_minute", tokens_per_minute)
+        # Finite: an endless pause is what the cap is there to prevent.
         check_number("RateLimit", "max_pause", max_pause, unit="seconds", optional=False)
-        if not math.isfinite(max_pause):  # an endless pause is what the cap is there to prevent
-            raise ConfigurationError(
-                f"RateLimit(max_pause={max_pause!r}): expected a finite number of seconds > 0"
-            )
         if requests_per_minute is None and tokens_per_minute is None:
             raise ConfigurationError("RateLimit() needs requests_per_minute or tokens_per_minute")
         self.requests_per_minute = requests_per_minute
