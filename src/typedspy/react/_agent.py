@@ -82,7 +82,7 @@ from typedspy.signature import (
     OutputField,
     Signature,
     build_signature,
-    to_jsonable,
+    to_jsonable_fields,
     without_role,
 )
 from typedspy.streaming import StreamEvent, closing
@@ -430,13 +430,11 @@ def _with_trajectory(sig: type[Signature], description: str) -> dict[str, tuple[
     return inputs
 
 
-def step_signature(
-    sig: type[Signature], tools: Sequence[Tool]
-) -> tuple[type[Signature], dict[type[BaseModel], str]]:
+def step_signature(sig: type[Signature], tools: Sequence[Tool]) -> type[Signature]:
     """The fallback step: inputs + ``trajectory`` text -> ``reasoning`` and ``next``.
 
-    Returns:
-        The signature, and each union member class mapped to its tool name (``finish`` too).
+    ``next`` is a union with one member per tool and one for ``finish``, each class named after
+    its tool (so its ``_type`` tag is the tool's name).
 
     Raises:
         ConfigurationError: The task has an input named ``reasoning`` or ``next``.
@@ -447,11 +445,9 @@ def step_signature(
             f"{sig.__name__}: the ReAct fallback step uses the output names 'reasoning' and "
             f"'next'; rename the input(s) {', '.join(taken)}"
         )
-    members: dict[type[BaseModel], str] = {}
-    for tool in tools:
-        members[_member(tool.name, tool.description, tool.signature.input_fields)] = tool.name
     finish_doc = "The final answer: the outputs of the task."
-    members[_member(FINISH, finish_doc, sig.output_fields)] = FINISH
+    members = [_member(t.name, t.description, t.signature.input_fields) for t in tools]
+    members.append(_member(FINISH, finish_doc, sig.output_fields))
     choice: Any = functools.reduce(operator.or_, members)
     listing = "\n".join(f"- {t.name}: {t.description}" for t in tools) or "- (none)"
     instructions = (
@@ -462,8 +458,7 @@ def step_signature(
         "reasoning": (str, OutputField(description="what you know so far and what to do next")),
         "next": (choice, OutputField(description="one tool call, or finish")),
     }
-    step = build_signature(f"{sig.__name__}Step", inputs, outputs, instructions)
-    return step, members
+    return build_signature(f"{sig.__name__}Step", inputs, outputs, instructions)
 
 
 def extraction_signature(sig: type[Signature]) -> type[Signature]:
@@ -627,8 +622,7 @@ async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep:
     # compares by identity).
     if tools not in run.union_steps:
         run.union_steps[tools] = step_signature(run.signature, tools)
-    step_sig, members = run.union_steps[tools]
-    predict: Predict[Signature] = Predict(step_sig, **run.agent.lm_kwargs)
+    predict: Predict[Signature] = Predict(run.union_steps[tools], **run.agent.lm_kwargs)
     pred: Any = None
     try:
         async with closing(run.predicted(predict, stream)) as events:
@@ -641,15 +635,13 @@ async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep:
     else:
         run.record(pred.usage, pred.completion)
         choice = pred["next"]
-        name = members[type(choice)]
+        name = type(choice).__name__  # the tool's (`_member`)
         fields = (
             run.signature.output_fields
             if name == FINISH
             else run.tools.get(name).signature.input_fields
         )
-        shown = as_arguments(
-            {n: to_jsonable(getattr(choice, n), i.annotation) for n, i in fields.items()}
-        )
+        shown = as_arguments(to_jsonable_fields(dict(choice), fields))
         call = TrajectoryCall(id=f"call_{run.step + 1}_1", name=name, arguments=shown)
         step = TrajectoryStep(reasoning=pred["reasoning"] or None, calls=[call])
     run.trajectory.append(step)

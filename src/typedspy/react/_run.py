@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
-from pydantic import BaseModel
 from typing_extensions import TypeAliasType
 
 from typedspy import callbacks
@@ -201,9 +200,7 @@ class Run(Generic[SigT]):
     token_budget: int | None = field(init=False)
     requests: RequestBound | None = field(init=False)
     attempts: Attempts = field(init=False)
-    union_steps: dict[tuple[Tool, ...], tuple[type[Signature], dict[type[BaseModel], str]]] = field(
-        default_factory=dict
-    )
+    union_steps: dict[tuple[Tool, ...], type[Signature]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         agent, profile, settings = self.agent, self.lm.profile, get_settings()
@@ -496,50 +493,54 @@ class Run(Generic[SigT]):
     async def resume(
         self, point: PausedRun, state: ResumeState, store: ResumeStore
     ) -> AsyncIterator[StreamEvent]:
-        """The paused call answered (once per pause), then the rest of its step's calls."""
-        step = self.trajectory[self.step]
-        call = step.calls[point.call]
-        yield started(call)
-        call.observation, failed = await self._answer_once(call, state, point.pause_id, store)
-        yield finished(call, failed)
-        async with closing(self.run_calls(step, point.call + 1)) as calls:
-            async for event in calls:
-                yield event
-
-    async def _answer_once(
-        self, call: TrajectoryCall, state: ResumeState, pause_id: str, store: ResumeStore
-    ) -> tuple[str, bool]:
-        """The paused call's observation (and whether it failed), once per pause.
+        """The paused call answered (once per pause), then the rest of its step's calls.
 
         The first resumption claims ``pause_id`` and applies the person's answer; a second one
-        with the same answer replays the recorded observation without running the tool.
+        with the same answer replays the recorded observation without running the tool. Either
+        way the call shows the person's edits, as it was really made.
 
         Raises:
             ResumeConflictError: The pause was answered differently before, or the earlier
                 resumption has not recorded its outcome.
         """
-        known = await store.claim(pause_id, state.action)
+        step = self.trajectory[self.step]
+        call = step.calls[point.call]
+        yield started(call)
+        known = await store.claim(point.pause_id, state.action)
         if known is None:
             observation, failed = await self._answer(call, state)
-            await store.record(pause_id, observation, failed)
-            return observation, failed
-        if known.action != state.action:
+            await store.record(point.pause_id, observation, failed)
+        elif known.action != state.action:
             raise ResumeConflictError(
                 f"this pause of {call.name} was already answered with {known.action!r}; "
                 f"it cannot now be answered with {state.action!r}",
-                pause_id=pause_id,
+                pause_id=point.pause_id,
                 action=known.action,
             )
-        if known.observation is None:
+        elif known.observation is None:
             raise ResumeConflictError(
                 f"this pause of {call.name} is being resumed elsewhere, or its resumption "
                 "stopped while the tool ran; the tool is not run again",
-                pause_id=pause_id,
+                pause_id=point.pause_id,
                 action=known.action,
             )
-        logger.info("pause %s was resumed before: %s is not run again", pause_id, call.name)
-        _show_edits(call, state)
-        return known.observation, known.failed
+        else:
+            logger.info(
+                "pause %s was resumed before: %s is not run again", point.pause_id, call.name
+            )
+            observation, failed = known.observation, known.failed
+        edited = state.edited_arguments
+        if edited is not None:
+            # What ran: the edits over the paused call's validated arguments, as the tools layer
+            # merges them; the model then reads the call as it was really made.
+            original = state.tool_call.get("arguments")
+            merged = {**(original if isinstance(original, Mapping) else {}), **edited}
+            call.arguments = as_arguments(to_jsonable(merged))
+        call.observation = observation
+        yield finished(call, failed)
+        async with closing(self.run_calls(step, point.call + 1)) as calls:
+            async for event in calls:
+                yield event
 
     async def _answer(self, call: TrajectoryCall, state: ResumeState) -> tuple[str, bool]:
         """The paused call's observation, from the person's answer (and whether it failed)."""
@@ -552,7 +553,7 @@ class Run(Generic[SigT]):
             )
         with resume(state):  # the decision is consumed by this call, or dropped on exit
             observation, failed = await self.run_checked(call)
-        if not _show_edits(call, state):
+        if state.edited_arguments is None:
             return observation, failed
         return f"(The user edited the arguments before approving the call.) {observation}", failed
 
@@ -585,10 +586,10 @@ def restore(
     trajectory = Trajectory(point.trajectory)
     turns = history_messages(history)
     run = Run(agent, lm, checked, turns, trajectory, point.mode, point.step, point.usage)
-    for tool in list(run.tools):
-        if tool.name not in point.tools:
-            run.tools.remove(tool.name)
-    missing = sorted(set(point.tools) - {t.name for t in run.tools})
+    for name in run.tools.names:
+        if name not in point.tools:
+            run.tools.remove(name)
+    missing = sorted(set(point.tools) - set(run.tools.names))
     if missing:
         logger.warning(
             "resuming %s without tools added during the paused run: %s",
@@ -693,19 +694,6 @@ def _single_value(result: Any) -> Any:
     if isinstance(result, Mapping) and len(result) == 1:
         return next(iter(result.values()))
     return result
-
-
-def _show_edits(call: TrajectoryCall, state: ResumeState) -> bool:
-    """Show the call with the person's edits, if any (and say whether there were any)."""
-    edited = state.edited_arguments
-    if edited is None:
-        return False
-    # What ran: the edits over the paused call's validated arguments, as the tools layer
-    # merges them; the model then reads the call as it was really made.
-    original = state.tool_call.get("arguments")
-    merged = {**(original if isinstance(original, Mapping) else {}), **edited}
-    call.arguments = as_arguments(to_jsonable(merged))
-    return True
 
 
 def as_arguments(data: Any) -> str:
