@@ -69,7 +69,6 @@ from typedspy.react._run import (
     restore,
 )
 from typedspy.react._state import (
-    DEFAULT_STORE,
     ResumeStore,
     Trajectory,
     TrajectoryCall,
@@ -297,8 +296,7 @@ class ReAct(Module, Generic[SigT, InputsT]):
             run = Run(self, lm, checked, turns, Trajectory(), lm.profile.agent_step(self.mode))
         else:
             run, point = restore(self, lm, resume_state, inputs, history)
-            store = self.resume_store if self.resume_store is not None else DEFAULT_STORE
-            async with closing(run.resume(point, resume_state, store)) as calls:
+            async with closing(run.resume(point, resume_state)) as calls:
                 async for event in calls:
                     yield event
         for index in range(run.step + (resume_state is not None), self.max_iters):

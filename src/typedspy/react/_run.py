@@ -47,8 +47,8 @@ from typedspy.program import Module
 from typedspy.react._state import (
     ACCEPTED,
     CONTEXT_KEY,
+    DEFAULT_STORE,
     PausedRun,
-    ResumeStore,
     Trajectory,
     TrajectoryCall,
     TrajectoryStep,
@@ -490,14 +490,13 @@ class Run(Generic[SigT]):
 
     # -- resuming a paused run --
 
-    async def resume(
-        self, point: PausedRun, state: ResumeState, store: ResumeStore
-    ) -> AsyncIterator[StreamEvent]:
+    async def resume(self, point: PausedRun, state: ResumeState) -> AsyncIterator[StreamEvent]:
         """The paused call answered (once per pause), then the rest of its step's calls.
 
-        The first resumption claims ``pause_id`` and applies the person's answer; a second one
-        with the same answer replays the recorded observation without running the tool. Either
-        way the call shows the person's edits, as it was really made.
+        The first resumption claims ``pause_id`` in the agent's `ResumeStore` and applies the
+        person's answer; a second one with the same answer replays the recorded observation
+        without running the tool. Either way the call shows the person's edits, as it was really
+        made.
 
         Raises:
             ResumeConflictError: The pause was answered differently before, or the earlier
@@ -506,6 +505,8 @@ class Run(Generic[SigT]):
         step = self.trajectory[self.step]
         call = step.calls[point.call]
         yield started(call)
+        store = self.agent.resume_store
+        store = DEFAULT_STORE if store is None else store
         known = await store.claim(point.pause_id, state.action)
         if known is None:
             observation, failed = await self._answer(call, state)
@@ -658,14 +659,12 @@ class ModuleContext:
 
 def started(call: TrajectoryCall) -> ToolCallStarted:
     """The event before ``call`` runs; its arguments decoded when they are a JSON object."""
-    arguments: Mapping[str, Any] | str = call.arguments
     try:
         decoded = bounded_loads(call.arguments)  # nesting bounded: the model wrote it
     except ValueError:
         decoded = None
-    if isinstance(decoded, dict):
-        arguments = decoded
-    return ToolCallStarted(call.id, call.name, arguments)
+    shown = decoded if isinstance(decoded, dict) else call.arguments
+    return ToolCallStarted(call.id, call.name, shown)
 
 
 def finished(call: TrajectoryCall, failed: bool) -> ToolCallFinished:
