@@ -339,15 +339,12 @@ class ReAct(Module, Generic[SigT, InputsT]):
                 async for event in calls:
                     yield event
 
-    async def _ask(
+    def _ask(
         self, run: Run[SigT], stream: bool
     ) -> AsyncIterator[StreamEvent | Done[TrajectoryStep]]:
         if run.mode == "union":
-            yield Done(await union_step(run, stream=stream))
-            return
-        async with closing(run_attempts(NativeStep(run), run.attempts, stream=stream)) as items:
-            async for item in items:
-                yield item
+            return union_step(run, stream=stream)
+        return run_attempts(NativeStep(run), run.attempts, stream=stream)
 
     def _step_down(self, run: Run[SigT], exc: LMUnsupportedFeatureError) -> bool:
         """Whether a native step the endpoint refused runs again on other terms (see `_step`).
@@ -608,12 +605,13 @@ def _finish_arguments(content: bool, open_tag: str | None) -> Pick:
     return pick
 
 
-async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep:
+async def union_step(run: Run[Any], *, stream: bool) -> AsyncIterator[Done[TrajectoryStep]]:
     """One step through `Predict` over a signature whose output is the tagged union.
 
-    Returns the step: its one call (a tool's, or ``finish`` with the outputs), or, when the
-    output could not be used, no call and a note that says why. With ``stream``, the request
-    streams; its partial events (of the step signature, not the task's) are not passed on.
+    Its one event is the step's `Done`: the step's one call (a tool's, or ``finish`` with the
+    outputs), or, when the output could not be used, no call and a note that says why. With
+    ``stream``, the request streams; its partial events (of the step signature, not the task's)
+    are not passed on.
     """
     tools = tuple(run.active_tools())
     # Rebuilt only when a module callback changed the tools since the last step (a `Tool`
@@ -643,4 +641,4 @@ async def union_step(run: Run[Any], *, stream: bool) -> TrajectoryStep:
         call = TrajectoryCall(id=f"call_{run.step + 1}_1", name=name, arguments=shown)
         step = TrajectoryStep(reasoning=pred["reasoning"] or None, calls=[call])
     run.trajectory.append(step)
-    return step
+    yield Done(step)

@@ -104,6 +104,7 @@ def _rebuild_required(
     return ConfirmationRequired(question, confirmation_id=cid, tool_call=tool_call, context=context)
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class ConfirmationRejected(TypedspyError):
     """The person declined a confirm_first tool call; the tool did not run.
 
@@ -114,13 +115,9 @@ class ConfirmationRejected(TypedspyError):
             plain rejection.
     """
 
-    def __init__(
-        self, message: str, *, confirmation_id: str, tool: str, feedback: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.confirmation_id = confirmation_id
-        self.tool = tool
-        self.feedback = feedback
+    confirmation_id: str
+    tool: str
+    feedback: str | None = None
 
 
 def confirmation_id(tool: str, arguments: Mapping[str, Any]) -> str:
