@@ -310,13 +310,14 @@ class Run(Generic[SigT]):
             )
 
     def predicted(
-        self, predict: Predict[Signature], stream: bool
+        self, predict: Predict[Signature], stream: bool, traced: Module | None = None
     ) -> AsyncIterator[StreamEvent | Prediction[Any]]:
         """``predict`` over the inputs and the trajectory, within the run's bounds.
 
         ``predict`` (a union step's, or a copy of the agent's ``extract``) gets this run's
         LM when it has none, and what is left of the token budget; its requests count on the
-        run's request bound and its tokens on the run's budget.
+        run's request bound and its tokens on the run's budget. Callbacks see the call as
+        ``traced``'s, when given.
         """
         if predict.lm is None:
             predict.lm = self.lm
@@ -325,7 +326,8 @@ class Run(Generic[SigT]):
             predict.token_budget = max(self.token_budget - spent.tokens, 0)
         inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text(self.cut)}
         sent = predict.aexecute(stream=stream, history=self.history, **inputs)
-        return counted_stream(self.requests, spending(spent, sent))
+        events = counted_stream(self.requests, spending(spent, sent))
+        return events if traced is None else callbacks.module_call(traced, inputs, events)
 
     async def extracted(self, stream: bool) -> AsyncIterator[StreamEvent | AgentPrediction[SigT]]:
         """The answer extracted from the trajectory (its partial outputs when streaming).
@@ -335,15 +337,9 @@ class Run(Generic[SigT]):
         from its oldest step until it fits (`fitted`).
         """
         template = self.agent.extract
-
-        def extraction() -> AsyncIterator[StreamEvent | Prediction[Any]]:
-            inputs = {**self.inputs, TRAJECTORY_FIELD: self.trajectory.to_text(self.cut)}
-            return callbacks.module_call(
-                template, inputs, self.predicted(copy.copy(template), stream)
-            )
-
         pred: Any = None
-        async with closing(self.fitted(extraction)) as events:
+        extraction = self.fitted(lambda: self.predicted(copy.copy(template), stream, template))
+        async with closing(extraction) as events:
             async for event in events:
                 if isinstance(event, Prediction):
                     pred = event
