@@ -631,12 +631,8 @@ async def union_step(run: Run[Any], *, stream: bool) -> AsyncIterator[Done[Traje
     else:
         run.record(pred.usage, pred.completion)
         choice = pred["next"]
-        name = type(choice).__name__  # the tool's (`_member`)
-        fields = (
-            run.signature.output_fields
-            if name == FINISH
-            else run.tools.get(name).signature.input_fields
-        )
+        # Its class is named after its tool, its fields are the tool's (`_member`).
+        name, fields = type(choice).__name__, type(choice).model_fields
         shown = as_arguments(to_jsonable_fields(dict(choice), fields))
         call = TrajectoryCall(id=f"call_{run.step + 1}_1", name=name, arguments=shown)
         step = TrajectoryStep(reasoning=pred["reasoning"] or None, calls=[call])
