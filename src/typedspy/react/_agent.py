@@ -630,11 +630,10 @@ async def union_step(run: Run[Any], *, stream: bool) -> AsyncIterator[Done[Traje
         step = TrajectoryStep(note=bounded(f"Your previous step could not be used: {exc}"))
     else:
         run.record(pred.usage, pred.completion)
-        choice = pred["next"]
-        # Its class is named after its tool, its fields are the tool's (`_member`).
-        name, fields = type(choice).__name__, type(choice).model_fields
-        shown = as_arguments(to_jsonable_fields(dict(choice), fields))
-        call = TrajectoryCall(id=f"call_{run.step + 1}_1", name=name, arguments=shown)
+        choice: BaseModel = pred["next"]
+        member = type(choice)  # named after its tool, its fields the tool's (`_member`)
+        shown = as_arguments(to_jsonable_fields(dict(choice), member.model_fields))
+        call = TrajectoryCall(id=f"call_{run.step + 1}_1", name=member.__name__, arguments=shown)
         step = TrajectoryStep(reasoning=pred["reasoning"] or None, calls=[call])
     run.trajectory.append(step)
     yield Done(step)
