@@ -479,7 +479,7 @@ class Run(Generic[SigT]):
             step=self.step,
             call=next(i for i, c in enumerate(calls) if c is call),
             mode=self.mode,
-            tools=[t.name for t in self.tools],
+            tools=self.tools.names,
             usage=self.usage,
         )
         exc.tool_call["id"] = call.id
