@@ -52,26 +52,63 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
 it does not report a failure, so ``except TypedspyError`` must not swallow it.
 """
 
+# ruff: noqa: F403, F405 (the modules' own __all__ lists are star-imported, as httpx does)
 from __future__ import annotations
 
 from typedspy._types import FieldError as FieldError
-from typedspy.errors import _base, _data, _lm, _output, _runs
-from typedspy.errors._base import *  # noqa: F403
-from typedspy.errors._data import *  # noqa: F403
-from typedspy.errors._lm import *  # noqa: F403
+from typedspy.errors._base import *
+from typedspy.errors._data import *
+from typedspy.errors._lm import *
 from typedspy.errors._options import check_finite as check_finite
 from typedspy.errors._options import check_instance as check_instance
 from typedspy.errors._options import check_int as check_int
 from typedspy.errors._options import check_number as check_number
-from typedspy.errors._output import *  # noqa: F403
-from typedspy.errors._runs import *  # noqa: F403
+from typedspy.errors._output import *
+from typedspy.errors._runs import *
 
-__all__ = ["FieldError"]
-__all__ += _base.__all__
-__all__ += _data.__all__
-__all__ += _lm.__all__
-__all__ += _output.__all__
-__all__ += _runs.__all__
+__all__ = [
+    "BatchFileError",
+    "BatchStoppedError",
+    "BudgetExceededError",
+    "CacheError",
+    "CacheMissError",
+    "ConfigurationError",
+    "ContentFilterError",
+    "DatasetError",
+    "DeadlineExceededError",
+    "ExampleError",
+    "FieldError",
+    "InputError",
+    "ItemTimeoutError",
+    "LMConnectionError",
+    "LMContextLengthError",
+    "LMError",
+    "LMRateLimitError",
+    "LMResponseError",
+    "LMResponseLimitError",
+    "LMStatusError",
+    "LMTimeoutError",
+    "LMUnsupportedFeatureError",
+    "MediaError",
+    "MediaNotSupportedError",
+    "OutputDecodeError",
+    "OutputError",
+    "OutputValidationError",
+    "RefusalError",
+    "RequestLimitError",
+    "ResumeConflictError",
+    "ResumeStateError",
+    "RowError",
+    "SavedStateError",
+    "SchemaError",
+    "TokenBudgetExceededError",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolNotFoundError",
+    "TruncatedOutputError",
+    "TypedspyError",
+    "VerificationError",
+]
 
 # Pickles and reprs name the module users import from, not the private one defining the class
 # (``typedspy/__init__`` moves the top-level exports on to ``typedspy``).
