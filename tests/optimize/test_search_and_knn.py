@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 from wire_demos import demos_sent
@@ -87,3 +88,12 @@ def test_knn_needs_an_lm_that_embeds() -> None:
     lm = ts.testing.FakeLM([])
     with pytest.raises(ts.ConfigurationError, match="cannot embed"):
         ts.optimize.KNNFewShot(lm=lm, verbose=False).compile(ts.Predict(RouteTicket), TRAIN)
+
+
+def test_knn_without_numpy_says_so_before_it_pays_for_an_embedding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "numpy", None)  # what an install without the knn extra sees
+    with served(nearest()) as (server, _), pytest.raises(ts.ConfigurationError, match="numpy"):
+        ts.optimize.KNNFewShot(k=1, verbose=False).compile(ts.Predict(RouteTicket), TRAIN)
+    assert server.embedding_requests == []

@@ -34,7 +34,7 @@ __all__ = ["KNNFewShot", "KNNProgram"]
 def _numpy() -> Any:
     try:
         import numpy
-    except ImportError as exc:  # pragma: no cover - the knn extra is part of dev
+    except ImportError as exc:
         raise ConfigurationError("KNNFewShot needs numpy: pip install 'typedspy[knn]'") from exc
     return numpy
 
@@ -63,13 +63,14 @@ async def embedded(lm: BaseLM, model: str | None, texts: list[str], what: str) -
     Raises:
         LMResponseError: Vectors that are not finite, of different widths, or not one per text.
     """
+    np_ = _numpy()  # before the request: without numpy nothing is sent
     rows, problem = matrix(await pipeline.embed(lm, texts, model=model))
     if problem is None and len(rows) != len(texts):
         problem = f"{len(rows)} vectors for {len(texts)} texts"
     if problem is not None:
         raise LMResponseError(f"{model or lm.model}: the embeddings of {what}: {problem}")
-    norms = _numpy().linalg.norm(rows, axis=1, keepdims=True)
-    return rows / _numpy().where(norms == 0, 1.0, norms)
+    norms = np_.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np_.where(norms == 0, 1.0, norms)
 
 
 def embedding_text(inputs: Mapping[str, Any]) -> str:
