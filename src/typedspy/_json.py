@@ -124,6 +124,7 @@ def first_not_json(
     integer, or nesting deeper than ``max_depth`` (a structure that contains itself). With
     ``utf8`` (values sent as they are, not through ``json.dumps``), text UTF-8 cannot encode
     (a lone surrogate) and integer keys too. Walked without recursion, ``most`` values at most.
+    A key JSON cannot carry is reported with the mapping holding it as the value.
     """
     pending: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
     while pending and most > 0:
@@ -142,7 +143,7 @@ def first_not_json(
             for key, sub in cast("Mapping[object, Any]", item).items():
                 text = isinstance(key, str) and (not utf8 or encodable(key) is key)
                 if not text and (utf8 or not isinstance(key, int) or isinstance(key, bool)):
-                    return path, key, f"the key {key!r} is not JSON text"
+                    return path, item, f"the key {key!r} is not JSON text"
                 pending.append(((*path, str(key)), sub))
         elif isinstance(item, (list, tuple)):
             pending += [((*path, i), sub) for i, sub in enumerate(cast("Sequence[Any]", item))]

@@ -435,8 +435,20 @@ def _cycle() -> list[Any]:
         ({"x": {1, 2}}, "x: set is no JSON value"),
         ({"x": object()}, "x: object is no JSON value"),
         ({"x": {1: "a"}}, "x: the key 1 is not JSON text"),
+        ({"x": {1.5: "a"}}, "x: the key 1.5 is not JSON text"),
     ],
-    ids=["nan", "inf", "surrogate", "escaped-surrogate", "cycle", "deep", "set", "object", "key"],
+    ids=[
+        "nan",
+        "inf",
+        "surrogate",
+        "escaped-surrogate",
+        "cycle",
+        "deep",
+        "set",
+        "object",
+        "key",
+        "float-key",
+    ],
 )
 def test_arguments_json_cannot_carry_are_refused_naming_the_path_and_nothing_is_sent(
     arguments: Any, error: str
