@@ -7,6 +7,7 @@ whose content contains itself a bare `RecursionError` when the body was encoded,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,11 @@ MESSAGES: dict[str, tuple[Callable[[], object], str]] = {
     "not a mapping": (lambda: 42, "a mapping such as .*not int"),
     "no role": (lambda: {"content": "hi"}, "needs a string 'role'"),
     "content that contains itself": (cyclic, "contains itself"),
-    "an object() in it": (lambda: {"role": "user", "content": object()}, "not JSON"),
+    "an object() in it": (lambda: {"role": "user", "content": object()}, "not JSON: content: "),
+    "a NaN in it": (
+        lambda: {"role": "user", "content": [{"type": "text", "text": "hi", "x": math.nan}]},
+        r"not JSON: content\[0\]\.x: JSON has no such number",
+    ),
 }
 
 

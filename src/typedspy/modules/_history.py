@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
-import json
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from typedspy._json import MAX_JSON_DEPTH, depth_exceeded
+from typedspy._json import first_not_json
+from typedspy._types import format_path
 from typedspy.errors import InputError
 from typedspy.lm import ChatMessage
 
@@ -118,10 +119,7 @@ def _unsendable(message: object) -> str | None:
     checked = cast("Mapping[str, Any]", message)
     if not isinstance(checked.get("role"), str):
         return "a message needs a string 'role' ('user', 'assistant', 'tool' or 'system')"
-    if depth_exceeded(checked, MAX_JSON_DEPTH):
-        return f"nested deeper than {MAX_JSON_DEPTH} levels (max_json_depth), or contains itself"
-    try:
-        json.dumps(checked)
-    except (TypeError, ValueError) as exc:
-        return f"not JSON: {exc}"
+    if found := first_not_json(checked, most=sys.maxsize):
+        path, _, why = found
+        return f"not JSON: {format_path(path)}: {why}"
     return None
