@@ -104,9 +104,9 @@ def iterate_sync(
         ConfigurationError: Called from one of typedspy's loops itself.
     """
     if not loop_running():
-        return iter(Driver(factory, own_loop()))
+        return iter(Driver(factory, own_loop(), async_name))
     _refuse_on_own_loop(None, async_name, iterating=True)
-    return iter(Driver(factory, BackgroundSeat()))
+    return iter(Driver(factory, BackgroundSeat(), async_name))
 
 
 def run_in_background(
@@ -200,13 +200,25 @@ def _refuse_on_own_loop(awaitable: object, async_name: str, *, iterating: bool =
     raise ConfigurationError(_running_loop_message(async_name, iterating=iterating))
 
 
-def _running_loop_message(async_name: str, *, iterating: bool) -> str:
+def _refused(async_name: str) -> ConfigurationError:
+    """Why a sync stream's ``next()`` cannot wait on this thread, which runs an event loop."""
+    own = own_loop_running() or LOOP.is_current_thread()
+    return ConfigurationError(_running_loop_message(async_name, iterating=True, own=own))
+
+
+def _running_loop_message(async_name: str, *, iterating: bool, own: bool = True) -> str:
     owner, _, method = async_name.rpartition(".")
     sync_method = "__call__" if method == "acall" else method.removeprefix("a")
     instance = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", owner).lower()
     sync_name = f"{owner}.{sync_method}" if owner else sync_method
     target = f"{instance}.{method}" if owner else method
     use = f"async for ... in {target}(...)" if iterating else f"await {target}(...)"
+    if not own:  # a sync stream started where no loop ran, read where one runs (ADR-098)
+        return (
+            f"{sync_name} cannot be read in a thread running an event loop: it was started "
+            "where none ran, and its items come from that thread's own loop, which cannot run "
+            f"inside another; start it where it is read, or use `{use}`"
+        )
     return (
         f"{sync_name} cannot run on typedspy's own event loop (code typedspy runs there, "
         f"such as a module's aforward or an async tool); use `{use}`"
@@ -246,9 +258,12 @@ class Driver(Generic[T]):
     what it holds is opened and closed in one task; iterating the driver yields its items.
     """
 
-    def __init__(self, factory: Callable[[], AsyncIterator[T]], seat: Seat) -> None:
+    def __init__(
+        self, factory: Callable[[], AsyncIterator[T]], seat: Seat, name: str = ""
+    ) -> None:
         self._factory = factory
         self._seat = seat
+        self._name = name  # the async method, as `iterate_sync` takes it
         self._ctx = contextvars.copy_context()
         self.started = False  # only touched by the caller
         self._task: asyncio.Task[None] | None = None  # only touched on the loop's thread
@@ -259,7 +274,12 @@ class Driver(Generic[T]):
         """A synchronous generator over the items; closing it closes the driver."""
         try:
             while not self.finished.done():
-                item = self._seat.wait(self.ask())
+                try:
+                    item = self._seat.wait(self.ask())
+                except RuntimeError:  # the stream's own, or a loop this thread runs refused
+                    if self._seat.can_wait():
+                        raise
+                    raise _refused(self._name) from None
                 if isinstance(item, _Exhausted):
                     return
                 yield item

@@ -233,6 +233,8 @@ class BackgroundSeat:
         self._cancelled = _cancel_requested()
 
     def wait(self, future: concurrent.futures.Future[T]) -> T:
+        if not self.can_wait():  # on the loop itself: it would wait for itself forever
+            raise RuntimeError("This event loop is already running")  # as asyncio refuses
         try:
             return _wait_for(future, self._cancelled)
         except asyncio.CancelledError:

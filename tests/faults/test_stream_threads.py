@@ -8,10 +8,13 @@ thread's own loop (ADR-049); whichever thread waits runs that loop, one thread a
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, cast
+
+import pytest
 
 import typedspy as ts
 from typedspy.testing import StandIn
@@ -83,4 +86,85 @@ def test_closing_a_stream_on_another_thread_closes_its_connection() -> None:
                     break
                 threading.Event().wait(0.01)
             assert server.disconnects == 1
+        lm.close()
+
+
+# --- read where a loop runs (ADR-098) --------------------------------------------------------
+
+
+def test_a_stream_started_without_a_loop_read_inside_asyncio_run_names_what_to_do() -> None:
+    # Its items come from this thread's own loop, which asyncio cannot run inside another.
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.url + "/v1", api_key="k", max_retries=0)
+        predict = ts.Predict(Ask, lm=lm)
+        events = predict.stream(q="streamed")
+
+        async def handler() -> object:
+            return next(events)
+
+        with pytest.raises(ts.ConfigurationError) as refused:
+            asyncio.run(handler())
+        assert str(refused.value).startswith(
+            "Predict.stream cannot be read in a thread running an event loop"
+        )
+        assert "start it where it is read, or use `async for ... in predict.astream(" in (
+            str(refused.value)
+        )
+        assert list(events) == []  # the stream was closed
+        assert isinstance(predict(q="after"), ts.Prediction)  # the thread's loop still serves
+        lm.close()
+
+
+def test_a_stream_read_in_code_typedspy_runs_is_refused_as_a_sync_call_there() -> None:
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.url + "/v1", api_key="k", max_retries=0)
+        predict = ts.Predict(Ask, lm=lm)
+        events = predict.stream(q="streamed")  # on this thread's own loop
+
+        class Reader(ts.Module):
+            async def aforward(self, q: str) -> str:  # runs on this thread's own loop
+                next(events)
+                return q
+
+        with pytest.raises(ts.ConfigurationError) as refused:
+            Reader()(q="read")
+        assert str(refused.value).startswith(
+            "Predict.stream cannot run on typedspy's own event loop"
+        )
+        assert "use `async for ... in predict.astream(...)`" in str(refused.value)
+        lm.close()
+
+
+def test_a_stream_read_on_the_background_loop_is_refused_instead_of_waiting_for_ever() -> None:
+    # Started inside a running loop, its task runs on typedspy's background loop; reading it
+    # from an async module that loop runs blocked the loop its items come from.
+    outcome: list[BaseException | object] = []
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.url + "/v1", api_key="k", max_retries=0)
+        predict = ts.Predict(Ask, lm=lm)
+
+        class Reader(ts.Module):
+            def __init__(self, events: Iterator[object]) -> None:
+                super().__init__()
+                self.events = events
+
+            async def aforward(self, q: str) -> str:  # runs on the background loop
+                next(self.events)
+                return q
+
+        async def cell() -> object:
+            return Reader(predict.stream(q="streamed"))(q="read")
+
+        def notebook() -> None:
+            try:
+                outcome.append(asyncio.run(cell()))
+            except BaseException as exc:  # reported below
+                outcome.append(exc)
+
+        reader = threading.Thread(target=notebook, daemon=True)  # on main it never ends
+        reader.start()
+        reader.join(30)
+        assert not reader.is_alive()
+        assert isinstance(outcome[0], ts.ConfigurationError)
+        assert "Predict.stream cannot run on typedspy's own event loop" in str(outcome[0])
         lm.close()
