@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+import typedspy as ts
+
 NAME = os.fsdecode(b"report-\xff.txt")
 
 
@@ -26,4 +28,10 @@ def ping() -> str:
     return "pong"
 
 
-tools = [file_name, open_report, ping]
+@ts.confirm_first(question="Erase the report?")
+def erase_report() -> str:
+    """Erase the report file (pretend)."""
+    return "erased"
+
+
+tools = [file_name, open_report, ping, erase_report]

@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import http.server
 import itertools
+import json
 import os
+import queue
 import re
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -513,3 +516,58 @@ def test_run_refuses_a_transport_or_port_it_cannot_serve(
     server = ts.mcp.serve(hostile_tool)
     with pytest.raises(ts.ConfigurationError, match=re.escape(shown)):
         ts.mcp.run(server, **options)
+
+
+def test_a_malformed_answer_to_a_served_confirmation_is_an_is_error_result_naming_it() -> None:
+    # A client the SDK does not check (raw JSON-RPC lines over stdio) answers the question with
+    # an action MCP has no word for. The old server let the ValidationError reach the SDK, and
+    # the caller got a JSON-RPC error for tools/call instead of the call's isError result.
+    server = subprocess.Popen(
+        [sys.executable, "-m", "typedspy.mcp", "served_mcp:tools"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(HERE)},
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in server.stdout])
+    reader.start()
+
+    def send(message: dict[str, Any]) -> None:
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        server.stdin.flush()
+
+    def received() -> dict[str, Any]:
+        return json.loads(lines.get(timeout=30))  # bounded: a silent server fails the test
+
+    try:
+        client = {"name": "raw", "version": "0"}
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}
+        send({"id": 1, "method": "initialize", "params": {**hello, "clientInfo": client}})
+        assert received()["id"] == 1
+        send({"method": "notifications/initialized"})
+        send({"id": 2, "method": "tools/call", "params": {"name": "erase_report"}})
+        question = received()
+        assert question["method"] == "elicitation/create"
+        send({"id": question["id"], "result": {"action": "maybe"}})
+        answer = received()
+        send({"id": 3, "method": "tools/call", "params": {"name": "ping", "arguments": {}}})
+        after = received()
+    finally:
+        server.stdin.close()  # the server ends when its stdin closes; then its stdout does
+        server.wait(30)
+        reader.join(30)
+        server.stdout.close()
+
+    assert answer["id"] == 2
+    result = answer["result"]
+    assert result["isError"] is True
+    error = result["structuredContent"]["error"]
+    assert error["kind"] == "error"
+    assert error["message"] == (
+        "erase_report needs a person's confirmation (Erase the report?) and the client's answer "
+        "is malformed (action: Input should be 'accept', 'cancel' or 'decline'), "
+        "so it did not run"
+    )
+    assert after["result"]["structuredContent"] == {"result": "pong"}  # the server goes on

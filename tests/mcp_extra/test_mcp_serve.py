@@ -187,6 +187,45 @@ def test_a_client_without_elicitation_gets_a_clear_refusal(mode: str) -> None:
     assert "Delete /tmp/a?" in error["message"]
 
 
+async def _no_such_method(ctx: Any, params: types.ElicitRequestParams) -> types.ErrorData:
+    return types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
+
+
+async def _crashes(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    raise RuntimeError("the dialog crashed")
+
+
+async def _malformed(ctx: Any, params: types.ElicitRequestParams) -> Any:
+    return {"action": "maybe"}
+
+
+@pytest.mark.parametrize(
+    ("elicit", "kind", "shown"),
+    [
+        (_no_such_method, "rejected", "cannot ask for one (it does not handle MCP elicitation)"),
+        (_crashes, "error", "asking the client failed (MCPError: the dialog crashed)"),
+        (_malformed, "error", "asking the client failed (MCPError: Client callback returned an"),
+    ],
+)
+def test_a_question_the_client_fails_to_answer_is_an_is_error_result_naming_why(
+    elicit: Elicit, kind: str, shown: str
+) -> None:
+    # Before 2026-07-28 the server asks in the middle of the call: what the client answered
+    # instead of a result reached the SDK, and the caller got a JSON-RPC error for tools/call.
+    async def body(client: Client) -> types.CallToolResult:
+        return await client.call_tool("delete_file", {"path": "/tmp/a"})
+
+    result = run("legacy", body, elicit=elicit)
+    assert result.is_error is True
+    error = result.structured_content["error"]
+    assert error["kind"] == kind
+    assert error["message"].startswith(
+        "delete_file needs a person's confirmation (Delete /tmp/a?) and "
+    )
+    assert shown in error["message"]
+    assert error["message"].endswith(", so it did not run")
+
+
 def test_an_unknown_tool_is_an_is_error_result_listing_the_tools() -> None:
     async def body(client: Client) -> types.CallToolResult:
         return await client.call_tool("nope", {})

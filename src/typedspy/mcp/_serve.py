@@ -19,7 +19,9 @@ transport. From 2026-07-28 a ``tools/call`` that needs an answer returns an
 send an ``elicitation/create`` request in the middle of the call. Either way the answer is
 keyed by the call's ``confirmation_id`` (tool name plus canonical arguments), so an answer
 given for other arguments never approves this call. A client that declared no form
-elicitation gets a clear refusal: the tool does not run.
+elicitation, or answers that it has no such method, gets a clear refusal; a question the client
+fails to answer (an error reply, a malformed answer, a lost connection) is an ``isError``
+result naming the failure: either way the tool does not run (ADR-098).
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ from typing import Any, Literal, TypeAlias
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import is_version_at_least
+from pydantic import ValidationError
 
 from typedspy._json import first_not_json
 from typedspy._text import encodable
-from typedspy._types import FieldError
+from typedspy._types import FieldError, first_error
 from typedspy._version import __version__
 from typedspy.errors import OutputError, ToolArgumentsError, ToolError, ToolNotFoundError
 from typedspy.modules import Module
@@ -161,13 +165,24 @@ async def _answer(
                 f"{paused.tool_call.get('name')} inside {tool.name} needs a person's confirmation; "
                 "confirmations of nested tools are not asked over MCP, so it did not run",
             )
+        needs = f"{tool.name} needs a person's confirmation ({paused.question}) and "
         if not supports_elicitation(ctx):
             return error_result(
                 "rejected",
-                f"{tool.name} needs a person's confirmation ({paused.question}) and this client "
-                "cannot ask for one (it declared no MCP form elicitation), so it did not run",
+                f"{needs}this client cannot ask for one (it declared no MCP form elicitation), "
+                "so it did not run",
             )
-        answer = await ask(ctx, params, paused)
+        try:
+            answer = await ask(ctx, params, paused)
+        except Exception as exc:  # the client's error reply, a malformed answer, a lost link
+            if isinstance(exc, MCPError) and exc.code == types.METHOD_NOT_FOUND:
+                why = "this client cannot ask for one (it does not handle MCP elicitation)"
+                return error_result("rejected", f"{needs}{why}, so it did not run")
+            if isinstance(exc, ValidationError):
+                why = f"the client's answer is malformed ({first_error(exc)})"
+            else:
+                why = f"asking the client failed ({_described(exc)})"
+            return error_result("error", f"{needs}{why}, so it did not run")
         if isinstance(answer, types.InputRequiredResult):
             return answer
         try:
@@ -225,7 +240,12 @@ def failure_result(exc: Exception) -> types.CallToolResult:
         return error_result("output_error", str(exc), exc.errors)
     if isinstance(exc, ToolError):
         return error_result("invalid_result", str(exc), exc.errors)
-    return error_result("error", _URL.sub("[url]", f"{type(exc).__name__}: {exc}"))
+    return error_result("error", _described(exc))
+
+
+def _described(exc: Exception) -> str:
+    """``"KindOfError: message"`` without the URLs: they name the server's internal endpoints."""
+    return _URL.sub("[url]", f"{type(exc).__name__}: {exc}")
 
 
 def supports_elicitation(ctx: ServerRequestContext[Any]) -> bool:
