@@ -258,9 +258,7 @@ class Driver(Generic[T]):
     what it holds is opened and closed in one task; iterating the driver yields its items.
     """
 
-    def __init__(
-        self, factory: Callable[[], AsyncIterator[T]], seat: Seat, name: str = ""
-    ) -> None:
+    def __init__(self, factory: Callable[[], AsyncIterator[T]], seat: Seat, name: str = "") -> None:
         self._factory = factory
         self._seat = seat
         self._name = name  # the async method, as `iterate_sync` takes it

@@ -529,21 +529,25 @@ def test_a_malformed_answer_to_a_served_confirmation_is_an_is_error_result_namin
         env={**os.environ, "PYTHONPATH": str(HERE)},
         text=True,
     )
-    assert server.stdin is not None and server.stdout is not None
+    stdin, stdout = server.stdin, server.stdout
+    assert stdin is not None and stdout is not None
     lines: queue.Queue[str] = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in server.stdout])
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stdout])
     reader.start()
 
     def send(message: dict[str, Any]) -> None:
-        server.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
-        server.stdin.flush()
+        stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        stdin.flush()
 
     def received() -> dict[str, Any]:
         return json.loads(lines.get(timeout=30))  # bounded: a silent server fails the test
 
     try:
         client = {"name": "raw", "version": "0"}
-        hello = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}
+        hello: dict[str, Any] = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {}},
+        }
         send({"id": 1, "method": "initialize", "params": {**hello, "clientInfo": client}})
         assert received()["id"] == 1
         send({"method": "notifications/initialized"})
@@ -555,10 +559,10 @@ def test_a_malformed_answer_to_a_served_confirmation_is_an_is_error_result_namin
         send({"id": 3, "method": "tools/call", "params": {"name": "ping", "arguments": {}}})
         after = received()
     finally:
-        server.stdin.close()  # the server ends when its stdin closes; then its stdout does
+        stdin.close()  # the server ends when its stdin closes; then its stdout does
         server.wait(30)
         reader.join(30)
-        server.stdout.close()
+        stdout.close()
 
     assert answer["id"] == 2
     result = answer["result"]
