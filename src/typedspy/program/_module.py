@@ -292,8 +292,10 @@ class Module:
         events:`` closes it at the end of the block on every Python implementation.
 
         Raises:
-            ConfigurationError: Called from code typedspy runs on its own event loop (a
-                module's ``aforward``, an async tool), which would wait for itself; use `astream`.
+            ConfigurationError: Called, or ``next()`` called, from code typedspy runs on its
+                own event loop (a module's ``aforward``, an async tool), which would wait for
+                itself, or ``next()`` inside another running loop on a stream started where none
+                ran (ADR-098); use `astream`.
         """
         no_positional(self, args)
         return iterate_sync(
