@@ -84,3 +84,78 @@ def test_a_stream_whose_choices_are_never_choice_0_is_the_endpoints_fault() -> N
             list(ts.Predict(Answer, lm=lm).stream(question="q"))
         lm.close()
     assert len(server.requests) == 1
+
+
+def calls_event(*pieces: tuple[int, str | None, str | None, str]) -> dict[str, Any]:
+    """One chunk of tool-call pieces: (index, id, name, argument text)."""
+    calls: list[dict[str, Any]] = []
+    for index, call_id, name, arguments in pieces:
+        function = {"arguments": arguments} | ({"name": name} if name else {})
+        calls.append({"index": index, "function": function} | ({"id": call_id} if call_id else {}))
+    return {"choices": [{"index": 0, "delta": {"tool_calls": calls}}]}
+
+
+CALLS_END: dict[str, Any] = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+
+
+def search(query: str) -> str:
+    """Search."""
+    return f"found {query}"
+
+
+def test_calls_that_share_index_0_with_their_own_ids_are_each_run() -> None:
+    """Ollama numbers every call of a reply 0 (ollama/ollama#15457): a piece with a name and
+    a new id starts a call, so each runs with its own arguments."""
+    first = Reply.sse(
+        [
+            calls_event((0, "a", "search", '{"query": ')),
+            calls_event((0, None, None, '"x"}')),
+            calls_event((0, "b", "search", '{"query": "y"}')),
+            CALLS_END,
+        ]
+    )
+    done = Reply.sse([calls_event((0, "z", "finish", '{"answer": "done"}')), CALLS_END])
+    with FaultServer(first, done) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        events: list[Any] = list(
+            ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3).stream(question="q")
+        )
+        lm.close()
+    assert events[-1].answer == "done"
+    messages = server.requests[1].json()["messages"]
+    (asked,) = [m for m in messages if m.get("tool_calls")]
+    # main: one call 'b' with '{"query": "x"}{"query": "y"}', answered with a decode error
+    assert [(c["id"], c["function"]["arguments"]) for c in asked["tool_calls"]] == [
+        ("a", '{"query": "x"}'),
+        ("b", '{"query": "y"}'),
+    ]
+    assert [m["content"] for m in messages if m["role"] == "tool"] == ["found x", "found y"]
+
+
+QUIRKS = {
+    "index 1 before index 0": [
+        calls_event((1, "b", "answer", '{"answer": "fir')),
+        calls_event((1, None, None, 'st"}')),
+        calls_event((0, "a", "answer", '{"answer": "second"}')),
+    ],
+    "every call at index 0": [
+        calls_event((0, "a", "answer", '{"answer": "fir')),
+        calls_event((0, None, None, 'st"}')),
+        calls_event((0, "b", "answer", '{"answer": "second"}')),
+    ],
+}
+
+
+@pytest.mark.parametrize("pieces", QUIRKS.values(), ids=QUIRKS.keys())
+def test_tools_mode_streams_and_returns_the_call_that_started_first(pieces: list[Any]) -> None:
+    """The partials show the first call to start and the result is that call's outputs."""
+    reply = Reply.sse([*pieces, CALLS_END])
+    with FaultServer(reply) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        events: list[Any] = list(ts.Predict(Answer, lm=lm, mode="tools").stream(question="q"))
+        lm.close()
+    shown = [e.values for e in events if isinstance(e, PartialPrediction)]
+    # main (index 1 first): partials of "first", then the result "second"
+    assert shown[-1] == {"answer": "first"}
+    assert events[-1].outputs.answer == "first"
+    assert len(server.requests) == 1

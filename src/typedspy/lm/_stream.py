@@ -6,6 +6,7 @@ The accumulator has no I/O, so the same code turns any sequence of chunks into t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -132,7 +133,8 @@ class StreamAccumulator:
         self._text: list[str] = []
         self._refusal: list[str] = []
         self._reasoning: list[str] = []
-        self._calls: dict[int, _CallParts] = {}
+        self._calls: list[_CallParts] = []  # in the order they started
+        self._at: dict[int, int] = {}  # a wire index -> the call it now adds to
         self.finish_reason: str | None = None
         self.usage = Usage()
 
@@ -144,23 +146,36 @@ class StreamAccumulator:
     @property
     def first_call(self) -> int | None:
         """The index of the first tool call (the one a forced call's outputs are in), if any."""
-        return min(self._calls) if self._calls else None
+        return 0 if self._calls else None
 
     def call_name(self, index: int) -> str:
         """The function name of the tool call at ``index`` ("" until it arrived)."""
-        parts = self._calls.get(index)
-        return parts.name if parts is not None else ""
+        return self._calls[index].name if index < len(self._calls) else ""
 
-    def add(self, chunk: LMChunk) -> None:
-        """Take one chunk into account."""
+    def add(self, chunk: LMChunk) -> LMChunk:
+        """Take one chunk into account; returns it with its tool-call pieces renumbered.
+
+        Calls are numbered in the order they start, which is the wire's ``index`` order on a
+        server that sends index 0 first, so the partials and the reply read the same call
+        first. A piece with a name and a new ``id`` at an index whose call has another id starts
+        a new call: Ollama numbers every call 0 (ollama/ollama#15457), and Gemini sends none
+        (read as its position in the chunk). A new id without a name continues the call, as a
+        server that changes the id between a call's pieces (poolsideai/pool#9) means it.
+        """
         if chunk.text:
             self._text.append(chunk.text)
         if chunk.refusal:
             self._refusal.append(chunk.refusal)
         if chunk.reasoning:
             self._reasoning.append(chunk.reasoning)
+        pieces: list[ToolCallDelta] = []
         for piece in chunk.tool_calls:
-            parts = self._calls.setdefault(piece.index, _CallParts())
+            at = self._at.get(piece.index)
+            if at is None or (piece.name and piece.id and self._calls[at].id not in ("", piece.id)):
+                at = self._at[piece.index] = len(self._calls)
+                self._calls.append(_CallParts())
+            pieces.append(dataclasses.replace(piece, index=at))
+            parts = self._calls[at]
             parts.id = piece.id or parts.id
             parts.name = piece.name or parts.name
             if piece.arguments:
@@ -171,12 +186,12 @@ class StreamAccumulator:
             self.usage = chunk.usage
         if chunk.model:
             self.model = chunk.model
+        return dataclasses.replace(chunk, tool_calls=tuple(pieces)) if pieces else chunk
 
     def response(self) -> LMResponse:
         """The completion the chunks add up to (as `LMResponse.from_completion` would read it)."""
         calls = tuple(
-            ToolCall(id=p.id, name=p.name, arguments="".join(p.arguments))
-            for _, p in sorted(self._calls.items())
+            ToolCall(id=p.id, name=p.name, arguments="".join(p.arguments)) for p in self._calls
         )
         joined = "".join(self._text)
         refusal = "".join(self._refusal) or None

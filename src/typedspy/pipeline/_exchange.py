@@ -192,8 +192,8 @@ async def stream(
                 f"{lm.model} stream",
             )
             async with closing(counted_stream(requests, sent)) as chunks:
-                async for chunk in chunks:
-                    accumulator.add(chunk)
+                async for sent_chunk in chunks:
+                    chunk = accumulator.add(sent_chunk)  # its tool calls numbered as the reply's
                     streamed = len(chunk.text)
                     if chunk.tool_calls:
                         streamed += sum(len(c.arguments) for c in chunk.tool_calls)
