@@ -159,3 +159,87 @@ def test_tools_mode_streams_and_returns_the_call_that_started_first(pieces: list
     assert shown[-1] == {"answer": "first"}
     assert events[-1].outputs.answer == "first"
     assert len(server.requests) == 1
+
+
+def error_event(error: Mapping[str, Any], *, named: bool = False) -> bytes:
+    """An error in the stream: a ``data:`` line (llama-server, vLLM), or an ``error`` event."""
+    return (b"event: error\n" if named else b"") + event({"error": error})
+
+
+OVERFLOW = {
+    "code": 400,
+    "message": "request (5000 tokens) exceeds the available context size (4096 tokens), try "
+    "increasing it",
+    "type": "exceed_context_size_error",
+    "n_prompt_tokens": 5000,
+    "n_ctx": 4096,
+}
+ERROR_EVENTS: dict[str, tuple[bytes, type[ts.errors.LMError], dict[str, Any]]] = {
+    "llama-server's context overflow": (
+        error_event(OVERFLOW),
+        ts.errors.LMContextLengthError,
+        {"status_code": 400, "code": "400", "context_window": 4096},
+    ),
+    "llama-server's grammar failure (ggml-org/llama.cpp#26787)": (
+        error_event(
+            {
+                "code": 500,
+                "message": "Unexpected empty grammar stack after accepting piece: functional",
+                "type": "server_error",
+            }
+        ),
+        ts.errors.LMStatusError,
+        {"status_code": 500, "code": "500"},
+    ),
+    "an error event without a status": (
+        error_event({"message": "The server had an error", "type": "server_error"}, named=True),
+        ts.errors.LMStatusError,
+        {"status_code": 500, "code": None},
+    ),
+    "a rate limit": (
+        error_event({"code": "429", "message": "Rate limit reached", "type": "requests"}),
+        ts.errors.LMRateLimitError,
+        {"retry_after": None},
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "fields"), ERROR_EVENTS.values(), ids=ERROR_EVENTS.keys()
+)
+def test_an_error_event_mid_stream_is_read_as_an_error_reply_is(
+    error: bytes, kind: type[ts.errors.LMError], fields: dict[str, Any]
+) -> None:
+    """The same class, status and code as the error would have had as an HTTP reply (main: a
+    bare LMError, which no fallback trigger matched), after the partials already shown."""
+    reply = Reply(
+        200, {"content-type": "text/event-stream"}, lambda: [content('{"answer": "pa'), error]
+    )
+    events: list[Any] = []
+    with FaultServer(reply) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        with pytest.raises(ts.errors.LMError) as caught:
+            events.extend(ts.Predict(Answer, lm=lm).stream(question="q"))
+        lm.close()
+    assert type(caught.value) is kind
+    assert {name: getattr(caught.value, name) for name in fields} == fields
+    assert "an error event in the stream" in str(caught.value)
+    assert [e.values for e in events if isinstance(e, PartialPrediction)] == [{"answer": "pa"}]
+    assert len(server.requests) == 1
+
+
+def test_a_streamed_context_overflow_moves_a_fallback_chain_on() -> None:
+    """llama-server answers 200 and then the error event: the chain's next endpoint answers."""
+    overflow = Reply(200, {"content-type": "text/event-stream"}, lambda: [error_event(OVERFLOW)])
+    text = content('{"answer": "from the longer window"}')
+    answer = Reply(200, {"content-type": "text/event-stream"}, lambda: [text, STOP, DONE])
+    with FaultServer(overflow) as short, FaultServer(answer) as long:
+        lms = [
+            ts.LM(m, base_url=s.url, api_key="k", max_retries=0)
+            for m, s in [("a", short), ("b", long)]
+        ]
+        chain = ts.LM.fallback(*lms, on={"context_length"})
+        events: list[Any] = list(ts.Predict(Answer, lm=chain).stream(question="q"))
+        for lm in lms:
+            lm.close()
+    assert events[-1].outputs.answer == "from the longer window"

@@ -12,12 +12,12 @@ how many transport retries the SDK may take under the call's `RequestBound`, how
 a ``create`` sent) and the same error translation (`Sender.translate`: the SDK's exceptions
 onto the `LMError` tree, credentials scrubbed).
 
-A streamed completion comes out as decoded JSON chunks (the SDK decodes the server-sent events
-and raises error events, ADR-008), checked by `_read_chunks`: a chunk nested past
-``max_json_depth`` or past what the decoder can read is `LMResponseLimitError`; a stream
-answered with something else than SSE, or whose chunks never hold a choice, is the endpoint's
-fault (`LMResponseError` after one request, never a feedback turn to the model). Closing the
-iterator early closes the HTTP response, so the connection is released and the server sees the
+A streamed completion comes out as decoded JSON chunks (the SDK decodes the server-sent events and
+raises error events, ADR-008, read here as error replies are, ADR-096), checked by `_read_chunks`:
+a chunk nested past ``max_json_depth`` or past what the decoder can read is `LMResponseLimitError`;
+a stream answered with something else than SSE, or whose chunks never hold a choice, is the
+endpoint's fault (`LMResponseError` after one request, never a feedback turn to the model). Closing
+the iterator early closes the HTTP response, so the connection is released and the server sees the
 client go.
 
 An injected client is used as is; from a sync call (which runs on its thread's own loop) its
@@ -32,6 +32,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import sys
 import threading
 import weakref
@@ -483,35 +484,40 @@ def _lm_error(exc: openai.OpenAIError, *, where: str, redact: Callable[[str], st
         return LMTimeoutError(f"{where}: the request timed out")
     if isinstance(exc, openai.APIConnectionError):
         return LMConnectionError(f"{where}: could not connect ({redact(exc.message)})")
-    if not isinstance(exc, openai.APIStatusError):
+    if not isinstance(exc, openai.APIError) or isinstance(exc, openai.APIResponseValidationError):
         return LMError(f"{where}: {redact(str(exc))}")
+    # Text, as the error's fields are typed: llama-server sends its status as a number in
+    # `code`, which the current SDK turns into "400" and openai 1.40 hands on as the int 400.
+    code = None if exc.code is None else str(exc.code)
+    headers: Mapping[str, str] = {}
+    if isinstance(exc, openai.APIStatusError):
+        status, headers, what = exc.status_code, exc.response.headers, f"HTTP {exc.status_code}"
+    else:  # an error event in a stream, after its 200 (ADR-096): llama-server's carries the
+        # status its error would have had as a reply; any other counts as a server fault
+        status = int(code) if code and re.fullmatch(r"[45]\d\d", code) else 500
+        what = "an error event in the stream"
     detail = exc.message
     if isinstance(exc.body, dict) and isinstance(exc.body.get("message"), str):
         detail = exc.body["message"]
     detail = redact(detail)[:500]
-    # Text, as the error's fields are typed: llama-server sends its status as a number in
-    # `code`, which the current SDK turns into "400" and openai 1.40 hands on as the int 400.
-    code = None if exc.code is None else str(exc.code)
     fields: dict[str, Any] = {
-        "status_code": exc.status_code,
+        "status_code": status,
         "code": code,
         "param": None if exc.param is None else str(exc.param),
     }
     label = f" ({code})" if code else ""
-    said = f"HTTP {exc.status_code}{label}: {detail}"
-    if isinstance(exc, openai.RateLimitError):
-        return LMRateLimitError(
-            f"{where}: rate limited (HTTP 429{label}): {detail}",
-            retry_after=_retry_after(exc.response.headers),
-        )
-    overflow, window = context_overflow(exc.status_code, detail, code=code, kind=exc.type)
+    said = f"{what}{label}: {detail}"
+    if status == 429:
+        retry_after = _retry_after(headers)
+        return LMRateLimitError(f"{where}: rate limited ({said})", retry_after=retry_after)
+    overflow, window = context_overflow(status, detail, code=code, kind=exc.type)
     if overflow:
         return LMContextLengthError(
             f"{where}: the request does not fit the model's context window: {said}",
             context_window=window,
             **fields,
         )
-    feature = unsupported_feature(exc.status_code, detail, code=code, param=fields["param"])
+    feature = unsupported_feature(status, detail, code=code, param=fields["param"])
     if feature is not None:
         return LMUnsupportedFeatureError(
             f"{where} does not support {feature}: {said}", feature=feature, **fields
