@@ -196,6 +196,11 @@ ERROR_EVENTS: dict[str, tuple[bytes, type[ts.errors.LMError], dict[str, Any]]] =
         ts.errors.LMStatusError,
         {"status_code": 500, "code": None},
     ),
+    "an error that is only text": (
+        event({"error": "the model crashed"}),
+        ts.errors.LMStatusError,
+        {"status_code": 500, "code": None},
+    ),
     "a rate limit": (
         error_event({"code": "429", "message": "Rate limit reached", "type": "requests"}),
         ts.errors.LMRateLimitError,
@@ -224,6 +229,7 @@ def test_an_error_event_mid_stream_is_read_as_an_error_reply_is(
     assert type(caught.value) is kind
     assert {name: getattr(caught.value, name) for name in fields} == fields
     assert "an error event in the stream" in str(caught.value)
+    assert all(said not in str(caught.value) for said in ("streaming", "{")), caught.value
     assert [e.values for e in events if isinstance(e, PartialPrediction)] == [{"answer": "pa"}]
     assert len(server.requests) == 1
 

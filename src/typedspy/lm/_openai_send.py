@@ -490,13 +490,14 @@ def _lm_error(exc: openai.OpenAIError, *, where: str, redact: Callable[[str], st
     # `code`, which the current SDK turns into "400" and openai 1.40 hands on as the int 400.
     code = None if exc.code is None else str(exc.code)
     headers: Mapping[str, str] = {}
+    detail = exc.message
     if isinstance(exc, openai.APIStatusError):
         status, headers, what = exc.status_code, exc.response.headers, f"HTTP {exc.status_code}"
     else:  # an error event in a stream, after its 200 (ADR-096): llama-server's carries the
         # status its error would have had as a reply; any other counts as a server fault
         status = int(code) if code and re.fullmatch(r"[45]\d\d", code) else 500
         what = "an error event in the stream"
-    detail = exc.message
+        detail = exc.body if isinstance(exc.body, str) else detail  # {"error": "its text"}
     if isinstance(exc.body, dict) and isinstance(exc.body.get("message"), str):
         detail = exc.body["message"]
     detail = redact(detail)[:500]
