@@ -86,12 +86,13 @@ def test_a_stream_whose_choices_are_never_choice_0_is_the_endpoints_fault() -> N
     assert len(server.requests) == 1
 
 
-def calls_event(*pieces: tuple[int, str | None, str | None, str]) -> dict[str, Any]:
-    """One chunk of tool-call pieces: (index, id, name, argument text)."""
+def calls_event(*pieces: tuple[int | None, str | None, str | None, str]) -> dict[str, Any]:
+    """One chunk of tool-call pieces: (index, id, name, argument text); None: left out."""
     calls: list[dict[str, Any]] = []
     for index, call_id, name, arguments in pieces:
-        function = {"arguments": arguments} | ({"name": name} if name else {})
-        calls.append({"index": index, "function": function} | ({"id": call_id} if call_id else {}))
+        function = {k: v for k, v in {"name": name, "arguments": arguments}.items() if v}
+        call = {"index": index, "id": call_id, "function": function}
+        calls.append({k: v for k, v in call.items() if v is not None})
     return {"choices": [{"index": 0, "delta": {"tool_calls": calls}}]}
 
 
@@ -142,6 +143,15 @@ QUIRKS = {
         calls_event((0, "a", "answer", '{"answer": "fir')),
         calls_event((0, None, None, 'st"}')),
         calls_event((0, "b", "answer", '{"answer": "second"}')),
+    ],
+    "no index (Gemini)": [
+        calls_event((None, "a", "answer", '{"answer": "first"}')),
+        calls_event((None, "b", "answer", '{"answer": "second"}')),
+    ],
+    # kept: a new id without a name continues the call (poolsideai/pool#9)
+    "an id that changes between one call's pieces": [
+        calls_event((0, "a", "answer", '{"answer": "fir')),
+        calls_event((0, "a-2", None, 'st"}')),
     ],
 }
 
