@@ -213,7 +213,7 @@ def _running_loop_message(async_name: str, *, iterating: bool, own: bool = True)
     sync_name = f"{owner}.{sync_method}" if owner else sync_method
     target = f"{instance}.{method}" if owner else method
     use = f"async for ... in {target}(...)" if iterating else f"await {target}(...)"
-    if not own:  # a sync stream started where no loop ran, read where one runs (ADR-098)
+    if not own:  # a sync stream started where no loop ran, read where one runs (ADR-097)
         return (
             f"{sync_name} cannot be read in a thread running an event loop: it was started "
             "where none ran, and its items come from that thread's own loop, which cannot run "

@@ -89,7 +89,7 @@ def test_closing_a_stream_on_another_thread_closes_its_connection() -> None:
         lm.close()
 
 
-# --- read where a loop runs (ADR-098) --------------------------------------------------------
+# --- read where a loop runs (ADR-097) --------------------------------------------------------
 
 
 def test_a_stream_started_without_a_loop_read_inside_asyncio_run_names_what_to_do() -> None:

@@ -21,7 +21,7 @@ keyed by the call's ``confirmation_id`` (tool name plus canonical arguments), so
 given for other arguments never approves this call. A client that declared no form
 elicitation, or answers that it has no such method, gets a clear refusal; a question the client
 fails to answer (an error reply, a malformed answer, a lost connection) is an ``isError``
-result naming the failure: either way the tool does not run (ADR-098).
+result naming the failure: either way the tool does not run (ADR-097).
 """
 
 from __future__ import annotations

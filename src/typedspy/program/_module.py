@@ -295,7 +295,7 @@ class Module:
             ConfigurationError: Called, or ``next()`` called, from code typedspy runs on its
                 own event loop (a module's ``aforward``, an async tool), which would wait for
                 itself, or ``next()`` inside another running loop on a stream started where none
-                ran (ADR-098); use `astream`.
+                ran (ADR-097); use `astream`.
         """
         no_positional(self, args)
         return iterate_sync(
