@@ -5,7 +5,8 @@ A `Scope` holds one field per concern, each owned by one module, which reads it 
 (`typedspy.settings.context`), the usage meters (`typedspy.limits.metering`), the request bound
 (`typedspy.lm`), the token count of a ReAct run (`typedspy.limits.spending`), the call and
 stream deadlines (`typedspy._deadline`), the JSON depth limit (`typedspy._json.depth_limit`),
-the approvals of paused tool calls (`typedspy.tools`) and the render flag
+the approvals of paused tool calls and the depth of nested tool calls (`typedspy.tools`) and
+the render flag
 (`typedspy.pipeline.rendering`).
 
 A scope is immutable: a change makes a new one, so a task or thread that copied the context
@@ -42,6 +43,7 @@ __all__ = [
     "REQUEST_BOUND",
     "SPENT",
     "STREAM_DEADLINE",
+    "TOOL_DEPTH",
     "Field",
     "Saved",
     "Scope",
@@ -63,10 +65,12 @@ class Scope(NamedTuple):
     stream_deadline: Bound | None  # the streamed request's
     json_depth: int | None  # `depth_limit`'s; None: the default
     approvals: Mapping[str, ResumeState]  # answers to paused tool calls, by confirmation id
+    tool_depth: int  # how many tool calls the running code is nested in
     rendering: bool  # `render`: the first request is shown, not sent
 
 
-_EMPTY = Scope(MappingProxyType({}), (), None, None, None, None, None, MappingProxyType({}), False)
+_NONE: Mapping[str, Any] = MappingProxyType({})
+_EMPTY = Scope(_NONE, (), None, None, None, None, None, _NONE, 0, False)
 _scope: ContextVar[Scope] = ContextVar("typedspy_scope", default=_EMPTY)
 _get, _set, _new = _scope.get, _scope.set, tuple.__new__  # looked up once: used per chunk
 
@@ -154,4 +158,5 @@ DEADLINE: Field[Bound | None] = Field("deadline")
 STREAM_DEADLINE: Field[Bound | None] = Field("stream_deadline")
 JSON_DEPTH: Field[int | None] = Field("json_depth")
 APPROVALS: Field[Mapping[str, ResumeState]] = Field("approvals")
+TOOL_DEPTH: Field[int] = Field("tool_depth")
 RENDERING: Field[bool] = Field("rendering")

@@ -18,10 +18,11 @@ from typedspy.tools._confirm import confirm_first
 from typedspy.tools._names import sent_name as sent_name
 from typedspy.tools._names import tool_name
 from typedspy.tools._resume_state import ResumeState
-from typedspy.tools._tool import Tool, tool
+from typedspy.tools._tool import MAX_TOOL_DEPTH, Tool, tool
 from typedspy.tools._toolset import Toolset
 
 __all__ = [
+    "MAX_TOOL_DEPTH",
     "ConfirmationRejected",
     "ConfirmationRequired",
     "ResumeState",

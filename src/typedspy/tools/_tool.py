@@ -19,6 +19,7 @@ from typing import Any, SupportsIndex, overload
 from pydantic import BaseModel
 
 from typedspy._runtime import in_thread, own_cancellation, run_sync
+from typedspy._scope import TOOL_DEPTH, current
 from typedspy.errors import ToolError
 from typedspy.program import Module
 from typedspy.schema import compile_schema
@@ -28,7 +29,12 @@ from typedspy.tools._introspect import signature_from_function, unwrapped
 from typedspy.tools._names import check_tool_name, tool_name
 from typedspy.tools._values import check_arguments, check_result
 
-__all__ = ["Tool", "tool"]
+__all__ = ["MAX_TOOL_DEPTH", "Tool", "tool"]
+
+MAX_TOOL_DEPTH = 16
+"""How many tool calls may nest (a tool running an agent whose tool runs ...): the level past it
+is a `ToolError`, not run. An agent wired as its own tool otherwise recursed as deep as its
+model asked, a thread a level for a sync tool (ADR-098)."""
 
 
 class Tool:
@@ -327,6 +333,13 @@ class Tool:
         return self.parse_arguments({**shown, **edits})
 
     async def _run(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        depth = current().tool_depth
+        if depth >= MAX_TOOL_DEPTH:
+            raise ToolError(
+                f"{self.name} was not run: tool calls nest {MAX_TOOL_DEPTH} deep here "
+                "(MAX_TOOL_DEPTH; a tool calling its own agent?)"
+            )
+        saved = TOOL_DEPTH.set(depth + 1)
         try:
             if _is_async(self.impl):
                 result = self.impl(**arguments)
@@ -337,6 +350,8 @@ class Tool:
                 result = await result
         except asyncio.CancelledError as exc:  # the call's own, or the implementation's
             raise own_cancellation(self.name, exc) from exc
+        finally:
+            TOOL_DEPTH.restore(saved)
         return check_result(self.name, self.signature, result, self._result_models)
 
 
