@@ -21,6 +21,7 @@ from typedspy.errors import ContentFilterError, RefusalError, TruncatedOutputErr
 from typedspy.lm import BaseLM, LMResponse
 from typedspy.parse import runaway_kind
 from typedspy.profiles import LoopRemedy, Mode, Profile
+from typedspy.retry import FEEDBACK_LABEL
 from typedspy.schema import validate_instance
 
 __all__ = [
@@ -40,7 +41,6 @@ logger = logging.getLogger("typedspy")
 TRUNCATION_KINDS: frozenset[FailureKind] = frozenset(
     {"truncated", "whitespace_loop", "repetition_loop"}
 )
-_LABEL = "[Automated feedback from typedspy's output validation, not a message from the user.]"
 _WHY = {
     "whitespace_loop": "the model looped on whitespace (the grammar allows it)",
     "repetition_loop": "the model repeated itself",
@@ -102,7 +102,7 @@ def runaway_remedy(
 
 def remedy_turn(remedy: LoopRemedy) -> dict[str, Any]:
     """The labelled user turn sent instead of the runaway reply."""
-    return {"role": "user", "content": f"{_LABEL}\n{remedy.note}"}
+    return {"role": "user", "content": f"{FEEDBACK_LABEL}\n{remedy.note}"}
 
 
 def log_failure(lm: BaseLM, signature: str, number: int, kind: FailureKind, what: str) -> None:

@@ -9,10 +9,13 @@ from typing import Any
 from typedspy._types import FailureKind, FieldError
 from typedspy.lm import ChatMessage, ToolCall
 
-__all__ = ["MAX_ERROR_LINES", "feedback_messages", "feedback_text"]
+__all__ = ["FEEDBACK_LABEL", "MAX_ERROR_LINES", "feedback_messages", "feedback_text"]
 
 MAX_ERROR_LINES = 10
-_LABEL = "[Automated feedback from typedspy's output validation, not a message from the user.]"
+FEEDBACK_LABEL = (
+    "[Automated feedback from typedspy's output validation, not a message from the user.]"
+)
+"""Opens every feedback turn (failed outputs and loop remedies), so no user seems to speak."""
 
 
 def feedback_text(
@@ -26,7 +29,7 @@ def feedback_text(
     lines = [f"- {error}" for error in errors[:MAX_ERROR_LINES]]
     if len(errors) > MAX_ERROR_LINES:
         lines.append(f"- ... and {len(errors) - MAX_ERROR_LINES} more")
-    parts = [_LABEL, head, *lines]
+    parts = [FEEDBACK_LABEL, head, *lines]
     if schema is not None:
         parts += [
             "Reply again with the complete output as one JSON object matching this schema:",
