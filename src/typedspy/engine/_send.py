@@ -31,8 +31,8 @@ def content(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
 
 def first_call_arguments(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
     """The chunk's part of the first tool call's arguments: the output of ``tools`` mode."""
-    first = accumulator.first_call
-    return "".join(c.arguments for c in chunk.tool_calls if c.index == first)
+    del accumulator  # calls come numbered as they started (`StreamAccumulator.add`): 0 is first
+    return "".join(c.arguments for c in chunk.tool_calls if c.index == 0)
 
 
 async def send(

@@ -144,9 +144,9 @@ class StreamAccumulator:
         return "".join(self._text)
 
     @property
-    def first_call(self) -> int | None:
-        """The index of the first tool call (the one a forced call's outputs are in), if any."""
-        return 0 if self._calls else None
+    def calling(self) -> bool:
+        """Whether a tool call has started (calls are numbered as they start: the first is 0)."""
+        return bool(self._calls)
 
     def call_name(self, index: int) -> str:
         """The function name of the tool call at ``index`` ("" until it arrived)."""
@@ -169,12 +169,15 @@ class StreamAccumulator:
         if chunk.reasoning:
             self._reasoning.append(chunk.reasoning)
         pieces: list[ToolCallDelta] = []
+        renumbered = False
         for piece in chunk.tool_calls:
             at = self._at.get(piece.index)
             if at is None or (piece.name and piece.id and self._calls[at].id not in ("", piece.id)):
                 at = self._at[piece.index] = len(self._calls)
                 self._calls.append(_CallParts())
-            pieces.append(dataclasses.replace(piece, index=at))
+            if at != piece.index:
+                renumbered, piece = True, dataclasses.replace(piece, index=at)
+            pieces.append(piece)
             parts = self._calls[at]
             parts.id = piece.id or parts.id
             parts.name = piece.name or parts.name
@@ -186,7 +189,7 @@ class StreamAccumulator:
             self.usage = chunk.usage
         if chunk.model:
             self.model = chunk.model
-        return dataclasses.replace(chunk, tool_calls=tuple(pieces)) if pieces else chunk
+        return dataclasses.replace(chunk, tool_calls=tuple(pieces)) if renumbered else chunk
 
     def response(self) -> LMResponse:
         """The completion the chunks add up to (as `LMResponse.from_completion` would read it)."""

@@ -586,7 +586,7 @@ def _finish_arguments(content: bool, open_tag: str | None) -> Pick:
     def pick(chunk: LMChunk, accumulator: StreamAccumulator) -> str:
         nonlocal finish, answer
         pieces: list[str] = []
-        if content and accumulator.first_call is None:
+        if content and not accumulator.calling:
             if answer is None and chunk.text:
                 held.append(chunk.text)
                 answer = opened(chunk.text)
