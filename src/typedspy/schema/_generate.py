@@ -92,7 +92,8 @@ def walk_schema(node: JSONSchema, *, defs: bool = True) -> Iterator[JSONSchema]:
 
     A parent's sub-schemas are listed after it is yielded, so a caller may reshape it first.
     """
-    stack = [node if defs else {k: v for k, v in node.items() if k != "$defs"}]
+    yield node  # itself, not a copy: a caller reshaping it reshapes the schema
+    stack = list(_subschemas(node if defs else {k: v for k, v in node.items() if k != "$defs"}))
     while stack:
         current = stack.pop()
         yield current
