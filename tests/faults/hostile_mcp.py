@@ -2,7 +2,9 @@
 
 The SDK's low-level server, whose replies are rewritten on their way out: a text block
 ``"__GARBLED__"`` breaks the line's JSON and ``"__DEEP__"`` becomes 100,000 nested arrays, so
-the client gets a line with no readable id. ``echo`` answers normally. Run as
+the client gets a line with no readable id; ``"__INVALID__"`` becomes an object, so the reply
+is JSON-RPC but no valid tools/call result. ``crash`` ends the process mid-call; ``echo``
+answers normally. Run as
 ``python hostile_mcp.py``; it ends when its stdin closes.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import sys
 from typing import Any
 
@@ -20,7 +23,13 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 OBJECT = {"type": "object", "properties": {"x": {"type": "integer"}}}
-REPLIES = {"garbled": "__GARBLED__", "deep": "__DEEP__", "echo": "fine"}
+REPLIES = {
+    "garbled": "__GARBLED__",
+    "deep": "__DEEP__",
+    "invalid": "__INVALID__",
+    "crash": "",
+    "echo": "fine",
+}
 
 
 async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
@@ -32,6 +41,8 @@ async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListT
 async def call_tool(
     ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
+    if params.name == "crash":
+        os._exit(3)
     text = REPLIES[params.name]
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
@@ -45,6 +56,7 @@ class Rewriting:
     async def write(self, line: str) -> None:
         line = line.replace("__GARBLED__", '", broken')
         line = line.replace('"__DEEP__"', "[" * 100_000 + "]" * 100_000)
+        line = line.replace('"__INVALID__"', '{"not": "text"}')
         await self.inner.write(line)
 
     async def flush(self) -> None:

@@ -31,6 +31,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 import typedspy as ts
 import typedspy.mcp
@@ -324,6 +325,87 @@ def test_an_unreadable_reply_is_a_protocol_error_when_it_arrives(tool: str) -> N
     assert failed.kind == "protocol"
     assert f"{tool}: the MCP server sent a message that is not valid JSON-RPC" in str(failed)
     assert after == {"result": "fine"}  # the connection goes on
+
+
+def test_a_reply_that_is_no_call_result_is_a_result_error_and_a_crash_a_lost_connection() -> None:
+    params = StdioServerParameters(command=sys.executable, args=[str(HERE / "hostile_mcp.py")])
+
+    async def body() -> list[Any]:
+        failures: list[Any] = []
+        async with ts.mcp.tools(params, timeout=30) as remote:
+            for tool in ("invalid", "echo", "crash", "echo"):
+                try:
+                    failures.append(await remote.acall(tool, {"x": 1}))
+                except RemoteToolError as exc:
+                    failures.append(exc)
+        return failures
+
+    invalid, fine, crashed, after = outcome(body)
+
+    assert isinstance(invalid, RemoteResultError), invalid
+    assert str(invalid) == "invalid: the server's reply is not a valid tools/call result"
+    assert fine == {"result": "fine"}
+    # The old client said the server "answered with an error: Connection closed" (kind
+    # "protocol"): a server that died is a lost connection, as the docs say.
+    for lost, tool in ((crashed, "crash"), (after, "echo")):
+        assert isinstance(lost, RemoteToolError) and lost.kind == "connection", lost
+        assert str(lost).startswith(f"{tool}: the connection to the MCP server was lost: ")
+
+
+def failing(where: str) -> Server[Any]:
+    """An in-process server whose listing or call answers with an MCP error response."""
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        if where == "list":
+            raise MCPError(code=-32001, message="the listing is down")
+        return types.ListToolsResult(tools=[types.Tool(name="t", input_schema=OBJECT)])
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: Any) -> types.CallToolResult:
+        raise MCPError(code=-32001, message="the tool is down")
+
+    return Server("failing", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("list", "the MCP server could not list its tools: the listing is down"),
+        ("call", "t: the MCP server answered with an error: the tool is down"),
+    ],
+)
+def test_an_mcp_error_response_is_a_protocol_error(where: str, message: str) -> None:
+    failed = call(failing(where), "t", {"x": 1})
+
+    assert isinstance(failed, RemoteToolError) and failed.kind == "protocol", failed
+    assert str(failed) == message
+
+
+@pytest.mark.parametrize(
+    ("reply", "shown", "paths"),
+    [
+        ({"s": 5}, "s: 5 is not of type 'string'", [("s",)]),
+        (None, "Tool t has an output schema but did not return structured content", []),
+    ],
+)
+def test_on_a_given_client_the_sdks_own_result_check_is_a_result_error(
+    reply: Any, shown: str, paths: list[tuple[str, ...]]
+) -> None:
+    # A given client keeps the SDK's own check of results, which raises a bare RuntimeError.
+    schema = {"type": "object", "properties": {"s": {"type": "string"}}}
+    server = hostile({"t": {"inputSchema": OBJECT, "outputSchema": schema}}, reply=reply)
+
+    async def body() -> Any:
+        async with Client(server) as client, ts.mcp.tools(client) as remote:
+            try:
+                return await remote.acall("t", {"x": 1})
+            except ts.TypedspyError as exc:
+                return exc
+
+    failed = asyncio.run(body())
+
+    assert isinstance(failed, RemoteResultError), failed
+    assert str(failed) == f"t returned a result that violates its own outputSchema: {shown}"
+    assert [e.path for e in failed.errors] == paths
 
 
 def test_a_served_failure_does_not_show_the_internal_endpoint() -> None:

@@ -110,7 +110,7 @@ class RemoteTools:
             )
         )
         self._in_flight: set[anyio.CancelScope] = set()  # calls waiting for their replies
-        self._garbled: Exception | None = None  # the last message the server sent unreadable
+        self._garbled = ""  # what was wrong with the last message the server sent unreadable
         self._include = cast("list[str] | None", names)
         self._max_result_chars = max_result_chars
         self._closing: asyncio.Event | None = None
@@ -253,7 +253,7 @@ class RemoteTools:
     async def _on_message(self, message: types.ServerNotification | Exception) -> None:
         """A server's line that is not JSON-RPC: it may be any call's reply, so they all fail."""
         if isinstance(message, Exception):
-            self._garbled = message
+            self._garbled = _first_line(message)
             for scope in self._in_flight:
                 scope.cancel()
 
@@ -281,6 +281,8 @@ class RemoteTools:
             try:
                 return await self._client.call_tool(name, arguments)
             except MCPError as exc:
+                if exc.code == types.CONNECTION_CLOSED:  # the SDK's word for a lost connection
+                    raise _lost(name, exc) from exc
                 raise RemoteToolError(
                     f"{name}: the MCP server answered with an error: {exc}",
                     tool=name,
@@ -301,16 +303,12 @@ class RemoteTools:
                     f"{name}: the server's reply is not a valid tools/call result", tool=name
                 ) from exc
             except _LOST as exc:
-                raise RemoteToolError(
-                    f"{name}: the connection to the MCP server was lost: {type(exc).__name__}",
-                    tool=name,
-                    kind="connection",
-                ) from exc
+                raise _lost(name, exc) from exc
             finally:
                 self._in_flight.discard(scope)
         raise RemoteToolError(
             f"{name}: the MCP server sent a message that is not valid JSON-RPC while this call "
-            f"waited for its reply ({_first_line(self._garbled)}); the reply was lost",
+            f"waited for its reply ({self._garbled}); the reply was lost",
             tool=name,
             kind="protocol",
         )
@@ -337,10 +335,16 @@ def _unusable(errors: list[SchemaError], usable: list[str]) -> SchemaError:
     return SchemaError(f"{count} cannot be used: {shown}{hint}")
 
 
-def _first_line(exc: Exception | None) -> str:
+def _lost(name: str, exc: Exception) -> RemoteToolError:
+    return RemoteToolError(
+        f"{name}: the connection to the MCP server was lost: {type(exc).__name__}: {exc}",
+        tool=name,
+        kind="connection",
+    )
+
+
+def _first_line(exc: Exception) -> str:
     """What was wrong with the message, in one short line."""
-    if exc is None:
-        return "unreadable"
     if isinstance(exc, pydantic.ValidationError) and exc.error_count():
         text = exc.errors(include_url=False, include_input=False)[0]["msg"]
     else:
