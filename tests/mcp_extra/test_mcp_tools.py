@@ -326,3 +326,103 @@ def test_a_given_client_must_be_entered_and_is_left_open() -> None:
 
     assert asyncio.run(main()) == {"high": [2.0]}
     assert received == [{"name": "forecast", "city": "Oslo", "days": 1}]
+
+
+def listing_server(tools: list[types.Tool], reply: types.CallToolResult) -> Server:
+    """A non-typedspy server listing ``tools``; every call answers ``reply``."""
+
+    async def list_tools(ctx: ServerRequestContext, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext, params: Any) -> types.CallToolResult:
+        return reply
+
+    return Server("listing", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def test_a_schema_outside_the_strict_subset_is_sent_as_written_and_refs_are_inlined() -> None:
+    loose = {"type": "object", "properties": {"x": {"not": {"type": "string"}}}}
+    node = {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}
+    tree = {
+        "type": "object",
+        "$defs": {"node": node},
+        "properties": {"root": {"$ref": "#"}, "node": {"$ref": "#/$defs/node"}},
+    }
+    tools = [
+        types.Tool(name="loose", input_schema=loose),
+        types.Tool(name="tree", input_schema=tree),
+    ]
+
+    async def body(remote: ts.tools.Toolset) -> list[Any]:
+        return list(remote)
+
+    loose_tool, tree_tool = use(listing_server(tools, structured(None)), body)
+    spec = loose_tool.to_openai_tool()["function"]
+    assert spec["strict"] is False and spec["parameters"] == loose  # `not` has no strict form
+
+    def shown(name: str) -> dict[str, Any]:
+        [extra] = [
+            m for m in tree_tool.signature.input_fields[name].metadata if hasattr(m, "json_schema")
+        ]
+        return extra.json_schema
+
+    # A reference to the root, or one recursing past 8 levels, is any value in the signature
+    # (the remote schema still checks the arguments).
+    assert shown("root") == {}
+    depth, level = 0, shown("node")
+    while level:
+        depth, level = depth + 1, level["properties"]["next"]
+    assert depth == 8
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ("{bad", "not valid JSON: Expecting property name enclosed in double quotes"),
+        ("[1]", "arguments must be a JSON object, got list"),
+    ],
+)
+def test_arguments_text_that_is_no_json_object_is_refused_before_the_call(
+    arguments: str, error: str
+) -> None:
+    server, received = foreign_server(lambda args: structured({"high": []}))
+
+    async def body(remote: ts.tools.Toolset) -> None:
+        await remote["forecast"].acall(arguments)
+
+    with pytest.raises(
+        ts.errors.ToolArgumentsError, match=f"forecast: invalid arguments: {error}"
+    ) as info:
+        use(server, body)
+    assert info.value.errors[0].path == () and info.value.errors[0].message.startswith(error)
+    assert received == []
+
+
+def test_a_servers_failure_keeps_invalid_arguments_and_names_content_it_cannot_show() -> None:
+    invalid = types.CallToolResult(
+        content=[types.TextContent(type="text", text="no")],
+        structured_content={
+            "error": {
+                "kind": "invalid_arguments",
+                "message": "days: out of season",
+                "errors": [{"path": ["days"], "message": "out of season"}],
+            }
+        },
+        is_error=True,
+    )
+    link = types.ResourceLink(type="resource_link", name="report", uri="file:///report.txt")
+    linked = types.CallToolResult(content=[types.TextContent(type="text", text="see"), link])
+
+    async def body(remote: ts.tools.Toolset) -> Any:
+        return await remote.acall("describe", {})
+
+    with pytest.raises(ts.errors.ToolArgumentsError, match="days: out of season") as info:
+        use(
+            listing_server([types.Tool(name="describe", input_schema={"type": "object"})], invalid),
+            body,
+        )
+    assert [e.path for e in info.value.errors] == [("days",)]
+    tools = [types.Tool(name="describe", input_schema={"type": "object"})]
+    assert use(listing_server(tools, linked), body) == {
+        "result": "see\n[resource_link content, not shown]"
+    }
