@@ -269,6 +269,44 @@ def test_a_pattern_re2_cannot_run_is_a_schema_error_when_listed(
     assert "include=['fine']" in str(failed)
 
 
+@pytest.mark.parametrize(
+    ("hidden", "named"),
+    [
+        ({"pattern": "(?=a)"}, "a pattern cannot run on RE2 (invalid perl operator: (?=)"),
+        ({"$ref": "#/nowhere"}, "$ref '/nowhere' does not resolve within the schema"),
+    ],
+)
+def test_a_pattern_or_ref_the_listing_check_cannot_see_is_a_schema_error_when_called(
+    hidden: dict[str, Any], named: str
+) -> None:
+    # The listing walks the applicator keywords; a $ref may point anywhere in the document,
+    # here into a keyword no draft knows. Reaching it while checking is still refused.
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/hidden"}}, "hidden": hidden}
+
+    failed = call(hostile({"t": {"inputSchema": schema}}), "t", {"x": "a"})
+
+    assert isinstance(failed, ts.SchemaError), failed
+    assert str(failed).startswith(f"t's inputSchema: {named}")
+
+
+def test_pattern_and_additional_properties_check_objects_on_re2_and_pass_other_values() -> None:
+    nested = {
+        "patternProperties": {"^a": {"type": "integer"}},
+        "additionalProperties": {"type": "string"},
+    }
+    server = hostile({"t": {"inputSchema": {"type": "object", "properties": {"o": nested}}}})
+
+    refused = call(server, "t", {"o": {"a1": "x", "b": 2}})
+
+    assert isinstance(refused, ts.errors.ToolArgumentsError), refused
+    assert [str(e) for e in refused.errors] == [
+        "o.a1: 'x' is not of type 'integer'",
+        "o.b: 2 is not of type 'string'",
+    ]
+    assert call(server, "t", {"o": {"a1": 1, "b": "s"}}) == {"result": "ran"}
+    assert call(server, "t", {"o": 5}) == {"result": "ran"}  # no object: nothing to match
+
+
 # Observations: a broken listing, an unreadable reply, the served error's URL.
 
 
