@@ -80,3 +80,5 @@ def roll_dice(sides: int) -> int:
 
 
 tools.append(Overpromise(roll_dice.signature, roll_dice.impl, name="roll_dice"))
+
+dice = ts.mcp.serve(roll_dice, name="dice")  # a server already built: served as it is

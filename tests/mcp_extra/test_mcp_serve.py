@@ -251,6 +251,9 @@ def test_the_command_line_target_names_a_server_or_what_to_serve() -> None:
 
     loaded = load("mcp_app:tools", name="pets")
     assert isinstance(loaded, Server) and loaded.name == "pets"
+    from mcp_app import dice
+
+    assert load("mcp_app:dice", name="ignored") is dice
     with pytest.raises(ts.ConfigurationError, match="expected module:attribute"):
         load("mcp_app", name="x")
     with pytest.raises(ts.ConfigurationError, match="cannot load mcp_app:nothing"):
