@@ -105,6 +105,20 @@ def test_a_file_shorter_than_the_limit_is_read_whole(tmp_path: Path) -> None:
 
 
 @posix_only
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="no /proc")
+def test_a_file_that_reports_no_size_is_read_only_up_to_the_bound() -> None:
+    maps = Path("/proc/self/maps")  # a regular file of size 0, longer than 1,024 bytes
+    assert maps.stat().st_size == 0
+
+    with pytest.raises(ts.errors.MediaError) as caught:
+        Small.from_path(maps)
+
+    assert (
+        str(caught.value)
+        == f"Small: {str(maps)!r} is more than the 1,024 bytes accepted (max_bytes)"
+    )
+
+
 @pytest.mark.parametrize("kind", ["directory", "socket"])
 def test_a_directory_or_socket_is_refused_by_what_it_is(tmp_path: Path, kind: str) -> None:
     path = tmp_path / kind

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 import respx
+from pydantic import ValidationError
 
 import typedspy as ts
 from typedspy.testing import chat_completion
@@ -56,6 +57,35 @@ def test_bytes_give_base64_a_sniffed_type_and_the_content_hash() -> None:
     assert "<32 bytes>" in repr(image)  # no base64 in reprs and logs
 
 
+@pytest.mark.parametrize(
+    ("kind", "data", "mime_type"),
+    [
+        (ts.Image, b"\xff\xd8\xff\xe0" + bytes(8), "image/jpeg"),
+        (ts.Image, b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image/webp"),
+        (ts.Audio, b"ID3\x04\x00" + bytes(8), "audio/mpeg"),
+    ],
+)
+def test_the_leading_bytes_name_the_type(kind: type[ts.Image], data: bytes, mime_type: str) -> None:
+    assert kind.from_bytes(data).mime_type == mime_type
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"url": "data:image/png;base64,QQ==", "data": "QQ=="}, "needs exactly one source"),
+        (
+            {"url": "https://img.test/cat.png", "data": "QQ==", "mime_type": "image/png"},
+            "needs exactly one source",
+        ),
+        ({"mime_type": "image/png"}, "needs exactly one source"),
+        (5, "Input should be a valid dictionary or instance of Image"),
+    ],
+)
+def test_a_mapping_with_two_sources_or_none_is_refused(value: object, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        ts.Image.model_validate(value)
+
+
 def test_path_and_url_sources(tmp_path: Path) -> None:
     path = tmp_path / "doc.pdf"
     path.write_bytes(PDF)
@@ -82,6 +112,8 @@ def test_path_and_url_sources(tmp_path: Path) -> None:
         (lambda: ts.Image.from_url("ftp://x/y.png"), r"not an http\(s\) or data: URL"),
         (lambda: ts.File.from_path("/nonexistent/x.pdf"), "cannot read media file"),
         (lambda: ts.Image.from_url("data:image/png;base64,!!"), "not valid base64"),
+        (lambda: ts.Image.from_url("data:image/png,cat"), "a data: URL must be base64"),
+        (lambda: ts.Image.from_url("http://[::1/cat.png"), r"not an http\(s\) or data: URL"),
     ],
 )
 def test_bad_media_is_a_typed_error(build: object, message: str) -> None:
@@ -95,6 +127,16 @@ def test_too_big_is_refused_before_sending() -> None:
 
     with pytest.raises(ts.errors.MediaError, match="more than the 16 bytes accepted"):
         Tiny.from_bytes(PNG)
+
+
+def test_base64_whose_padding_hides_a_byte_is_still_held_to_max_bytes() -> None:
+    class Tiny(ts.Image):
+        max_bytes = 2
+
+    # Five characters, one of them padding, decode to three bytes: more than the count of
+    # characters suggests, so the bound is checked again on the decoded bytes.
+    with pytest.raises(ValidationError, match="3 bytes is more than the 2 bytes accepted"):
+        Tiny.model_validate({"data": "J1Y/=", "mime_type": "image/png"})
 
 
 def test_a_tampered_saved_image_fails_its_hash_naming_the_field() -> None:
