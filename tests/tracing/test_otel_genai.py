@@ -30,7 +30,8 @@ from pydantic import BaseModel
 
 import typedspy as ts
 from modules.react_wire import BASE_URL, bodies, calls_reply, finish_reply, make_lm
-from typedspy.lm import LMRequest
+from typedspy.lm import LMRequest, LMResponse
+from typedspy.prediction import Usage
 from typedspy.testing import FakeLM, StandIn, chat_completion
 from typedspy.tracing import OpenTelemetry
 
@@ -343,3 +344,133 @@ def test_capture_content_never_fails_on_any_value(
     assert isinstance(spans["invoke_workflow Echo"]["typedspy.inputs"], str)
     assert isinstance(spans["chat fake"][ga.GEN_AI_INPUT_MESSAGES], str)
     assert isinstance(spans["execute_tool cheapest"][ga.GEN_AI_TOOL_CALL_RESULT], str)
+
+
+def test_every_kind_of_message_part_is_recorded_in_the_parts_format(
+    exporter: InMemorySpanExporter,
+) -> None:
+    callback = tracing(exporter)
+    parts = [
+        {"type": "text", "text": "Look:"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,QQ=="}},
+        {"type": "image_url", "image_url": {"url": "https://img.test/cat.png"}},
+        {"type": "input_audio", "input_audio": {"data": "QQ==", "format": "wav"}},
+        {"type": "input_audio", "input_audio": {"data": "QQ=="}},
+        {"type": "file", "file": {"file_id": "file-1"}},
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,QQ=="}},
+        {"type": "file", "file": {"file_data": "data:;base64,QQ=="}},
+        "bare text",
+    ]
+    messages = [
+        {"role": "system", "content": "Be brief.", "name": "policy"},
+        {"role": "user", "content": parts},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning": "thinking",
+            "refusal": "I cannot.",
+            "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{not json"}}],
+        },
+    ]
+    request = LMRequest(messages=messages, params={"n": 2, "stop": ["END", 1]})
+    callback.on_lm_start("lm", FakeLM(["x"]), request)
+    reply = {"message": {"role": "assistant", "content": "Hi"}, "finish_reason": "tool_calls"}
+    raw = {"choices": [reply, "not a choice"]}
+    usage = Usage(prompt_tokens=1, completion_tokens=1)
+    response = LMResponse(
+        text="Hi",
+        refusal=None,
+        finish_reason="stop",
+        tool_calls=(),
+        usage=usage,
+        model="fake",
+        raw=raw,
+    )
+    callback.on_lm_end("lm", response, None)
+    callback.on_lm_end("never started", response, None)  # nothing open: nothing recorded
+
+    (span,) = exporter.get_finished_spans()
+    got = attrs(span)
+    assert got[ga.GEN_AI_REQUEST_CHOICE_COUNT] == 2
+    assert ga.GEN_AI_REQUEST_STOP_SEQUENCES not in got  # a stop list with no text is not one
+    system, user, assistant = json.loads(got[ga.GEN_AI_INPUT_MESSAGES])
+    assert system == {
+        "role": "system",
+        "parts": [{"type": "text", "content": "Be brief."}],
+        "name": "policy",
+    }
+    assert user["parts"] == [
+        {"type": "text", "content": "Look:"},
+        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "QQ=="},
+        {"type": "uri", "modality": "image", "uri": "https://img.test/cat.png"},
+        {"type": "blob", "modality": "audio", "mime_type": "audio/wav", "content": "QQ=="},
+        {"type": "blob", "modality": "audio", "mime_type": None, "content": "QQ=="},
+        {"type": "file", "file_id": "file-1"},
+        {
+            "type": "blob",
+            "modality": "application",
+            "mime_type": "application/pdf",
+            "content": "QQ==",
+        },
+        {"type": "blob", "modality": None, "mime_type": None, "content": "QQ=="},
+        {"type": "text", "content": "bare text"},
+    ]
+    assert assistant["parts"] == [
+        {"type": "reasoning", "content": "thinking"},
+        {"type": "refusal", "content": "I cannot."},
+        {"type": "tool_call", "id": "c1", "name": "f", "arguments": "{not json"},  # as written
+    ]
+    assert json.loads(got[ga.GEN_AI_OUTPUT_MESSAGES]) == [  # a choice that is no object is left out
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "Hi"}],
+            "finish_reason": "tool_call",
+        }
+    ]
+
+
+class Elsewhere(FakeLM):
+    """A user's LM whose endpoint is whatever it says."""
+
+    def __init__(self, endpoint: str) -> None:
+        super().__init__(['{"answer": "x"}'])
+        self._endpoint = endpoint
+
+    @property
+    def endpoint(self) -> str | None:
+        return self._endpoint
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "server"),
+    [
+        ("http://[::1/v1", {}),  # a broken IPv6 literal
+        ("http://llm.test:99999/v1", {"server.address": "llm.test"}),  # no such port
+        ("http://llm.test:port/v1", {"server.address": "llm.test"}),
+        ("http:///v1", {}),  # no host
+        ("ftp://llm.test/v1", {"server.address": "llm.test"}),  # no port the scheme implies
+    ],
+)
+def test_an_endpoint_tracing_cannot_read_leaves_the_server_out_and_the_call_goes_on(
+    exporter: InMemorySpanExporter, endpoint: str, server: dict[str, Any]
+) -> None:
+    with ts.context(callbacks=[tracing(exporter)]):
+        assert ts.Predict("question -> answer", lm=Elsewhere(endpoint))(question="q").answer == "x"
+    chat = next(s for s in exporter.get_finished_spans() if s.name == "chat fake")
+    got = {k: v for k, v in attrs(chat).items() if k.startswith("server.")}
+    assert got == server
+
+
+def test_an_lm_that_cannot_build_its_client_is_traced_without_a_server(
+    exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    lm = ts.LM("gpt-test")  # no key: the client cannot be built, so it has no endpoint
+    callback = tracing(exporter)
+    callback.on_lm_start("lm", lm, LMRequest(messages=[{"role": "user", "content": "q"}]))
+    callback.on_lm_end("lm", None, ts.errors.ConfigurationError("no key"))
+    (span,) = exporter.get_finished_spans()
+    assert attrs(span)[ga.GEN_AI_REQUEST_MODEL] == "gpt-test"
+    assert not [k for k in attrs(span) if k.startswith("server.")]
+    assert attrs(span)[error_attributes.ERROR_TYPE] == "ConfigurationError"

@@ -128,11 +128,8 @@ class OpenTelemetry(BaseCallback):
         if exception is not None and entry.span.is_recording():
             self._failed(entry.span, exception)
         entry.span.end()
-        if entry.token is not None:
-            try:
-                self._context.detach(entry.token)  # type: ignore[arg-type]
-            except ValueError:  # ended in another context (a generator closed elsewhere)
-                pass
+        if entry.token is not None:  # detach logs, never raises, a token of another context
+            self._context.detach(entry.token)  # type: ignore[arg-type]
         return entry
 
     def _failed(self, span: Span, exception: BaseException) -> None:
