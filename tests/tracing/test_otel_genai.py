@@ -474,3 +474,13 @@ def test_an_lm_that_cannot_build_its_client_is_traced_without_a_server(
     assert attrs(span)[ga.GEN_AI_REQUEST_MODEL] == "gpt-test"
     assert not [k for k in attrs(span) if k.startswith("server.")]
     assert attrs(span)[error_attributes.ERROR_TYPE] == "ConfigurationError"
+
+
+def test_a_failed_request_marks_its_attempts_span_with_the_error(
+    exporter: InMemorySpanExporter,
+) -> None:
+    with ts.context(callbacks=[tracing(exporter)]), pytest.raises(ts.LMError):
+        ts.Predict("question -> answer", lm=FakeLM([]))(question="q")
+    chat = next(s for s in exporter.get_finished_spans() if s.name == "chat fake")
+    assert attrs(chat)["typedspy.attempt"] == 1
+    assert attrs(chat)[error_attributes.ERROR_TYPE] == "LMError"
