@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -225,3 +226,11 @@ def test_a_failed_call_marks_the_spans(
     assert attrs(chat)["typedspy.failure_kind"] == "RefusalError"
     assert attrs(module)["error.type"] == "RefusalError"
     assert module.status.status_code.name == "ERROR"
+
+
+def test_without_opentelemetry_api_the_callback_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if it were not installed
+    with pytest.raises(ts.ConfigurationError, match=r'pip install "typedspy\[otel\]"'):
+        OpenTelemetry()

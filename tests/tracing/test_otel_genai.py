@@ -388,6 +388,7 @@ def test_every_kind_of_message_part_is_recorded_in_the_parts_format(
     )
     callback.on_lm_end("lm", response, None)
     callback.on_lm_end("never started", response, None)  # nothing open: nothing recorded
+    callback.on_tool_end("never started", None, None)
 
     (span,) = exporter.get_finished_spans()
     got = attrs(span)
