@@ -372,7 +372,7 @@ def test_every_kind_of_message_part_is_recorded_in_the_parts_format(
             "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{not json"}}],
         },
     ]
-    request = LMRequest(messages=messages, params={"n": 2, "stop": ["END", 1]})
+    request = LMRequest(messages=tuple(messages), params={"n": 2, "stop": ["END", 1]})
     callback.on_lm_start("lm", FakeLM(["x"]), request)
     reply = {"message": {"role": "assistant", "content": "Hi"}, "finish_reason": "tool_calls"}
     raw = {"choices": [reply, "not a choice"]}
@@ -469,7 +469,7 @@ def test_an_lm_that_cannot_build_its_client_is_traced_without_a_server(
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     lm = ts.LM("gpt-test")  # no key: the client cannot be built, so it has no endpoint
     callback = tracing(exporter)
-    callback.on_lm_start("lm", lm, LMRequest(messages=[{"role": "user", "content": "q"}]))
+    callback.on_lm_start("lm", lm, LMRequest(messages=({"role": "user", "content": "q"},)))
     callback.on_lm_end("lm", None, ts.errors.ConfigurationError("no key"))
     (span,) = exporter.get_finished_spans()
     assert attrs(span)[ga.GEN_AI_REQUEST_MODEL] == "gpt-test"
