@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import typedspy as ts
-from typedspy.cache import cache_key, key_material
-from typedspy.lm import LMRequest
+from typedspy.cache import cache_key, embedding_key, key_material
+from typedspy.lm import LMRequest, LMResponse
 from typedspy.testing import StandIn
 
 
@@ -216,6 +216,78 @@ def test_the_least_recently_used_entry_goes_first(
         predict(number=2)
         assert len(server.requests) == 4
     assert len(cache) == 2
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_clear_removes_every_entry_and_the_repr_names_the_bounds(
+    kind: str, server: StandIn, tmp_path: Path
+) -> None:
+    cache: ts.cache.Cache = (
+        ts.cache.MemoryCache(max_entries=5)
+        if kind == "memory"
+        else ts.cache.SQLiteCache(tmp_path / "c", max_entries=5)
+    )
+    predict = ts.Predict(Double, lm=lm_for(server))
+    with ts.context(cache=cache):
+        predict(number=1)
+        predict(number=2)
+        assert len(cache) == 2
+        cache.clear()
+        assert len(cache) == 0
+        predict(number=1)  # sent again: the entry is gone
+    assert len(server.requests) == 3 and len(cache) == 1
+    assert "max_entries=5" in repr(cache) and "ttl=None" in repr(cache)
+
+
+def test_purge_expired_deletes_only_entries_past_the_ttl(tmp_path: Path) -> None:
+    reply = LMResponse.build(text="x", model="m", usage=ts.prediction.Usage(1, 1, 2))
+    with ts.cache.SQLiteCache(tmp_path / "c") as forever:
+        forever.put("a", reply)
+        assert forever.purge_expired() == 0 and len(forever) == 1  # no ttl: nothing expires
+    with ts.cache.SQLiteCache(tmp_path / "c", ttl=3600) as hourly:
+        hourly.put("b", reply)
+        assert hourly.purge_expired() == 0 and len(hourly) == 2
+    with ts.cache.SQLiteCache(tmp_path / "c", ttl=1e-9) as instant:
+        assert instant.purge_expired() == 2 and len(instant) == 0
+
+
+def test_a_claim_makes_an_identical_claim_wait_for_the_stored_reply() -> None:
+    cache = ts.cache.MemoryCache()
+    reply = LMResponse.build(text="once", model="m", usage=ts.prediction.Usage(1, 1, 2))
+    sent: list[str] = []
+
+    async def fetch(name: str) -> str:
+        async with cache.claim("k"):
+            found = await cache.aget("k")
+            if found is None:
+                sent.append(name)
+                await asyncio.sleep(0)  # the other claim runs meanwhile, and waits
+                await cache.aput("k", reply)
+                return reply.text
+            return found.text
+
+    async def both() -> list[str]:
+        return list(await asyncio.gather(fetch("first"), fetch("second")))
+
+    assert asyncio.run(both()) == ["once", "once"]
+    assert sent == ["first"] and cache.hits == 1
+
+
+def test_an_embeddings_key_holds_an_injected_clients_default_query() -> None:
+    import httpx
+    import openai
+
+    async def key(version: str) -> str:
+        async with openai.AsyncOpenAI(
+            base_url="http://127.0.0.1:8001/v1",
+            api_key="sk-test",
+            default_query={"api-version": version},
+            http_client=httpx.AsyncClient(),
+        ) as client:
+            return embedding_key(ts.LM("m", client=client), ["hi"], "embed-1")
+
+    keys = [asyncio.run(key(version)) for version in ("2024-01-01", "2025-06-01", "2025-06-01")]
+    assert keys[0] != keys[1] == keys[2]
 
 
 def test_sqlite_entries_are_plain_json(server: StandIn, tmp_path: Path) -> None:

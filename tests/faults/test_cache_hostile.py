@@ -21,7 +21,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -189,6 +189,54 @@ def test_a_write_lock_held_past_the_busy_timeout_skips_the_write_not_the_reply(
     said = warnings_of(caplog)
     assert sum("writing an entry failed (database is locked)" in m for m in said) == 1
     assert "the replies were returned, not stored" in said[0]
+
+
+def test_a_file_locked_when_opened_is_a_configuration_error_past_the_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.sqlite3"
+    sqlite3.connect(path).close()  # a rollback-journal file: its lock keeps readers out too
+    with write_lock(path), pytest.raises(ts.ConfigurationError) as caught:
+        ts.cache.SQLiteCache(path, busy_timeout=0.1)
+    assert str(caught.value) == f"SQLiteCache({str(path)!r}): database is locked"
+    with opened(path) as cache:  # the lock is gone: it opens
+        assert len(cache) == 0
+
+
+@pytest.mark.parametrize("maintain", ["clear", "purge_expired"])
+def test_maintenance_on_a_locked_file_is_a_cache_error_naming_the_call(
+    maintain: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "c.sqlite3"
+    filled_cache(path, entries=2)
+    with ts.cache.SQLiteCache(path, busy_timeout=0.1, ttl=1e-9) as cache, write_lock(path):
+        with pytest.raises(CacheError, match=rf"\.{maintain}: database is locked"):
+            getattr(cache, maintain)()
+    with opened(path) as cache:
+        assert len(cache) == 2  # nothing was half done
+
+
+def test_a_lookup_cancelled_behind_a_locked_write_ends_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    reply = LMResponse.build(text="x", model="m", usage=ts.prediction.Usage(1, 1, 2))
+
+    async def run(cache: ts.cache.SQLiteCache, lock: ExitStack) -> None:
+        storing = asyncio.ensure_future(cache.aput("a", reply))  # waits for the lock
+        await asyncio.sleep(0)
+        lookup = asyncio.ensure_future(cache.aget("b"))  # queued behind the write
+        await asyncio.sleep(0)
+        lookup.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await lookup
+        assert not storing.done()  # the write still waits: the lookup did not wait for it
+        lock.close()
+        await storing
+
+    with opened(path, busy_timeout=60) as cache:
+        with ExitStack() as lock:
+            lock.enter_context(write_lock(path))
+            asyncio.run(run(cache, lock))
+        assert cache.get("a") is not None and cache.get("b") is None
 
 
 # -- D2: cache I/O off the event loop ---------------------------------------------------------

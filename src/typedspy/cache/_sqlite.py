@@ -209,10 +209,11 @@ class _File:
         return self._ready().call(lambda: self._flushed(sql, oldest).rowcount)
 
     def close(self) -> None:
-        """Commit the queued writes, close the connection, end the thread (once)."""
+        """Commit the queued writes, close the connection, end the thread.
+
+        Called once: by the cache's `weakref.finalize`, which runs its function at most once.
+        """
         with self._lock:
-            if self._closed:
-                return
             self._closed = True
             worker = self._worker
         _LIVE.discard(self)
