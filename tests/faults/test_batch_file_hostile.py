@@ -87,6 +87,37 @@ def test_a_custom_id_that_is_not_a_string_is_refused_naming_the_line(
         read(predict, path)
 
 
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [(b'["item-0"]\n', "a list"), (b'"item-0"\n', "a string"), (b"7\n", "a number")],
+)
+def test_a_line_that_is_not_a_json_object_is_refused_naming_the_line(
+    predict: ts.Predict[Any, Any], tmp_path: Path, line: bytes, kind: str
+) -> None:
+    path = write(tmp_path / "out.jsonl", answered("item-1", "B"), line)
+    with pytest.raises(
+        ts.ConfigurationError, match=rf"out\.jsonl:2: the line is {kind}, not a JSON"
+    ):
+        read(predict, path)
+
+
+@pytest.mark.parametrize("response", [None, "ok", [200]], ids=["null", "a string", "a list"])
+def test_a_line_without_a_response_object_is_that_items_error(
+    predict: ts.Predict[Any, Any], tmp_path: Path, response: object
+) -> None:
+    path = write(
+        tmp_path / "out.jsonl",
+        {"custom_id": "item-0", "response": response, "error": None},
+        answered("item-1", "B"),
+    )
+    results = read(predict, path)
+
+    error = results[0]
+    assert isinstance(error, ts.errors.BatchFileError) and error.lines == (1,)
+    assert str(error) == "item-0 (line 1): the line has no response"
+    assert isinstance(results[1], ts.Prediction) and results[1].answer == "B"  # the rest is kept
+
+
 def test_a_line_naming_a_key_twice_is_refused_naming_the_line(
     predict: ts.Predict[Any, Any], tmp_path: Path
 ) -> None:

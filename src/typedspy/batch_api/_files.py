@@ -183,17 +183,18 @@ def read_batch_file(
 
 
 class _Replay(BaseLM):
-    """Answers the one request of a call with the completion from the output file."""
+    """Answers the one request of a call with the completion from the output file.
+
+    A call asks once: its policy allows no retry, and it steps down only on an HTTP refusal
+    (`LMUnsupportedFeatureError`), which only a sending LM raises.
+    """
 
     def __init__(self, lm: BaseLM, response: LMResponse) -> None:
         super().__init__(lm.model, profile=lm.profile)
-        self._response: LMResponse | None = response
+        self._response = response
 
     async def acomplete(self, request: LMRequest) -> LMResponse:
-        response, self._response = self._response, None
-        if response is None:  # unreachable with max_retries=0; a guard, not a path
-            raise BatchFileError("a batch file holds one completion per item", custom_id="")
-        return response
+        return self._response
 
 
 def _ids(custom_ids: Sequence[str] | None, count: int) -> list[str]:
