@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gc
 import json
+from typing import Any
 
 import pytest
 
 import typedspy as ts
+from typedspy.lm import LMRequest, LMResponse
 from typedspy.pipeline import HISTORY, last_exchanges
-from typedspy.testing import Reply, StandIn
+from typedspy.testing import Reply, StandIn, chat_completion
 
 
 class Score(ts.Signature):
@@ -80,6 +82,7 @@ def test_failed_requests_are_kept_with_their_error() -> None:
 
     (entry,) = last_exchanges(1)
     assert entry.response is None and entry.error is not None and "boom" in entry.error
+    assert entry.usage == ts.prediction.Usage()  # a failed request reported no tokens
     assert "boom" in ts.inspect_history(1)
 
 
@@ -142,3 +145,67 @@ def test_a_request_refused_before_it_is_built_is_kept_with_its_body() -> None:
     (entry,) = last_exchanges(1)
     assert server.requests == []
     assert entry.body["seed"] == 7 and entry.body["messages"][-1]["content"].count("fine") == 1
+
+
+def test_the_printed_history_shows_every_part_of_a_conversation_and_its_reply() -> None:
+    conversation: list[dict[str, Any]] = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "what is in the picture?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "a cat"},
+    ]
+    with StandIn() as server:
+        server.enqueue(
+            chat_completion("a cat", reasoning_content="the tool saw one"),
+            Reply(refusal="I will not say"),
+            Reply(content="a ca", finish_reason="length"),
+        )
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", max_retries=0)
+        try:
+            with ts.context(cache=ts.cache.MemoryCache()):
+                assert lm(conversation, temperature=0.5) == "a cat"
+                assert lm(conversation, temperature=0.5) == "a cat"  # from the cache
+            with pytest.raises(ts.errors.RefusalError):
+                lm("say it")
+            lm("spell cat")
+        finally:
+            lm.close()
+
+    sent, cached, refused, cut = ts.inspect_history(4).split("\n\n[")
+
+    assert "USER:\nwhat is in the picture?\n<image_url>" in sent
+    assert "ASSISTANT:\n→ look({})" in sent and "TOOL:\na cat" in sent
+    assert '(parameters: {"temperature": 0.5})' in sent
+    assert "RESPONSE:\n(reasoning) the tool saw one\na cat" in sent
+    assert " · cached · " in cached and " · cached · " not in sent
+    assert "RESPONSE:\n(refused) I will not say" in refused
+    assert "RESPONSE:\na ca\n(finish_reason: length)" in cut
+
+
+class _Unbuildable(ts.lm.BaseLM):
+    """An LM whose request body cannot be built (a user's subclass)."""
+
+    def request_body(self, request: LMRequest) -> dict[str, Any]:
+        raise ValueError("no body for this request")
+
+    async def acomplete(self, request: LMRequest) -> LMResponse:
+        raise AssertionError("never sent")
+
+
+def test_an_entry_whose_body_cannot_be_built_says_why() -> None:
+    with ts.context(budget=ts.limits.Budget(requests=0)), pytest.raises(ts.BudgetExceededError):
+        ts.Predict(Score, lm=_Unbuildable("mine"))(text="fine")
+    (entry,) = last_exchanges(1)
+    assert entry.body == {"unbuildable": "ValueError: no body for this request"}
+    assert "BudgetExceededError" in (entry.error or "")
