@@ -207,6 +207,36 @@ def test_progress_reports_done_failures_by_kind_and_tokens(llm: respx.MockRouter
     assert seen[-1].summary() == "ok=2 OutputValidationError=1 tokens=30"
 
 
+def test_progress_counts_items_answered_from_the_cache(llm: respx.MockRouter) -> None:
+    llm.post("/chat/completions").mock(side_effect=lambda r: answer(_number(r) * 2, tokens=8))
+    seen: list[ts.batch.BatchProgress] = []
+
+    with ts.context(cache=ts.cache.MemoryCache()):
+        results = ts.Predict(Double, lm=make_lm()).batch(
+            [{"number": 1}] * 3, concurrency=1, on_progress=seen.append
+        )
+
+    assert [item.ok for item in results.items] == [True] * 3
+    assert seen[-1].summary() == "ok=3 tokens=10 cached=2"
+
+
+def test_a_timeout_error_the_module_raises_itself_is_its_own_not_the_items(
+    llm: respx.MockRouter,
+) -> None:
+    class Raises(ts.Module):
+        async def aforward(self, number: int) -> int:
+            if number:
+                raise TimeoutError(f"the module's own, for {number}")
+            return number
+
+    results = Raises().batch(inputs(2), timeout=60)
+
+    assert results[0] == 0 and results.items[0].ok
+    error = results[1]
+    assert type(error) is TimeoutError and str(error) == "the module's own, for 1"
+    assert not results.items[1].ok
+
+
 def test_the_progress_bar_shows_failures_and_tokens(
     llm: respx.MockRouter, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
+import respx
 from saved_program import Pipeline, requests_for, requests_in_a_fresh_process
 from wire_demos import demos_sent
 
 import typedspy as ts
 from served import nearest, served
 from typedspy.testing import RouteTicket, support_tickets
+from wire import BASE_URL, make_lm
 
 TRAIN, DEV = support_tickets()
 HERE = Path(__file__).parent
@@ -56,6 +59,34 @@ def test_a_budget_counts_embedding_requests_and_refuses_past_it() -> None:
         assert budget.requests == 2
         assert (len(server.embedding_requests), len(server.requests)) == (2, 0)
         assert budget.usage.prompt_tokens > 0  # the embedding usage was spent
+
+
+def unreported_embeddings(request: httpx.Request) -> httpx.Response:
+    texts = json.loads(request.content)["input"]
+    data = [{"object": "embedding", "index": i, "embedding": [1.0, i]} for i in range(len(texts))]
+    return httpx.Response(200, json={"object": "list", "data": data, "model": "embed-1"})
+
+
+@respx.mock
+def test_embeddings_without_usage_count_their_estimate_and_a_failed_one_gives_its_hold_back() -> (
+    None
+):
+    route = respx.post(f"{BASE_URL}/embeddings")
+    route.side_effect = [unreported_embeddings, httpx.Response(500, json={})]
+    lm = make_lm()
+    budget = ts.limits.Budget(input_tokens=1_000_000, requests=5)
+    try:
+        with ts.context(lm=lm, budget=budget):
+            knn().compile(ts.Predict(RouteTicket), TRAIN)
+            estimated = budget.usage
+            with pytest.raises(ts.errors.LMStatusError):
+                knn().compile(ts.Predict(RouteTicket), TRAIN)
+    finally:
+        lm.close()
+    spent = estimated.prompt_tokens
+    assert spent > 0 and estimated == ts.prediction.Usage(spent, 0, spent)  # the estimate
+    assert budget.usage == estimated  # the failed request held its estimate, then gave it back
+    assert budget.remaining() == {"input_tokens": 1_000_000 - spent, "requests": 3}
 
 
 def test_a_batch_counts_each_items_embedding_and_a_budget_refusal_is_its_result() -> None:
