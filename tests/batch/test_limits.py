@@ -261,6 +261,40 @@ def test_budget_reports_what_is_left() -> None:
     ]
 
 
+def test_a_reservation_cancelled_while_it_waits_takes_nothing() -> None:
+    budget = ts.limits.Budget(input_tokens=15)
+
+    async def main() -> dict[str, Any]:
+        first = await budget.reserve(10)
+        waiting = asyncio.ensure_future(budget.reserve(10))  # fits if the first uses less
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        first.release(sent=False)  # never sent: its tokens are free again
+        again = await budget.reserve(10)
+        again.settle(ts.prediction.Usage(10, 1, 11))
+        return budget.remaining()
+
+    assert asyncio.run(main()) == {"input_tokens": 5}
+    assert repr(budget) == (
+        "Budget(input_tokens=15; spent requests=1, usage=Usage(prompt_tokens=10, "
+        "completion_tokens=1, total_tokens=11))"
+    )
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf"), -1.0, 0.0])
+def test_a_pause_that_is_not_a_finite_positive_duration_is_ignored_and_logged(
+    seconds: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    limit = ts.limits.RateLimit(requests_per_minute=60)
+    limit.pause(seconds)
+    assert limit.pauses == 0
+    assert f"ignored a pause of {seconds!r} s" in caplog.text
+    assert repr(limit) == "RateLimit(requests_per_minute=60, tokens_per_minute=None)"
+
+
 def test_streamed_calls_are_budgeted_and_limited_too() -> None:
     from typedspy.testing import StandIn
 
