@@ -81,6 +81,7 @@ def test_blocks_closed_out_of_order_each_restore_only_their_own() -> None:
     assert get_settings().max_retries == default  # not the settings block's value again
     ask(lm)  # outside the metering block: not counted
     assert meter.requests == 1
+    assert repr(meter).startswith("UsageMeter(requests=1, cached=0, usage=Usage(")
 
 
 def approve_delete() -> None:

@@ -147,6 +147,22 @@ def test_an_lm_error_reaches_lm_end_and_module_end() -> None:
     assert recorder.events[3][2] is error
 
 
+def test_a_callback_with_only_some_hooks_gets_those_and_the_call_goes_on() -> None:
+    class ModulesOnly:  # not a BaseCallback: only the hooks it defines are called
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def on_module_end(
+            self, call_id: str, outputs: Any, exception: BaseException | None
+        ) -> None:
+            self.seen.append(f"module_end {outputs.score}")
+
+    watcher = ModulesOnly()
+    with ts.context(callbacks=[watcher]):
+        assert make_module("predict", [reply("predict", 7)])(answer="Paris").score == 7
+    assert watcher.seen == ["module_end 7"]
+
+
 def test_a_raising_callback_does_not_break_the_call_and_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -86,9 +86,10 @@ class Stage:
 
     @classmethod
     def configured(cls, settings: Settings) -> Stage | None:
-        """The stage for a request under ``settings``; None: the settings do not use it."""
-        del settings
-        return None
+        """The stage for a request under ``settings``; None: the settings do not use it.
+
+        Every stage of `ORDER` defines its own.
+        """
 
     async def enter(self, exchange: Exchange) -> LMResponse | None:
         """Before the request: return a reply to answer it here, raise to refuse it."""
