@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -248,6 +249,16 @@ def test_the_progress_bar_shows_failures_and_tokens(
     err = capsys.readouterr().err
     assert "2/2" in err
     assert "ok=1 OutputValidationError=1 tokens=24" in err
+
+
+def test_a_progress_bar_without_tqdm_names_the_extra_to_install(
+    llm: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    route = llm.post("/chat/completions").mock(side_effect=lambda r: answer(0))
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # an install without the extra
+    with pytest.raises(ts.ConfigurationError, match=re.escape('pip install "typedspy[progress]"')):
+        ts.Predict(Double, lm=make_lm()).batch(inputs(2), progress=True)
+    assert route.call_count == 0
 
 
 def test_a_progress_callback_that_raises_is_logged_and_the_batch_goes_on(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import sys
 import time
 from collections.abc import Iterator
 from decimal import Decimal
@@ -417,6 +419,19 @@ def test_a_cost_budget_refuses_a_model_without_a_known_price(llm: respx.MockRout
         pytest.raises(ts.ConfigurationError, match="price"),
     ):
         ts.Predict(Double, lm=make_lm(model="standin-1"))(number=1)
+    assert route.call_count == 0
+
+
+def test_a_cost_budget_without_genai_prices_names_the_extra_to_install(
+    llm: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    route = llm.post("/chat/completions").mock(return_value=ok())
+    monkeypatch.setitem(sys.modules, "genai_prices", None)  # an install without the extra
+    with (
+        ts.context(budget=ts.limits.Budget(cost=1)),
+        pytest.raises(ts.ConfigurationError, match=re.escape('pip install "typedspy[prices]"')),
+    ):
+        ts.Predict(Double, lm=make_lm())(number=1)
     assert route.call_count == 0
 
 
