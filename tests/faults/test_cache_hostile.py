@@ -29,7 +29,9 @@ import pytest
 import typedspy as ts
 from typedspy.cache import key_material
 from typedspy.errors import CacheError
+from typedspy.limits import UsageMeter, metering
 from typedspy.lm import LMRequest, LMResponse
+from typedspy.pipeline import HISTORY, last_exchanges
 from typedspy.testing import Reply, StandIn
 
 
@@ -237,6 +239,34 @@ def test_a_lookup_cancelled_behind_a_locked_write_ends_at_once(tmp_path: Path) -
             lock.enter_context(write_lock(path))
             asyncio.run(run(cache, lock))
         assert cache.get("a") is not None and cache.get("b") is None
+
+
+def test_a_call_cancelled_while_its_reply_is_stored_ends_cancelled_and_the_reply_is_kept(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.sqlite3"
+    ts.cache.SQLiteCache(path).close()
+    meter = UsageMeter()
+
+    async def run(lm: ts.LM, cache: ts.cache.SQLiteCache, lock: ExitStack) -> None:
+        with ts.context(cache=cache), metering(meter):
+            call = asyncio.ensure_future(ts.Predict(Ask, lm=lm).acall(question="q"))
+            while not meter.usage.total_tokens:  # the reply is in, its write waits for the lock
+                await asyncio.sleep(0.01)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+        lock.close()
+        await lm.aclose()
+
+    HISTORY.clear()
+    with endpoint() as (server, lm), opened(path, busy_timeout=60) as cache:
+        with ExitStack() as lock:
+            lock.enter_context(write_lock(path))
+            asyncio.run(asyncio.wait_for(run(lm, cache, lock), 30))
+        assert len(server.requests) == 1 and len(cache) == 1  # the paid reply was stored
+    (entry,) = last_exchanges(1)
+    assert entry.response is not None and (entry.error or "").startswith("CancelledError")
 
 
 # -- D2: cache I/O off the event loop ---------------------------------------------------------
