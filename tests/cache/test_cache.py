@@ -256,7 +256,7 @@ def test_a_claim_makes_an_identical_claim_wait_for_the_stored_reply() -> None:
     reply = LMResponse.build(text="once", model="m", usage=ts.prediction.Usage(1, 1, 2))
     sent: list[str] = []
 
-    async def fetch(name: str) -> str:
+    async def fetch(name: str) -> str | None:
         async with cache.claim("k"):
             found = await cache.aget("k")
             if found is None:
@@ -266,7 +266,7 @@ def test_a_claim_makes_an_identical_claim_wait_for_the_stored_reply() -> None:
                 return reply.text
             return found.text
 
-    async def both() -> list[str]:
+    async def both() -> list[str | None]:
         return list(await asyncio.gather(fetch("first"), fetch("second")))
 
     assert asyncio.run(both()) == ["once", "once"]

@@ -71,8 +71,13 @@ def unreported_embeddings(request: httpx.Request) -> httpx.Response:
 def test_embeddings_without_usage_count_their_estimate_and_a_failed_one_gives_its_hold_back() -> (
     None
 ):
-    route = respx.post(f"{BASE_URL}/embeddings")
-    route.side_effect = [unreported_embeddings, httpx.Response(500, json={})]
+    answered: list[httpx.Request] = []
+
+    def embeddings(request: httpx.Request) -> httpx.Response:  # the first answered, then 500
+        answered.append(request)
+        return unreported_embeddings(request) if len(answered) == 1 else httpx.Response(500)
+
+    respx.post(f"{BASE_URL}/embeddings").mock(side_effect=embeddings)
     lm = make_lm()
     budget = ts.limits.Budget(input_tokens=1_000_000, requests=5)
     try:
