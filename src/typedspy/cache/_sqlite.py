@@ -6,13 +6,14 @@ in WAL mode with a busy timeout, so several processes can read and write one fil
 readers never block, and writers wait for each other instead of failing.
 
 All I/O runs on the cache's own thread (`Worker`), never on an event loop: a lock another
-process holds stalls no task (ADR-055). Reads are waited for; writes are not: a reply is
-handed back at once and its entry committed by the thread moments later, with the other
-writes queued meanwhile, in one transaction. A read of a queued entry is answered from the
-queue. A write that fails (the file locked past the busy timeout, a corrupt page) is logged
-and the reply stays unstored; a read that fails is a miss. ``close()`` (or the end of a
-``with`` block, or garbage collection, or interpreter exit) commits what is queued and closes
-the connection, which checkpoints the WAL: no ``-wal`` or ``-shm`` file is left behind.
+process holds stalls no task (ADR-055). Reads and writes are awaited off the loop, in the
+order they were made (a read sees the writes queued before it); a write is committed with the
+other writes queued meanwhile, in one transaction, so calls finishing under a held lock wait
+one busy timeout, not one each. A write that fails (the file locked past the busy timeout, a
+corrupt page) is logged and the reply stays unstored; a read that fails is a miss.
+``close()`` (or the end of a ``with`` block, or garbage collection, or interpreter exit)
+commits what is queued and closes the connection, which checkpoints the WAL: no ``-wal`` or
+``-shm`` file is left behind.
 """
 
 from __future__ import annotations
