@@ -183,11 +183,7 @@ def read_batch_file(
 
 
 class _Replay(BaseLM):
-    """Answers the one request of a call with the completion from the output file.
-
-    A call asks once: its policy allows no retry, and it steps down only on an HTTP refusal
-    (`LMUnsupportedFeatureError`), which only a sending LM raises.
-    """
+    """Answers a call's one request (no retry; no HTTP refusal to step down on) from the file."""
 
     def __init__(self, lm: BaseLM, response: LMResponse) -> None:
         super().__init__(lm.model, profile=lm.profile)

@@ -210,10 +210,7 @@ class _File:
         return self._ready().call(lambda: self._flushed(sql, oldest).rowcount)
 
     def close(self) -> None:
-        """Commit the queued writes, close the connection, end the thread.
-
-        Called once: by the cache's `weakref.finalize`, which runs its function at most once.
-        """
+        """Commit the queued writes, close the connection, end the thread (once: a finalizer)."""
         with self._lock:
             self._closed = True
             worker = self._worker

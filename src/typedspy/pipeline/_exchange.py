@@ -86,10 +86,7 @@ class Stage:
 
     @classmethod
     def configured(cls, settings: Settings) -> Stage | None:
-        """The stage for a request under ``settings``; None: the settings do not use it.
-
-        Every stage of `ORDER` defines its own.
-        """
+        """The stage for a request under ``settings``; None: unused (each stage defines it)."""
 
     async def enter(self, exchange: Exchange) -> LMResponse | None:
         """Before the request: return a reply to answer it here, raise to refuse it."""
