@@ -301,3 +301,173 @@ def test_gepa_needs_its_extra_and_import_typedspy_does_not_load_it() -> None:
         "False",
         'ts.optimize.GEPA needs the gepa package: pip install "typedspy[gepa]"',
     ]
+
+
+def compile_with(
+    optimizer: ts.optimize.GEPA, reply: Any, model: str = "standin-1"
+) -> tuple[ts.Module, StandIn]:
+    """``optimizer`` compiles ``Mood`` against a stand-in answering through ``reply``."""
+    with StandIn(answer=reply) as server:
+        lm = ts.LM(model, base_url=server.base_url, api_key="sk-standin", max_retries=0)
+        try:
+            with ts.context(lm=lm, max_retries=1):
+                return optimizer.compile(ts.Predict(Mood), TRAIN, valset=DEV), server
+        finally:
+            lm.close()
+
+
+def test_a_reflection_reply_without_usable_texts_skips_that_proposal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def answer_badly(body: dict[str, Any]) -> str:
+        return "no texts here" if reflection_request(body) else answer(body)
+
+    optimizer = quiet(max_metric_calls=60, seed=1)
+    compiled, server = compile_with(optimizer, answer_badly)
+    result = optimizer.result
+    # No proposal ever counted; the run still ends, on its metric calls, within its plan.
+    assert result.proposals == 0 and result.stop_reason == "metric_calls"
+    assert len(server.requests) == result.calls <= optimizer.plan.max_calls  # type: ignore[union-attr]
+    assert compiled.signature.output_fields["mood"].description is None  # type: ignore[attr-defined]
+    assert "the reflection model gave no usable texts for self" in caplog.text
+
+
+def test_an_lm_error_during_the_run_is_raised_by_compile() -> None:
+    from typedspy.testing import Reply
+
+    def refuse_reflection(body: dict[str, Any]) -> Reply | str:
+        return Reply(status=401) if reflection_request(body) else answer(body)
+
+    with pytest.raises(ts.errors.LMStatusError, match="HTTP 401"):
+        compile_with(quiet(max_metric_calls=60, seed=1), refuse_reflection)
+
+
+@pytest.mark.parametrize("costly", ["reflection", "every"])
+def test_a_token_budget_spent_mid_run_stops_it_with_the_best_so_far(costly: str) -> None:
+    from typedspy.testing import Reply
+
+    # The plan estimates a few hundred tokens a request; these replies report 100,000.
+    def expensive(body: dict[str, Any]) -> Reply | str:
+        if costly == "every" or reflection_request(body):
+            return Reply(content=answer(body), usage={"prompt_tokens": 100_000})
+        return answer(body)
+
+    budget = ts.limits.Budget(total_tokens=40_000)
+    optimizer = quiet(budget=budget)
+    compiled, server = compile_with(optimizer, expensive)
+    result = optimizer.result
+    assert result.stop_reason == "budget"
+    assert result.calls == len(server.requests) == budget.requests
+    assert isinstance(compiled, ts.Predict)
+    if costly == "every":  # refused during the seed's own evaluation: the seed, scored 0
+        assert result.metric_calls == 0 and result.scores == [0.0]
+        assert result.best_candidate == ts.optimize.GEPACandidate.of(ts.Predict(Mood))
+    else:
+        assert result.proposals == 1 and result.metric_calls > 0
+
+
+def test_a_cost_budget_plans_by_the_models_price_and_needs_one() -> None:
+    pytest.importorskip("genai_prices", reason="the prices extra is not installed")
+    priced = quiet(budget=ts.limits.Budget(cost=1), max_proposals=3)
+    compile_with(priced, answer, model="gpt-4o-mini")
+    plan = priced.plan
+    assert isinstance(plan, ts.optimize.GEPAPlan) and plan.proposals == 3  # max_proposals caps
+    assert plan.est_cost is not None and "at the model's prices" in str(plan)
+    assert priced.result.calls <= plan.max_calls
+    with pytest.raises(ts.ConfigurationError, match="cannot evaluate the seed") as refused:
+        compile_with(quiet(budget=ts.limits.Budget(cost=0.000001)), answer, model="gpt-4o-mini")
+    assert "cost 0.000001 left" in str(refused.value)
+    unpriced = quiet(budget=ts.limits.Budget(cost=1))
+    with pytest.raises(ts.ConfigurationError, match="none is known for 'standin-1'"):
+        compile_with(unpriced, answer)
+
+
+def test_a_candidate_for_a_predictor_the_program_lacks_is_refused_naming_it() -> None:
+    candidate = ts.optimize.GEPACandidate.of(ts.Predict(Mood))
+    candidate.predictors["planner"] = candidate.predictors["self"]
+    with pytest.raises(ts.ConfigurationError, match=r"no predictor at \['planner'\]"):
+        candidate.apply(ts.Predict(Mood))
+
+
+def test_a_metric_that_raises_scores_that_run_0_and_the_reflection_model_sees_why() -> None:
+    def metric(example: ts.Example, pred: Any) -> float:
+        if example.mood == "sad":
+            raise KeyError("no score for sad texts")
+        return float(pred.mood == example.mood)
+
+    with served() as server:
+        quiet(metric=metric, max_metric_calls=60, minibatch_size=6).compile(
+            ts.Predict(Mood), TRAIN, valset=DEV
+        )
+    body = next(b for b in server.requests if reflection_request(b))
+    user = body["messages"][-1]["content"]
+    shown = json.loads(user.split("<examples>\n", 1)[1].split("\n</examples>", 1)[0])
+    raised = [r for r in shown if r["expected"]["mood"] == "sad"]
+    assert raised and all(r["failure"] == "metric" and r["score"] == 0.0 for r in raised)
+    assert raised[0]["problems"] == [
+        {"path": "<root>", "problem": "the metric raised KeyError('no score for sad texts')"}
+    ]
+
+
+class _Refund(BaseModel):
+    """Money back."""
+
+    amount: float
+
+
+class Billing:
+    class Invoice(BaseModel):
+        """A copy of an invoice."""
+
+        month: str
+
+
+class Billing_Invoice(BaseModel):  # its text name collides with Billing.Invoice's
+    """A corrected invoice."""
+
+    number: int
+
+
+class Triage(ts.Signature):
+    """Route the ticket."""
+
+    ticket: str = ts.InputField()
+    request: _Refund | Billing.Invoice | Billing_Invoice = ts.OutputField()
+
+
+TICKETS = {
+    "Please refund me": _Refund(amount=5.0),
+    "Send me March's invoice": Billing.Invoice(month="March"),
+    "Invoice 7 has a typo": Billing_Invoice(number=7),
+}
+
+
+def test_every_union_members_docstring_evolves_even_with_awkward_class_names() -> None:
+    # "_Refund" is no field name for the reflection model's schema, and "Billing.Invoice"
+    # and "Billing_Invoice" would share one: each docstring must still go out and come back.
+    docs = ts.optimize.GEPACandidate.of(ts.Predict(Triage)).predictors["self"].members
+    assert set(docs) == {"_Refund", "Billing.Invoice", "Billing_Invoice"}
+
+    def reply(body: dict[str, Any]) -> str:
+        user = body["messages"][-1]["content"]
+        if reflection_request(body):
+            current = json.loads(user.split("<current>\n", 1)[1].split("\n</current>", 1)[0])
+            current["members"] = {k: f"NEW {v}" for k, v in current["members"].items()}
+            return json.dumps({"improved": current})
+        schema = json.dumps(body["response_format"])
+        ticket = next(t for t in TICKETS if t in body["messages"][1]["content"])
+        # Only a schema with every rewritten docstring gets the right answer.
+        right = all(f"NEW {doc}" in schema for doc in docs.values())
+        value = TICKETS[ticket] if right else _Refund(amount=0.0)
+        return json.dumps({"request": {"_type": type(value).__name__, **value.model_dump()}})
+
+    train = [ts.Example(ticket=t, request=v).with_inputs("ticket") for t, v in TICKETS.items()]
+    optimizer = quiet(max_metric_calls=40, minibatch_size=3)
+    with StandIn(answer=reply) as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-standin", max_retries=0)
+        with ts.context(lm=lm):
+            optimizer.compile(ts.Predict(Triage), train)
+        lm.close()
+    assert optimizer.result.best_score == 1.0
+    evolved = optimizer.result.best_candidate.predictors["self"].members
+    assert evolved == {name: f"NEW {doc}" for name, doc in docs.items()}
