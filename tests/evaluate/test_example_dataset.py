@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,22 @@ def test_untyped_example_works_like_dspy() -> None:
         ts.Example(question="q").inputs()
     with pytest.raises(ts.ConfigurationError, match="not values of this example"):
         ex.with_inputs("nope")
+
+
+def test_an_example_compares_shows_and_pickles_as_its_values_and_inputs() -> None:
+    ex = ts.Example(Triage, text="crash", label={"_type": "Bug", "component": "ui"}, priority=2)
+    ex = ex.with_inputs("text")
+    assert len(ex) == 3 and ex == ex.copy() and ex != ex.with_inputs("text", "priority")
+    assert ex != dict(ex)  # a mapping of the same values has no inputs: not an example
+    assert repr(ex) == (
+        "Example(text='crash', label=Bug(component='ui'), priority=2, inputs=['text'])"
+    )
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(ex)
+    pickled = [pickle.loads(pickle.dumps(ex, p)) for p in range(pickle.HIGHEST_PROTOCOL + 1)]
+    for again in [*pickled, copy.deepcopy(ex)]:  # protocols 0 and 1 need its __getstate__
+        assert again == ex and again.signature is Triage and again.label == Bug(component="ui")
+        assert again.inputs() == {"text": "crash"}
 
 
 def test_jsonl_rows_are_numbered_in_errors(tmp_path: Path) -> None:
@@ -179,3 +197,31 @@ def test_the_shipped_ticket_dataset_loads_with_every_class_in_both_halves() -> N
 
     assert len(classes(train)) == 6
     assert classes(train) == classes(dev)
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"), [('{"text": "a", "priority": 1}', "dict"), ("null", "null"), ("7", "int")]
+)
+def test_a_json_file_that_is_not_a_list_is_refused_naming_what_it_is(
+    tmp_path: Path, content: str, kind: str
+) -> None:
+    path = tmp_path / "d.json"
+    path.write_text(content)
+    with pytest.raises(
+        ts.errors.DatasetError, match=f"expected a JSON list of objects, got {kind}"
+    ):
+        ts.evaluation.load_dataset(path, Triage)
+
+
+def test_a_csv_cell_that_is_no_json_for_a_typed_field_fails_validation_naming_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("text,priority,label\nhello,three,\nbye,2,{oops\n")
+    with pytest.raises(ts.errors.DatasetError) as caught:
+        ts.evaluation.load_dataset(path, Triage)
+    assert [(r.row, str(r.error).split(":")[0]) for r in caught.value.rows] == [
+        (1, "priority"),
+        (2, "label"),
+    ]
+    assert 'got "three"' in str(caught.value)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 
@@ -200,3 +201,73 @@ def test_a_judge_runs_inside_each_item_its_requests_counted_and_budgeted() -> No
     assert [i.calls for i in report.items] == [1, 1, 0]
     assert report.failures == {"metric": 1}  # the budget refused the third judge call
     assert report.items[2].error is not None and "BudgetExceededError" in report.items[2].error
+
+
+class JudgeWhole(ts.Signature):
+    """Is the prediction as good as the expected answer?"""
+
+    expected: str = ts.InputField()
+    predicted: str = ts.InputField()
+    score: float = ts.OutputField(ge=0, le=1)
+
+
+LABELS = '{"label": {"_type": "Bug", "component": "app", "severity": 0.3}, "tags": ["crash", "app"]'
+
+
+@pytest.mark.parametrize(
+    ("prediction", "shown"),
+    [
+        (pred(summary="It crashes."), LABELS + ', "summary": "It crashes."}'),
+        (  # a program returning a plain dict: its outputs, union members tagged
+            {"summary": "x", "label": Question(topic="t")},
+            '{"summary": "x", "label": {"_type": "Question", "topic": "t"}}',
+        ),
+        ("just text", '"just text"'),  # a program returning no mapping: the value itself
+    ],
+)
+def test_llm_judge_sees_every_label_and_the_whole_prediction_as_json(
+    prediction: object, shown: str
+) -> None:
+    with served() as (standin, lm):
+        standin.enqueue('{"score": 0.5}')
+        judge = ts.evaluation.LLMJudge(JudgeWhole, lm=lm)
+        assert judge(EXAMPLE, prediction) == 0.5
+    user = standin.requests[0]["messages"][-1]["content"]
+    assert f'<expected>\n{LABELS}, "summary": "The app crashes."}}\n</expected>' in user
+    assert f"<predicted>\n{shown}\n</predicted>" in user  # the input "text" is no label
+    assert repr(judge) == "LLMJudge(JudgeWhole, score='score')"
+
+
+def test_field_metric_scores_a_missing_output_0_and_skips_what_has_no_label() -> None:
+    metric = metrics.FieldMetric(only=["summary", "tags", "unlabelled"], weights={"tags": 3})
+    assert (
+        repr(metric) == "FieldMetric(only=['summary', 'tags', 'unlabelled'], weights={'tags': 3.0})"
+    )
+    assert metric.per_field(EXAMPLE, {"summary": "The app crashes."}) == {
+        "summary": 1.0,
+        "tags": 0.0,  # the prediction has no tags
+    }
+    assert metric(EXAMPLE, {"summary": "The app crashes."}) == 0.25
+    assert metric(EXAMPLE, None) == 0.0  # no prediction at all: every field 0
+    assert metric(ts.Example(Triage, text="unlabelled"), pred()) == 0.0  # nothing to score
+    weightless = metrics.FieldMetric(only=["summary"], weights={"summary": 0})
+    assert weightless(EXAMPLE, pred()) == 0.0  # no weight to average by
+    assert repr(metrics.FieldMetric({"tags": metrics.f1()})) == "FieldMetric(tags=f1())"
+
+
+def test_a_composite_scores_called_directly_sync_or_async_and_needs_a_metric() -> None:
+    async def short(example: ts.Example, prediction: ts.Prediction[Triage]) -> bool:
+        return len(prediction.summary) < 10  # an async plain function: awaited
+
+    class Fixed(ts.Module):
+        async def aforward(self, **inputs: object) -> ts.Prediction[Triage]:
+            return pred()
+
+    metric = metrics.composite({"fields": metrics.FieldMetric(), "short": short})
+    assert metric(EXAMPLE, pred()) == 0.5
+    ascore = metric.ascore  # type: ignore[attr-defined]
+    assert asyncio.run(ascore(EXAMPLE, pred(summary="Short."))) == pytest.approx(5 / 6)
+    report = ts.evaluate(Fixed(), [EXAMPLE], short)
+    assert report.score == 0.0 and not report.failures
+    with pytest.raises(ts.ConfigurationError, match="composite needs at least one metric"):
+        metrics.composite({})
