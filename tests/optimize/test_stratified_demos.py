@@ -11,10 +11,10 @@ import enum
 import io
 import json
 import threading
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import typedspy as ts
 from served import served
@@ -108,6 +108,66 @@ def test_the_class_of_a_label_comes_from_the_signature_at_any_depth() -> None:
         "team=Bug, tier=null"
     )
     assert ts.optimize.demo_class(Triage, {"ticket": "t", "note": "open text"}) is None
+
+
+class Level5(BaseModel):
+    urgent: bool
+
+
+class Level4(BaseModel):
+    inner: Level5 | None
+
+
+class Level3(BaseModel):
+    inner: Level4 | None
+
+
+class Level2(BaseModel):
+    inner: Level3 | None
+
+
+class Level1(BaseModel):
+    inner: Level2 | None
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value", "shown"),
+    [
+        (Literal["yes", "no"] | None, "yes", "verdict=yes"),
+        (bool | None, False, "verdict=false"),
+        (
+            Annotated[Literal["yes", "no"], Field(description="the verdict")] | None,
+            "no",
+            "verdict=no",
+        ),
+        (Literal["none"] | list[str], ["a"], None),  # the open member holds it: no class
+        (
+            Level2 | None,
+            Level2(inner=Level3(inner=Level4(inner=Level5(urgent=True)))),
+            "verdict=inner=inner=inner=urgent=true",
+        ),
+        (
+            Level1 | None,
+            Level1(inner=Level2(inner=Level3(inner=Level4(inner=Level5(urgent=True))))),
+            None,
+        ),
+    ],
+)
+def test_a_finite_member_of_an_optional_or_mixed_union_gives_a_class_to_a_depth(
+    annotation: Any, value: Any, shown: str | None
+) -> None:
+    # Past four model levels, nothing splits classes (Level1's urgent is on the fifth).
+    sig = type(
+        "Judge",
+        (ts.Signature,),
+        {
+            "__doc__": "Judge.",
+            "__annotations__": {"claim": str, "verdict": annotation},
+            "claim": ts.InputField(),
+            "verdict": ts.OutputField(),
+        },
+    )
+    assert ts.optimize.demo_class(sig, {"claim": "c", "verdict": value}) == shown
 
 
 def test_labeled_few_shot_with_k_below_the_trainset_covers_every_class() -> None:
