@@ -271,3 +271,10 @@ def test_a_composite_scores_called_directly_sync_or_async_and_needs_a_metric() -
     assert report.score == 0.0 and not report.failures
     with pytest.raises(ts.ConfigurationError, match="composite needs at least one metric"):
         metrics.composite({})
+
+
+def test_f1_compares_list_items_that_are_models_or_mappings_by_value() -> None:
+    bugs = [Bug(component="app", severity=0.3), Bug(component="ui", severity=1)]
+    assert metrics.f1()(bugs, [Bug(component="app", severity=0.3)]) == pytest.approx(2 / 3)
+    assert metrics.f1()([{"a": 1, "b": 2}], [{"b": 2, "a": 1}]) == 1.0  # key order aside
+    assert metrics.f1()([[1, 2], 3], [[2, 1], 4]) == 0.0  # nothing in common

@@ -105,3 +105,17 @@ def test_random_search_returns_the_program_whose_demos_scored_best_at_the_wire()
     winner = scores.index(max(scores))  # the earliest of the best
     assert after == per_candidate[winner]
     assert len({repr(d) for d in per_candidate}) > 1  # the candidates really differ
+
+
+def test_an_optimizer_subclass_without_its_optimize_step_cannot_be_made() -> None:
+    # Was: made, and its compile printed a plan, then raised a bare NotImplementedError.
+    class PlanOnly(ts.optimize.Optimizer):
+        def make_plan(
+            self, program: ts.Module, items: list[ts.Example], valset: Any = None
+        ) -> ts.optimize.Plan:
+            return ts.optimize.Plan("plan only", [])
+
+    with pytest.raises(TypeError, match=r"abstract method '?_optimize"):
+        PlanOnly()  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="make_plan"):
+        ts.optimize.Optimizer()  # type: ignore[abstract]

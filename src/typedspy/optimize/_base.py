@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -57,7 +58,7 @@ class Plan:
         return "\n".join(lines)
 
 
-class Optimizer:
+class Optimizer(ABC):
     """Base class: ``compile`` returns a NEW program; the one passed in is never changed.
 
     `acompile` checks the data, prints the plan (`make_plan`) with the budget that caps the
@@ -68,7 +69,8 @@ class Optimizer:
     leaves its result's evaluation in ``_val_report`` (none: no record). After compiling it
     prints how each predictor's demos cover the training set's classes (ADR-082), when the
     compiled program holds demos.
-    Subclasses implement `make_plan` and `_optimize`.
+    Subclasses implement `make_plan` and `_optimize` (abstract: a subclass without them cannot
+    be made).
 
     Attributes:
         plan: The plan of the last compile (None before the first).
@@ -151,16 +153,17 @@ class Optimizer:
             async_name=f"{type(self).__name__}.acompile",
         )
 
+    @abstractmethod
     def make_plan(
         self, program: Module, items: list[Example], valset: list[Example] | None = None
     ) -> Plan:
         """What compiling ``program`` on ``items`` will do and the most it can spend."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _optimize(
         self, program: Module, items: list[Example], valset: list[Example] | None
     ) -> Module:
-        raise NotImplementedError
+        """The optimized copy of ``program``, under the budget `acompile` set."""
 
 
 def check_trainset(trainset: Sequence[Example[Any]], who: str) -> list[Example]:
