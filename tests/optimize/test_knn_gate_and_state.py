@@ -170,3 +170,35 @@ def test_saved_knn_state_is_json_and_refused_by_a_plain_program(tmp_path: Path) 
 def test_an_uncompiled_knn_program_says_what_is_missing() -> None:
     with served(nearest()), pytest.raises(ts.ConfigurationError, match="no training examples"):
         ts.optimize.KNNProgram(ts.Predict(RouteTicket))(**DEV[0].inputs())
+
+
+def nested(levels: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("note", "problem"),
+    [
+        (nested(254), "nested deeper than 256 levels"),  # fits the example, not the file
+        (nested(300), "nested deeper than 256 levels"),  # was a bare ValueError
+        (object(), "Unable to serialize unknown type"),  # was a PydanticSerializationError
+    ],
+)
+def test_a_knn_program_whose_examples_json_cannot_hold_is_refused_saving(
+    tmp_path: Path, note: object, problem: str
+) -> None:
+    example = ts.Example(ticket="x", note=note).with_inputs("ticket")
+    program = ts.optimize.KNNProgram(ts.Predict(RouteTicket), [example], [[1.0]])
+    with pytest.raises(
+        ts.errors.SavedStateError, match=rf"cannot be written: knn.examples: {problem}"
+    ):
+        program.save(tmp_path / "knn.json")
+    assert not (tmp_path / "knn.json").exists()
+
+
+def test_a_knn_program_needs_one_vector_per_example() -> None:
+    with pytest.raises(ts.ConfigurationError, match="KNNProgram: 1 vectors for 2 examples"):
+        ts.optimize.KNNProgram(ts.Predict(RouteTicket), TRAIN[:2], [[1.0, 0.0]])

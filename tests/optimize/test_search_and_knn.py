@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import math
 import sys
 
@@ -97,3 +98,14 @@ def test_knn_without_numpy_says_so_before_it_pays_for_an_embedding(
     with served(nearest()) as (server, _), pytest.raises(ts.ConfigurationError, match="numpy"):
         ts.optimize.KNNFewShot(k=1, verbose=False).compile(ts.Predict(RouteTicket), TRAIN)
     assert server.embedding_requests == []
+
+
+def test_knn_neighbours_are_the_demos_a_call_sends() -> None:
+    with served(nearest()) as (server, lm):
+        program = ts.optimize.KNNFewShot(
+            k=2, lm=lm, embedding_model="embed-1", stratify=False, verbose=False
+        ).compile(ts.Predict(RouteTicket), TRAIN)
+        near = asyncio.run(program.neighbours(DEV[0].inputs()))
+        program(**DEV[0].inputs())
+    assert [ex.ticket for ex in near] == [t for t, _ in demos_sent(server.requests[-1])]
+    assert len(near) == 2
