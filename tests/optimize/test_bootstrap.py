@@ -207,3 +207,18 @@ def test_react_extraction_calls_are_traced_into_demos_for_its_extract_predictor(
     extraction = server.requests[-1]
     assert len(server.requests) - before == 2  # one step, then the extraction
     assert [t for t, _ in demos_sent(extraction)] == [TRAIN[2].ticket, TRAIN[8].ticket]
+
+
+def test_a_teacher_run_that_fails_is_no_demo_and_is_listed_failed() -> None:
+    broken = {ex.ticket for ex in TRAIN[:3]}
+    labels = {ex.ticket: ex.to_dict()["route"] for ex in TRAIN}
+
+    def teacher(body: dict[str, Any]) -> str:
+        ticket = query_of(body)
+        return "not json at all" if ticket in broken else json.dumps({"route": labels[ticket]})
+
+    optimizer = quiet(max_bootstrapped_demos=12, max_labeled_demos=0)
+    with served(teacher):
+        optimizer.compile(ts.Predict(RouteTicket, max_retries=0), TRAIN)
+    assert optimizer.result.failed == [0, 1, 2]
+    assert optimizer.result.passed == list(range(3, 12))

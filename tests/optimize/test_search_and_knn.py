@@ -109,3 +109,18 @@ def test_knn_neighbours_are_the_demos_a_call_sends() -> None:
         program(**DEV[0].inputs())
     assert [ex.ticket for ex in near] == [t for t, _ in demos_sent(server.requests[-1])]
     assert len(near) == 2
+
+
+def test_random_search_whose_budget_ends_before_one_candidate_adds_no_demos(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    budget = ts.limits.Budget(requests=2)  # the first candidate needs 3 validation runs
+    optimizer = ts.optimize.BootstrapFewShotWithRandomSearch(
+        num_candidate_programs=1, budget=budget, verbose=False
+    )
+    program = ts.Predict(RouteTicket, max_retries=0)
+    with served(nearest()) as (server, _):
+        compiled = optimizer.compile(program, TRAIN, valset=DEV[:3])
+    assert optimizer.candidates == [] and len(server.requests) == budget.requests == 2
+    assert compiled is not program and compiled.demos == []  # type: ignore[attr-defined]
+    assert "budget spent before any candidate; no demos added" in caplog.text
