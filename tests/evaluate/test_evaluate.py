@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
 import threading
@@ -162,3 +163,39 @@ def test_a_report_of_a_row_with_a_lone_surrogate_or_nan_is_written_and_read_back
     report.to_csv(tmp_path / "r.csv")
     [row] = csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text(encoding="utf-8")))
     assert row["inputs"] == '{"text": "hi \ufffd"}' and row["expected"] == '{"size": NaN}'
+
+
+class Opaque:
+    """A value JSON cannot hold (like a numpy scalar)."""
+
+    def __repr__(self) -> str:
+        return "Opaque()"
+
+
+class Dated:
+    """A result with its own ``to_dict``, whose date is no JSON type."""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"when": datetime.date(2026, 11, 27)}
+
+
+@pytest.mark.parametrize(
+    ("result", "outputs", "written"),
+    [
+        ({"n": Opaque()}, {"result": "{'n': Opaque()}"}, {"result": "{'n': Opaque()}"}),
+        (Dated(), {"when": datetime.date(2026, 11, 27)}, {"when": "2026-11-27"}),
+    ],
+)
+def test_a_result_json_cannot_hold_keeps_its_score_and_the_report_writes(
+    tmp_path: Path, result: object, outputs: dict[str, object], written: dict[str, object]
+) -> None:
+    # Was: ts.evaluate raised PydanticSerializationError after every run, report lost.
+    class Odd(ts.Module):
+        async def aforward(self, **inputs: object) -> object:
+            return result
+
+    report = ts.evaluate(Odd(), DEV[:2], lambda example, prediction: 1.0)
+    assert report.score == 1.0 and not report.failures
+    assert report.items[0].outputs == outputs
+    saved = json.loads(report.to_json(tmp_path / "r.json"))
+    assert saved["items"][0]["outputs"] == written

@@ -67,9 +67,16 @@ class Outcome:
     scored: tuple[float, dict[str, float], str] | Exception | None = None
 
     def outputs(self) -> dict[str, Any]:
-        """The result as JSON-ready outputs: a prediction's `to_dict`, else ``{"result": ...}``."""
+        """The result as JSON-ready outputs: a prediction's `to_dict`, else ``{"result": ...}``.
+
+        A result JSON cannot hold (a numpy scalar, nesting past ``max_json_depth``) is shown
+        by its ``repr``: the run and its score stand.
+        """
         to_dict = getattr(self.result, "to_dict", None)
-        return to_dict() if callable(to_dict) else {"result": to_jsonable(self.result)}
+        try:
+            return to_dict() if callable(to_dict) else {"result": to_jsonable(self.result)}
+        except ValueError:  # PydanticSerializationError is one
+            return {"result": repr(self.result)}
 
 
 @dataclass
