@@ -229,11 +229,12 @@ class KNNProgram(Module):
         Examples are written as `Example.to_dict` values (union members carry ``_type``) with
         their input names; the vectors as lists of floats (exact in JSON).
         """
+        problem: FieldError | None
         try:
             values = [ex.to_dict() for ex in self.examples]
             problem = too_deep(values, level=3)  # in the file: {"knn": {"examples": [{"values"...
         except ValueError as exc:  # to_dict refuses past max_json_depth and what JSON cannot hold
-            problem = FieldError((), str(exc))
+            values, problem = [], FieldError((), str(exc))
         if problem:
             error = FieldError(("knn", "examples"), problem.message)
             raise state_error("<state>", [error], about="cannot be written")
