@@ -572,3 +572,117 @@ def test_cli_serves_until_terminated() -> None:
             _, stderr = proc.communicate(timeout=10)
     assert proc.returncode == 0
     assert stderr == ""
+
+
+RAW_FUNCTION: Any = {"type": "function", "function": {"name": "f", "parameters": obj()}}
+UNRESOLVED: Any = obj(a={"$ref": "#/$defs/Nope"})
+
+
+def body_with(**fields: Any) -> dict[str, Any]:
+    return {"model": "m", "messages": USER, **fields}
+
+
+def json_schema(**spec: Any) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": spec}
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "code"),
+    [
+        ([], None, None),
+        ({"model": "m"}, "messages", "missing_required_parameter"),
+        ({"messages": USER}, "model", "missing_required_parameter"),
+        (body_with(response_format="json"), "response_format", "invalid_type"),
+        (body_with(response_format={"type": "xml"}), "response_format.type", "invalid_value"),
+        (
+            body_with(response_format={"type": "json_schema"}),
+            "response_format.json_schema",
+            "missing_required_parameter",
+        ),
+        (
+            body_with(response_format=json_schema(schema=obj())),
+            "response_format.json_schema.name",
+            "missing_required_parameter",
+        ),
+        (
+            body_with(response_format=json_schema(name="X", schema="{}")),
+            "response_format.json_schema.schema",
+            "invalid_type",
+        ),
+        (
+            body_with(response_format=json_schema(name="X", schema=UNRESOLVED)),
+            None,
+            "invalid_json_schema",
+        ),
+        (
+            body_with(
+                messages=[{"role": "user", "content": "Reply in JSON."}],
+                response_format={"type": "json_object", "schema": UNRESOLVED},
+            ),
+            "response_format.schema",
+            "invalid_json_schema",
+        ),
+        (body_with(tools=[]), "tools", "invalid_value"),
+        (body_with(tools={"f": RAW_FUNCTION}), "tools", "invalid_value"),
+        (body_with(tools=[{"type": "x"}]), "tools[0].function", "missing_required_parameter"),
+        (
+            body_with(tools=[{"type": "function", "function": {"name": "a b"}}]),
+            "tools[0].function.name",
+            "invalid_value",
+        ),
+        (
+            body_with(tools=[{"type": "function", "function": {}}]),
+            "tools[0].function.name",
+            "invalid_value",
+        ),
+        (
+            body_with(tools=[RAW_FUNCTION], tool_choice={"type": "function", "function": {}}),
+            "tool_choice",
+            "invalid_value",
+        ),
+    ],
+)
+def test_malformed_requests_are_a_400_naming_the_parameter(
+    server: StandIn, body: Any, param: str | None, code: str | None
+) -> None:
+    # The old stand-in answered a schema that is not an object with 200 "{}", and a $ref that
+    # resolves nowhere with a 500 "failed to answer": OpenAI answers both with a 400.
+    status, reply = raw_request(server, "POST", "/v1/chat/completions", json.dumps(body).encode())
+    assert status == 400, reply
+    assert (reply["error"]["param"], reply["error"]["code"]) == (param, code)
+    assert reply["error"]["type"] == "invalid_request_error"
+
+
+def test_text_format_and_a_schemaless_json_schema_get_plain_replies(client: openai.OpenAI) -> None:
+    formats: Any = [{"type": "text"}, json_schema(name="X")]
+    replies = [
+        client.chat.completions.create(model="m", messages=USER, response_format=fmt)
+        for fmt in formats
+    ]
+    assert [r.choices[0].message.content for r in replies] == ["standin reply", "{}"]
+
+
+def test_json_object_reads_only_usable_fenced_schemas_from_the_prompt(
+    client: openai.OpenAI,
+) -> None:
+    def fenced(schema: Any) -> str:
+        return f"```json\n{json.dumps(schema)}\n```"
+
+    messages: Any = [
+        "not a message",
+        {"role": "assistant", "content": fenced(obj(said={"const": "assistant"}))},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Reply in JSON.\n```json\n{not json\n```"},
+                {"type": "text", "text": fenced(UNRESOLVED)},  # no value fits: skipped
+                {"type": "image_url", "image_url": {"url": "data:,"}},
+                "text outside a part",
+                {"type": "text", "text": fenced(obj(said={"const": "user"}))},
+            ],
+        },
+    ]
+    reply = client.chat.completions.create(
+        model="m", messages=messages, response_format={"type": "json_object"}
+    )
+    assert json.loads(reply.choices[0].message.content or "") == {"said": "user"}

@@ -135,6 +135,20 @@ def test_scripted_replies_are_checked_against_the_requests_schema(
     ]
 
 
+def test_a_scripted_reply_the_schema_cannot_check_is_noted(
+    client: openai.OpenAI, server: StandIn
+) -> None:
+    server.enqueue(json.dumps({"answer": 1}))
+    nowhere = answer_schema({"$ref": "#/$defs/Nowhere"})  # valid JSON Schema, unresolvable
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=USER, response_format=schema_format(nowhere, strict=False)
+    )
+    assert reply.choices[0].message.content == '{"answer": 1}'  # sent as scripted
+    assert len(server.schema_mismatches) == 1
+    assert server.schema_mismatches[0].startswith("request 0 (scripted): cannot check it")
+    assert "Nowhere" in server.schema_mismatches[0]
+
+
 def test_typedspy_schemas_and_generated_replies_pass_both_checks(server: StandIn) -> None:
     class Report(ts.Signature):
         """Report."""

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from typedspy.errors import SchemaError
 from typedspy.schema import (
     check_name,
     check_openai_strict,
@@ -256,6 +257,12 @@ class Responder:
         if "name" not in spec:
             raise _missing("response_format.json_schema.name")
         name, schema = spec["name"], spec.get("schema")
+        if schema is not None and not isinstance(schema, dict):
+            raise Rejected(
+                "Invalid type for 'response_format.json_schema.schema': expected an object.",
+                param="response_format.json_schema.schema",
+                code="invalid_type",
+            )
         # OpenAI checks the name whether or not the schema is strict.
         bad_name = check_name(name)
         if bad_name:
@@ -270,8 +277,8 @@ class Responder:
 
     def _instance(self, schema: dict[str, Any], seed: int, where: str) -> Any:
         """Data generated for ``schema``, checked against it (a mismatch is a generator bug)."""
-        instance = generate_instance(schema, seed=seed)
         try:
+            instance = generate_instance(schema, seed=seed)
             problems = validate_instance(instance, schema)
         except Exception as exc:  # a $ref that resolves nowhere, and the like
             raise Rejected(
@@ -432,7 +439,13 @@ def _json_object_content(req: dict[str, Any], seed: int) -> tuple[str, dict[str,
         )
     given = req["response_format"].get("schema")
     if isinstance(given, dict):
-        return json.dumps(generate_instance(given, seed=seed), separators=(",", ":")), given
+        try:
+            instance = generate_instance(given, seed=seed)
+        except SchemaError as exc:  # an unresolvable $ref, an endless recursion
+            message = f"Invalid schema for response_format 'json_object': {exc}"
+            code = "invalid_json_schema"
+            raise Rejected(message, param="response_format.schema", code=code) from exc
+        return json.dumps(instance, separators=(",", ":")), given
     for role, text in texts:
         if role not in ("system", "developer", "user"):
             continue
@@ -442,8 +455,11 @@ def _json_object_content(req: dict[str, Any], seed: int) -> tuple[str, dict[str,
             except ValueError:
                 continue
             if isinstance(schema, dict) and "properties" in schema:
-                content = json.dumps(generate_instance(schema, seed=seed), separators=(",", ":"))
-                return content, schema
+                try:
+                    instance = generate_instance(schema, seed=seed)
+                except SchemaError:
+                    continue  # only a hint in the prompt: a schema no value fits is skipped
+                return json.dumps(instance, separators=(",", ":")), schema
     return "{}", {}
 
 
