@@ -119,6 +119,33 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         maybe_obj={"anyOf": [obj(a={"type": "integer"}), {"type": "null"}]},
         null_first={"type": ["null", "integer"]},
     ),
+    # Keywords that imply a type, sub-schemas that are `true`, pointers into lists, odd allOf.
+    "implied": {
+        "type": "object",
+        "properties": {
+            "anything": True,
+            "object": {"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+            "array": {"items": {"type": "string"}},
+            "string": {"pattern": "^ex"},
+            "choice": {"anyOf": [{"type": "integer"}, {"type": "string", "format": "date"}]},
+            "pointer": {"$ref": "#/properties/choice/anyOf/1"},
+            "above": {"type": "number", "minimum": 100},
+            "merged": {"allOf": [True, {"type": "object", "properties": {"b": {"const": 1}}}]},
+        },
+        "required": ["anything", "object", "array", "string", "pointer", "above", "undeclared"],
+    },
+    # Every branch but one recurses: deep down, the generator must pick the leaf.
+    "recursive_leaf": {
+        "$ref": "#/$defs/Node",
+        "$defs": {
+            "Node": {
+                "anyOf": [
+                    *(obj(**{f"child{i}": {"$ref": "#/$defs/Node"}}) for i in range(6)),
+                    {"type": "string"},
+                ]
+            }
+        },
+    },
     "loose": {
         "type": "object",
         "properties": {"anything": {}, "described": {"description": "free"}},
@@ -226,9 +253,26 @@ def test_endless_recursion_raises_schema_error() -> None:
         generate_instance(endless)
 
 
-def test_unresolvable_ref_raises_schema_error() -> None:
-    with pytest.raises(SchemaError):
-        generate_instance(obj(a={"$ref": "#/$defs/Nope"}))
+@pytest.mark.parametrize("ref", ["#/$defs/Nope", "#/required/9", "https://elsewhere/s.json"])
+def test_unresolvable_ref_raises_schema_error(ref: str) -> None:
+    with pytest.raises(SchemaError, match="resolve"):
+        generate_instance({**obj(a={"$ref": ref}), "$defs": {}})
+
+
+def test_draft_4_tuple_items_are_filled_in_order() -> None:
+    schema = {"type": "array", "items": [{"type": "integer"}, {"type": "string"}], "minItems": 3}
+    value = generate_instance(schema)
+    assert isinstance(value, list) and len(value) == 3
+    jsonschema.Draft4Validator(schema).validate(value)
+
+
+def test_an_invalid_pattern_gets_the_fallback_string() -> None:
+    assert generate_instance({"type": "string", "pattern": "(unclosed"}) == "standin"
+
+
+def test_a_multiple_no_bound_admits_ends_the_search() -> None:
+    # No multiple of 2 lies in [1, 1]: the search is bounded and gives up with the nearest one.
+    assert generate_instance({"type": "integer", "multipleOf": 2, "minimum": 1, "maximum": 1}) == 2
 
 
 def test_pattern_fallback_is_a_fixed_string() -> None:
