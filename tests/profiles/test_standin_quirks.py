@@ -166,3 +166,21 @@ def test_the_stand_in_constrains_tool_steps_like_vllm() -> None:
     assert free["tool_calls"][0]["function"]["name"] == "lookup"
     assert "tool_calls" not in both or not both["tool_calls"]
     assert "action" in json.loads(both["content"])
+
+
+def test_an_unknown_quirks_preset_names_the_known_ones() -> None:
+    with pytest.raises(KeyError, match=r"no quirks preset 'tgi'; known: .*'vllm'"):
+        Quirks.of("tgi")
+
+
+def test_failing_open_breaks_a_lower_bound_past_true_sub_schemas() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"note": True, "count": {"type": "integer", "minimum": 3}},
+        "required": ["note", "count"],
+    }
+    fmt = {"type": "json_schema", "json_schema": {"name": "Count", "schema": schema}}
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "response_format": fmt}
+    with StandIn(quirks=Quirks.of("llama.cpp")) as server:
+        reply = httpx.post(server.base_url + "/chat/completions", json=body).json()
+    assert json.loads(reply["choices"][0]["message"]["content"]) == {"note": None, "count": -6}

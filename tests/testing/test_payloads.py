@@ -122,3 +122,14 @@ def test_sse_body_frames_each_chunk_and_ends_with_done() -> None:
     assert first["choices"][0]["delta"] == {"content": "a"}
     assert len(events) == 4
     assert sse_event({"x": 1}) == b'data: {"x":1}\n\n'
+
+
+def test_tool_calls_already_in_wire_form_are_sent_as_given() -> None:
+    wire = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    body = chat_completion(tool_calls=[wire], finish_reason="tool_calls")
+    assert body["choices"][0]["message"]["tool_calls"] == [wire]
+    ChatCompletion.model_validate(body)
+    delta = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f"}}
+    chunk = chat_chunk(tool_calls=[delta])
+    assert chunk["choices"][0]["delta"]["tool_calls"] == [delta]
+    ChatCompletionChunk.model_validate(chunk)

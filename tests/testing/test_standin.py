@@ -5,6 +5,8 @@ import contextlib
 import http.client
 import json
 import select
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -686,3 +688,104 @@ def test_json_object_reads_only_usable_fenced_schemas_from_the_prompt(
         model="m", messages=messages, response_format={"type": "json_object"}
     )
     assert json.loads(reply.choices[0].message.content or "") == {"said": "user"}
+
+
+def exchange(server: StandIn, data: bytes) -> bytes:
+    """Send raw bytes on a new connection; what came back by the time the server closed it."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def test_unknown_server_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="StandIn\\(server='tgi'\\): one of"):
+        StandIn(server="tgi")
+
+
+def test_start_on_a_running_server_keeps_it(server: StandIn) -> None:
+    port = server.port
+    assert server.start() is server
+    assert server.port == port
+
+
+def test_get_on_an_unknown_path_is_a_404(server: StandIn) -> None:
+    status, body = raw_request(server, "GET", "/v1/files")
+    assert (status, body["error"]["message"]) == (404, "Invalid URL (GET /v1/files)")
+
+
+def test_a_malformed_chunk_size_is_a_400_and_closes_the_connection(server: StandIn) -> None:
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    received = exchange(server, head + b"zz\r\n{}\r\n0\r\n\r\n")  # returns: it was closed
+    assert received.startswith(b"HTTP/1.1 400")
+    assert b"Malformed chunked request body." in received
+    assert server.requests == []
+
+
+def test_chunked_trailer_fields_are_read_past(server: StandIn) -> None:
+    body = json.dumps({"model": "m", "messages": USER}).encode()
+    chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\nX-Checksum: 1\r\n\r\n"
+    first = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    second = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    received = exchange(server, first + chunked + second)
+    assert received.count(b"HTTP/1.1 200 OK") == 2  # the trailer was not taken for a request
+    assert server.requests == [{"model": "m", "messages": USER}] * 2
+
+
+def test_a_client_resetting_mid_request_leaves_the_server_serving(
+    server: StandIn, client: openai.OpenAI
+) -> None:
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Len")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()  # linger 0: a reset, not a clean close
+    reply = client.chat.completions.create(model="m", messages=USER)
+    assert reply.choices[0].message.content == "standin reply"
+
+
+def test_stop_cuts_a_stream_waiting_on_its_chunk_delay() -> None:
+    server = StandIn(chunk_delay=600).start()
+    body = json.dumps({"model": "m", "messages": USER, "stream": True}).encode()
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(request)
+        received = b""
+        while b"\r\n\r\n" not in received:  # the headers go out before the first delay
+            received += sock.recv(65536)
+        finished = threading.Event()
+
+        def stop() -> None:
+            server.stop()
+            finished.set()
+
+        threading.Thread(target=stop).start()
+        assert finished.wait(10)  # not the 600 s the next chunk would wait
+        while chunk := sock.recv(65536):
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200")
+    assert b"data:" not in received  # cut before any chunk
+    assert server.disconnects == 0  # the server hung up, not the client
+
+
+def test_a_scripted_body_that_is_no_completion_streams_as_one_event(server: StandIn) -> None:
+    server.enqueue({"object": "surprise"})
+    body = json.dumps({"model": "m", "messages": USER, "stream": True}).encode()
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    received = exchange(server, request)
+    assert received.count(b"data: ") == 2
+    assert b'data: {"object":"surprise"}' in received
+    assert b"data: [DONE]" in received

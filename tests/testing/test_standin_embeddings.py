@@ -111,3 +111,18 @@ def test_nearest_demo_copies_the_closest_demo_and_counts_demos() -> None:
     body["messages"][-1]["content"] = "<q>\nthe zebra\n</q>"
     assert model(body) == '{"a": "none"}'
     assert model.seen_demos == [2, 2, 2]
+
+
+def test_nearest_demo_sends_a_reply_the_schema_cannot_complete_as_it_is() -> None:
+    def ask(fallback: str, schema: dict[str, object]) -> str:
+        spec = {"name": "Out", "schema": schema}
+        body = {
+            "messages": [{"role": "user", "content": "anything"}],
+            "response_format": {"type": "json_schema", "json_schema": spec},
+        }
+        return NearestDemo(fallback)(body)
+
+    answer = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
+    assert ask('{"a": "x"}', answer) == '{"a":"x","b":1}'  # the missing property generated
+    assert ask("not json", answer) == "not json"
+    assert ask('{"a": "x"}', {"type": "string"}) == '{"a": "x"}'  # no object to complete
