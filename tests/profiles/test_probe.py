@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import typedspy as ts
+from faults.server import FaultServer, Reply, Seen, completion_body
 from typedspy.profiles import ProbeReport, Verdict
 from typedspy.testing import Quirks, StandIn
 
@@ -160,3 +161,66 @@ def test_the_command_line_prints_the_table(tmp_path: Path) -> None:
     assert "identified: profile 'llama.cpp'" in done.stdout
     assert "json_object   ignored" in done.stdout  # llama.cpp's json_object carries the schema
     assert ProbeReport.load(tmp_path / "r.json").profile == "llama.cpp"
+
+
+def chunk(**choice: object) -> dict[str, object]:
+    return {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": None, **choice}]}  # fmt: skip
+
+
+def misbehaving(max_tokens_reply: Reply) -> Reply:
+    """A server that refuses json_schema, ignores a forced tool_choice and stream usage."""
+
+    def answer(seen: Seen) -> Reply:
+        body = seen.json()
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            return Reply.json({"error": {"message": "no json_schema here"}}, status=400)
+        if "tools" in body:
+            return Reply.completion("I would rather not call it.")
+        if body.get("stream"):
+            return Reply.sse([chunk(delta={"content": "hi"}), chunk(finish_reason="stop")])
+        if body.get("max_tokens") == 3:
+            return max_tokens_reply
+        return Reply.completion("{}")
+
+    return Reply(echo=answer)
+
+
+def no_usage(**message: object) -> dict[str, object]:
+    body = completion_body(message.pop("content", None), **message)
+    del body["usage"]
+    return body
+
+
+@pytest.mark.parametrize(
+    ("max_tokens_reply", "max_tokens"),
+    [
+        (Reply.json({**no_usage(content="1 2 3 4"), "usage": {"completion_tokens": 40}}),
+         ("ignored", "40 completion tokens for max_tokens=3")),
+        (Reply.json(no_usage(content="1 2 3 4 5 6 7 8 9 " * 8)),
+         ("ignored", "144 characters for max_tokens=3")),
+        (Reply.json({**completion_body("1 2"), "usage": {"completion_tokens": 3},
+                     "choices": [{"index": 0, "finish_reason": "length",
+                                  "message": {"role": "assistant", "content": "1 2"}}]}),
+         ("enforced", "finish_reason length at 3 tokens")),
+    ],
+    ids=["usage_past_the_cap", "text_past_the_cap", "cut_at_the_cap"],
+)  # fmt: skip
+def test_a_misbehaving_server_gets_each_verdict_that_shows_it(
+    max_tokens_reply: Reply, max_tokens: tuple[Verdict, str]
+) -> None:
+    with FaultServer(misbehaving(max_tokens_reply)) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        report = lm.probe(timeout=10)
+        lm.close()
+    found = {f.capability: (f.verdict, f.detail) for f in report.findings}
+    assert found["json_schema"][0] == "refused"
+    assert found["strict_rules"] == ("unknown", "json_schema was refused")
+    assert found["tools"] == ("ignored", "no tool call for a forced tool_choice")
+    assert found["stream_usage"] == ("ignored", "no usage chunk at the end of the stream")
+    assert found["max_tokens"] == max_tokens
+    assert "json_schema" not in lm.profile.modes
+    assert lm.profile.dependable_tool_calling is False  # tool calls were not honoured
+    unchecked = report.model_copy(update={"findings": report.findings[:1]})
+    assert unchecked.verdict("tools") == "unknown"  # a report without that finding
