@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import typedspy as ts
-from typedspy.testing import StandIn
+from typedspy.testing import Reply, StandIn
 
 
 class Ask(ts.Signature):
@@ -93,6 +93,28 @@ def test_an_aforward_override_on_chain_of_thought_is_honoured(server: StandIn, l
 
     assert pred.answer == "PARIS"
     assert pred.reasoning == "It is Paris."
+
+
+def test_an_aforward_override_on_react_runs_the_agent_through_super(
+    server: StandIn, lm: ts.LM
+) -> None:
+    class ShoutingAgent(ts.ReAct[Ask]):
+        async def aforward(self, **inputs: Any) -> ts.react.AgentPrediction[Ask]:
+            pred = await super().aforward(**inputs)
+            pred.extras["shouted"] = pred.answer.upper()
+            return pred
+
+    def look_up(term: str) -> str:
+        """Look a term up."""
+        return term
+
+    finish = {"name": "finish", "arguments": '{"answer": "paris"}'}
+    server.enqueue(Reply(tool_calls=[finish], finish_reason="tool_calls"))
+
+    pred = ShoutingAgent(Ask, tools=[look_up], lm=lm)(question="Capital of France?")
+
+    assert (pred.answer, pred.extras["shouted"]) == ("paris", "PARIS")
+    assert len(server.requests) == 1
 
 
 def test_an_override_that_does_not_call_super_sends_nothing(server: StandIn, lm: ts.LM) -> None:

@@ -20,7 +20,14 @@ from react_wire import (
 import typedspy as ts
 from typedspy.react import ReAct, Trajectory
 from typedspy.react._run import ModuleContext, is_module_callback, module_callback
-from typedspy.tools import Tool, tool
+from typedspy.tools import (
+    ConfirmationRequired,
+    ResumeState,
+    Tool,
+    confirm_first,
+    resume,
+    tool,
+)
 
 
 class AnswerQuestion(ts.Signature):
@@ -165,3 +172,46 @@ def test_a_module_callback_adding_a_tool_named_finish_ends_the_run(
         agent(question="q")
     assert agent.tools.names == ["load"]  # the agent's own tools are untouched
     assert len(route.calls) == 1
+
+
+def test_a_module_callback_asking_for_confirmation_pauses_the_run(
+    router: respx.MockRouter,
+) -> None:
+    sent: list[str] = []
+
+    @confirm_first
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    @tool
+    def notify() -> Any:
+        """Tell Bob, in a callback."""
+
+        @module_callback
+        async def tell(context: ModuleContext) -> str:
+            await send_email.acall({"to": "bob@example.com"})
+            return "Bob was told."
+
+        return tell
+
+    notify_call = calls_reply(("call_n", "notify", {}))
+    route = router.post("/chat/completions").mock(
+        side_effect=[notify_call, notify_call, finish_reply(answer="told")]
+    )
+    agent = ReAct(AnswerQuestion, tools=[notify], lm=make_lm())
+    with pytest.raises(ConfirmationRequired) as info:
+        agent(question="Tell Bob.")
+    assert info.value.tool_call["name"] == "send_email"
+    assert info.value.context["react"].pending_call.name == "notify"  # the call that paused
+    assert sent == []
+
+    # Answered around the agent, the person's "yes" lets the callback's call run, once.
+    with resume(ResumeState(info.value, "yes")):
+        pred = agent(question="Tell Bob.")
+
+    assert pred.answer == "told"
+    assert sent == ["bob@example.com"]
+    assert bodies(route)[2]["messages"][-1] == tool_message("call_n", "Bob was told.")

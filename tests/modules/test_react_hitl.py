@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 import pytest
 import respx
-from react_wire import BASE_URL, assistant, bodies, calls_reply, make_lm, tool_message
+from react_wire import BASE_URL, assistant, bodies, calls_reply, make_lm, tool_message, tool_names
 from react_wire import finish_reply as finish_with
 
 import typedspy as ts
 from typedspy.errors import ConfigurationError, ResumeStateError
 from typedspy.react import ReAct
-from typedspy.tools import ConfirmationRequired, ResumeState, Tool, confirm_first, tool
+from typedspy.tools import ConfirmationRequired, ResumeState, Tool, confirm_first, resume, tool
 
 QUESTION = "Tell Bob the launch moved."
 SEARCH = ("call_s", "search", {"query": "launch date"})
@@ -422,3 +422,65 @@ def test_an_edit_json_cannot_write_is_refused_and_the_pause_stays_open(
     pred = agent(question=QUESTION, resume_state=ResumeState(pause, "yes"))
     assert pred.summary == "Bob was told."
     assert sent == [("bob@example.com", "The launch moved.")]
+
+
+def test_calls_after_finish_in_the_same_step_are_not_run(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    router.post("/chat/completions").mock(
+        side_effect=[calls_reply(("call_f", "finish", {"summary": "Done."}), SEARCH)]
+    )
+    pred = ReAct(Notify, tools=tools, lm=make_lm())(question=QUESTION)
+
+    assert pred.summary == "Done."
+    assert counts == Counter()  # search came after finish: not run
+    (step,) = pred.trajectory
+    assert [c.observation for c in step.calls][1] == "Not run: `finish` was called before it."
+    assert repr(pred.trajectory) == "Trajectory(1 steps, calls=['finish', 'search'])"
+
+
+def test_a_rejection_answered_around_the_agent_is_the_observation_of_its_call(
+    router: respx.MockRouter, tools: list[Tool], counts: Counter[str]
+) -> None:
+    # The call paused outside the agent; the person's "no" is in force when the agent makes it.
+    with pytest.raises(ConfirmationRequired) as info:
+        tools[1](**EMAIL_ARGS)
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(EMAIL), finish_reply("Not sent.")]
+    )
+    with resume(ResumeState(info.value, "no")):
+        pred = ReAct(Notify, tools=tools, lm=make_lm())(question=QUESTION)
+
+    assert pred.summary == "Not sent."
+    assert counts == Counter()
+    told = bodies(route)[1]["messages"][-1]
+    assert told["tool_call_id"] == "call_e"
+    assert told["content"].startswith("The user rejected this call to send_email; it was not run.")
+
+
+def test_a_resumed_run_offers_the_paused_runs_tools_and_names_those_it_lacks(
+    router: respx.MockRouter,
+    tools: list[Tool],
+    counts: Counter[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    route = router.post("/chat/completions").mock(
+        side_effect=[calls_reply(SEARCH), calls_reply(EMAIL), finish_reply()]
+    )
+    exc = paused(ReAct(Notify, tools=tools, lm=make_lm()))
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    other = ReAct(Notify, tools=[tools[1], weather], lm=make_lm())  # no search; a new tool
+    with caplog.at_level("WARNING", logger="typedspy"):
+        pred = other(question=QUESTION, resume_state=ResumeState(exc, "yes"))
+
+    assert pred.summary == "Bob was told."
+    assert counts == Counter(search=1, send_email=1)
+    assert tool_names(bodies(route)[2]) == ["send_email", "finish"]  # not weather
+    (warned,) = [r.getMessage() for r in caplog.records if "resuming" in r.getMessage()]
+    # The old text said "added during the paused run": search was in the agent from the start.
+    assert warned == "resuming Notify without tools the paused run had: search"

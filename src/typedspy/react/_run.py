@@ -589,7 +589,7 @@ def restore(
     missing = sorted(set(point.tools) - set(run.tools.names))
     if missing:
         logger.warning(
-            "resuming %s without tools added during the paused run: %s",
+            "resuming %s without tools the paused run had: %s",
             agent.signature.__name__,
             ", ".join(missing),
         )
