@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 from typing import Annotated, Any
 
@@ -193,6 +194,87 @@ def test_positional_only_and_underscore_parameters_are_rejected() -> None:
         Tool.from_function(private)
 
 
+def unreadable_signature(x: int) -> int:
+    """Has a broken __signature__."""
+    return x
+
+
+unreadable_signature.__signature__ = "nope"  # type: ignore[attr-defined]
+
+
+def pydantic_name(model_config: int) -> int:
+    """Takes a name Pydantic keeps for itself."""
+    return model_config
+
+
+def unresolved_hint(x: Undefined) -> int:  # type: ignore[name-defined]  # noqa: F821
+    """Names a type that does not exist."""
+    return 1
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (unreadable_signature, "cannot read the parameters of .*unexpected object 'nope'"),
+        (pydantic_name, "cannot build a signature for 'pydantic_name': .*model_config"),
+        (unresolved_hint, "cannot read the type hints of .*'Undefined' is not defined"),
+    ],
+)
+def test_functions_no_signature_can_be_built_from_are_named(fn: Any, message: str) -> None:
+    with pytest.raises(ToolError, match=message):
+        Tool.from_function(fn)
+
+
+def test_partials_closures_field_defaults_and_none_returns_make_tools() -> None:
+    def add(a: int, b: int = 2) -> int:
+        """Add two numbers."""
+        return a + b
+
+    def limited(limit: int = Field(5, ge=1), rest: int = Field(0, description="Own.")) -> None:
+        """Do nothing, a bounded number of times.
+
+        Args:
+            limit: How many times.
+            rest: Not shown: the Field has a description of its own.
+        """
+
+    def build() -> Tool:
+        def later_bound(x: int) -> int:
+            """Use a name bound after the tool is made."""
+            return helper(x)
+
+        made = Tool.from_function(later_bound)  # its closure cell is still empty here
+        helper = abs
+        return made
+
+    partial = Tool.from_function(functools.partial(add, b=3), name="add3")
+    assert partial.name == "add3"
+    assert partial(a=1) == {"result": 4}
+    assert partial.description == "Add two numbers."
+    bounded = Tool.from_function(limited)
+    fields = bounded.signature.input_fields
+    assert (fields["limit"].description, fields["rest"].description) == ("How many times.", "Own.")
+    assert bounded.signature.output_fields["result"].annotation is type(None)
+    with pytest.raises(ToolArgumentsError, match="limit"):
+        bounded(limit=0)  # the Field's constraint kept
+    assert bounded(limit=2) == {"result": None}
+    assert build()(x=-3) == {"result": 3}
+
+
+def test_what_is_no_function_or_module_is_refused_and_tools_show_their_mark() -> None:
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    with pytest.raises(ToolError, match=r"Tool\('echo', signature=Echo\) is already a Tool"):
+        Tool.from_function(echo)
+    with pytest.raises(ToolError, match=r"Tool\.from_module needs a Module instance, not 'text'"):
+        Tool.from_module("text")  # type: ignore[arg-type]
+    marked = Tool(Echo, lambda text: text, confirmation_question="Echo {text}?")
+    assert repr(marked) == "Tool('echo', signature=Echo, requires_confirmation=True)"
+
+
 # -- argument validation: a wrong value never reaches the implementation --
 
 
@@ -266,14 +348,22 @@ def test_arguments_that_are_not_an_object_are_errors(raw: str, message: str) -> 
 
 def test_empty_arguments_mean_no_arguments_and_null_means_the_default() -> None:
     @tool
-    def listing(limit: int = 5, cursor: str | None = "start") -> str:
-        return f"{limit}:{cursor}"
+    def listing(
+        limit: int = 5,
+        cursor: str | None = "start",
+        page: Annotated[int, Field(ge=1)] | None = 1,
+    ) -> str:
+        return f"{limit}:{cursor}:{page}"
 
-    assert listing.parse_arguments("") == {"limit": 5, "cursor": "start"}
+    defaults = {"limit": 5, "cursor": "start", "page": 1}
+    assert listing.parse_arguments("") == defaults
     # null for a non-nullable parameter with a default: use the default
-    assert listing.parse_arguments({"limit": None}) == {"limit": 5, "cursor": "start"}
-    # null for a nullable parameter is a real value
-    assert listing.parse_arguments({"cursor": None}) == {"limit": 5, "cursor": None}
+    assert listing.parse_arguments({"limit": None}) == defaults
+    # null for a nullable parameter is a real value, Annotated or not
+    assert listing.parse_arguments({"cursor": None}) == {**defaults, "cursor": None}
+    assert listing.parse_arguments({"page": None}) == {**defaults, "page": None}
+    with pytest.raises(ToolArgumentsError, match="arguments must be a JSON object, got list"):
+        listing.parse_arguments([5])
 
 
 # -- results are normalised to the signature's outputs --

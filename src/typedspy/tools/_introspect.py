@@ -183,9 +183,7 @@ def _inputs(
 def _outputs(
     hints: dict[str, Any], docs: Docstring, inputs: Collection[str]
 ) -> tuple[dict[str, tuple[Any, FieldInfo]], type[BaseModel] | None]:
-    returned = hints.get("return", Any)
-    if returned is None:
-        returned = type(None)
+    returned = hints.get("return", Any)  # get_type_hints gives `-> None` as NoneType
     is_model = isinstance(returned, type) and issubclass(returned, BaseModel)
     if is_model and not issubclass(returned, Signature):
         fields = {

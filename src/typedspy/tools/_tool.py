@@ -155,7 +155,9 @@ class Tool:
         mark = confirmation_mark(module)
         return cls(
             signature,
-            _module_impl(module),
+            # A module class that writes only a synchronous `forward` gets an `aforward` that
+            # runs it in a thread (`Module.__init_subclass__`), so `acall` is always the way in.
+            module.acall,
             name=name,
             description=description,
             requires_confirmation=mark is not None,
@@ -356,11 +358,9 @@ class Tool:
 
 
 def _exported(schema: Mapping[str, Any]) -> dict[str, Any]:
-    # A copy: compiled schemas are shared through the compiler's cache. Empty $defs are noise.
-    out = copy.deepcopy(dict(schema))
-    if out.get("$defs") == {}:
-        del out["$defs"]
-    return out
+    # A copy: compiled schemas are shared through the compiler's cache (which never holds an
+    # empty `$defs`: the generator drops definitions nothing refers to).
+    return copy.deepcopy(dict(schema))
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
@@ -373,14 +373,6 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 def _function_name(fn: Callable[..., Any]) -> str:
     target = unwrapped(fn)
     return str(getattr(target, "__name__", type(target).__name__))
-
-
-def _module_impl(module: Module) -> Callable[..., Any]:
-    cls = type(module)
-    async_overridden = cls.aforward is not Module.aforward or cls.acall is not Module.acall
-    if not async_overridden and cls.forward is not Module.forward:
-        return module.forward  # a code-backed module that only wrote a synchronous forward
-    return module.acall
 
 
 def _lookup(module: str, qualname: str) -> Any:
