@@ -76,6 +76,31 @@ def test_a_hook_that_would_never_run_is_refused_naming_it(callback: object, name
             pass
 
 
+def test_a_hook_switched_off_with_none_is_skipped_and_the_others_still_run(
+    standin: StandIn,
+) -> None:
+    seen: list[str] = []
+
+    class Quiet(ts.BaseCallback):
+        on_lm_start = None  # type: ignore[assignment]  # switched off
+
+        def on_module_end(self, call_id: str, outputs: Any, exception: Any) -> None:
+            seen.append("module_end")
+
+    class QuietButAsync(Quiet):
+        async def on_lm_end(self, *args: Any) -> None:  # type: ignore[override]
+            raise AssertionError("never run")
+
+    with pytest.raises(ConfigurationError, match=r"callbacks\[0\]\.on_lm_end is async"):
+        ts.configure(callbacks=[QuietButAsync()])  # checked past the hook that is off
+    standin.enqueue(json.dumps({"answer": "4"}))
+    lm = lm_for(standin)
+    with ts.context(callbacks=[Quiet()]):
+        assert ts.Predict(Ask, lm=lm)(question="2+2?").answer == "4"
+    lm.close()
+    assert seen == ["module_end"]
+
+
 def test_a_hook_made_async_after_configure_is_closed_unrun_and_logged(
     standin: StandIn, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import BaseModel
 
@@ -135,3 +137,33 @@ def test_react_refuses_an_output_its_prediction_would_shadow(name: str) -> None:
 def test_compile_schema_of_a_bare_union_says_to_use_an_output_field() -> None:
     with pytest.raises(ts.SchemaError, match="put this type in an output field"):
         ts.schema.compile_schema(Plain | Decide)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: ts.Predict(Decide, mode="json"), "unknown mode 'json'; use one of"),  # type: ignore[arg-type]
+        (lambda: ts.Predict(Decide, demos=[5]), "Decide demo 0 must be a mapping, not int"),  # type: ignore[list-item]
+    ],
+    ids=["mode", "demo"],
+)
+def test_a_predictor_refuses_a_bad_mode_or_demo_when_made(make: Any, message: str) -> None:
+    with pytest.raises(ts.ConfigurationError, match=message):
+        make()
+
+
+def test_a_mode_assigned_later_is_checked_at_the_call_before_anything_is_sent() -> None:
+    predict = ts.Predict(Decide, lm=ts.LM("m", base_url="http://127.0.0.1:9/v1", api_key="k"))
+    predict.mode = "json"  # type: ignore[assignment]
+    with pytest.raises(ts.ConfigurationError, match="unknown mode 'json'"):
+        predict(task="Ship it")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: ts.Predict(Decide), lambda: ts.ReAct(Decide, tools=[])],
+    ids=["predict", "react"],
+)
+def test_a_call_without_any_lm_says_how_to_configure_one(make: Any) -> None:
+    with pytest.raises(ts.ConfigurationError, match=r"no language model configured: pass lm="):
+        make()(task="Ship it")

@@ -22,7 +22,8 @@ from react_wire import BASE_URL, bodies, calls_reply, finish_reply, make_lm
 import typedspy as ts
 from typedspy.engine import MAX_STEP_DOWNS, stepping_down
 from typedspy.errors import LMUnsupportedFeatureError
-from typedspy.testing import chat_completion, error_body
+from typedspy.profiles import builtin
+from typedspy.testing import StandIn, chat_completion, error_body
 
 
 class Ask(ts.Signature):
@@ -188,3 +189,29 @@ def test_stepping_down_is_bounded() -> None:
     with pytest.raises(LMUnsupportedFeatureError):
         asyncio.run(drain())
     assert runs == MAX_STEP_DOWNS + 1
+
+
+def test_a_mode_asked_for_by_name_is_not_stepped_down_from() -> None:
+    with StandIn(supports_json_schema=False) as server:
+        lm = ts.LM("m", base_url=server.base_url, api_key="k", max_retries=0)
+        try:
+            with pytest.raises(LMUnsupportedFeatureError) as caught:
+                ts.Predict(Ask, lm=lm, mode="json_schema")(question="Where is order 7?")
+        finally:
+            lm.close()
+    assert caught.value.feature == "response_format"
+    assert len(server.requests) == 1  # refused once, not retried in another mode
+
+
+def test_a_refusal_in_the_profiles_last_mode_is_raised_not_stepped_past() -> None:
+    only_schema = builtin("openai").derive(name="only-schema", modes=("json_schema",))
+    with StandIn(supports_json_schema=False) as server:
+        lm = ts.LM("m", base_url=server.base_url, api_key="k", max_retries=0, profile=only_schema)
+        try:
+            with pytest.raises(LMUnsupportedFeatureError) as caught:
+                ts.Predict(Ask, lm=lm)(question="Where is order 7?")
+        finally:
+            lm.close()
+    assert caught.value.feature == "response_format"
+    assert len(server.requests) == 1
+    assert lm.profile.rejects("json_schema")  # remembered
