@@ -227,3 +227,22 @@ def test_a_streamed_content_answer_still_shows_its_partial_outputs(
     assert shown and shown[-1] == "Paris"
     final = events[-1]
     assert isinstance(final, ts.Prediction) and final.answer == "Paris" and final.finished
+
+
+@pytest.mark.parametrize(
+    "content",
+    [THINKING, '    \n  {"answer": "Paris"}'],
+    ids=["open-tag-cut-in-pieces", "blank-first-pieces"],
+)
+def test_a_content_answer_whose_first_pieces_say_nothing_yet_streams_its_outputs(
+    router: respx.MockRouter, content: str
+) -> None:
+    # The first 4-character pieces ("<thi", "    ") do not yet tell an answer from prose.
+    router.post("/chat/completions").mock(return_value=_streamed(content, None))
+    agent = ReAct(AnswerQuestion, tools=[search], lm=lm_with(thinking_openai()))
+    events = list(agent.stream(question="q"))
+
+    shown = [e.values.get("answer") for e in events if isinstance(e, PartialPrediction)]
+    assert shown and "Lyon" not in shown and shown[-1] == "Paris"
+    final = events[-1]
+    assert isinstance(final, ts.Prediction) and final.answer == "Paris"

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import pytest
 
 import typedspy as ts
+from faults.server import FaultServer, Reply
 from typedspy.testing import StandIn
 
 
@@ -144,3 +145,10 @@ def test_a_pickled_lm_not_yet_identified_asks_again() -> None:
             assert pickle.loads(pickle.dumps(copy)).profile.name == "ollama"
         finally:
             copy.close()
+
+
+@pytest.mark.parametrize("body", [{"data": "standin-1"}, {"data": [5, "m"]}, [{"id": "m"}]])
+def test_a_model_list_of_the_wrong_shape_is_generic(body: object) -> None:
+    with FaultServer(models=Reply.json(body)) as server, lm_for(server.url) as lm:
+        assert lm.identify().name == "generic"
+    assert server.models_requests == 1
