@@ -124,3 +124,23 @@ def test_random_search_whose_budget_ends_before_one_candidate_adds_no_demos(
     assert optimizer.candidates == [] and len(server.requests) == budget.requests == 2
     assert compiled is not program and compiled.demos == []  # type: ignore[attr-defined]
     assert "budget spent before any candidate; no demos added" in caplog.text
+
+
+def test_a_training_example_that_does_not_validate_fails_the_call_naming_its_field() -> None:
+    class Score(ts.Signature):
+        """Score the text."""
+
+        text: str = ts.InputField()
+        score: float = ts.OutputField()
+
+    train = [
+        ts.Example(text="late refund", score="very").with_inputs("text"),
+        ts.Example(text="app crash", score=0.5).with_inputs("text"),
+    ]
+    with served(nearest()) as (server, lm):
+        program = ts.optimize.KNNFewShot(
+            k=1, lm=lm, embedding_model="embed-1", stratify=False, verbose=False
+        ).compile(ts.Predict(Score), train)
+        with pytest.raises(ts.ConfigurationError, match=r"Score demo: score: Input should be"):
+            program(text="late refund")
+    assert server.requests == []  # refused before anything was sent to the model
