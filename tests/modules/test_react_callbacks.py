@@ -215,3 +215,49 @@ def test_a_module_callback_asking_for_confirmation_pauses_the_run(
     assert pred.answer == "told"
     assert sent == ["bob@example.com"]
     assert bodies(route)[2]["messages"][-1] == tool_message("call_n", "Bob was told.")
+
+
+def test_a_failing_module_callback_is_news_for_the_model_unless_the_program_is_wrong(
+    router: respx.MockRouter,
+) -> None:
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    @tool
+    def broken() -> Any:
+        """A callback that fails."""
+
+        @module_callback
+        def fail(context: ModuleContext) -> str:
+            raise ValueError("the index is offline")
+
+        return fail
+
+    @tool
+    def misused() -> Any:
+        """A callback that calls a tool synchronously on the agent's own loop."""
+
+        @module_callback
+        def call_sync(context: ModuleContext) -> str:
+            return str(echo(text="hi"))
+
+        return call_sync
+
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            calls_reply(("call_b", "broken", {})),
+            finish_reply(answer="no index"),
+            calls_reply(("call_m", "misused", {})),
+        ]
+    )
+    agent = ReAct(AnswerQuestion, tools=[broken, misused], lm=make_lm())
+    assert agent(question="Look it up.").answer == "no index"
+    assert bodies(route)[1]["messages"][-1] == tool_message(
+        "call_b", "Error: broken failed: ValueError: the index is offline"
+    )
+    # The old agent showed this to the model as a failure and went on.
+    with pytest.raises(ts.ConfigurationError, match=r"Tool.__call__ cannot run on typedspy"):
+        agent(question="Echo hi.")
+    assert len(route.calls) == 3

@@ -430,10 +430,8 @@ class Run(Generic[SigT]):
         if isinstance(exc, ConfirmationRequired):
             self._pause(exc, call)
             raise exc
-        if isinstance(exc, SchemaError) or (
-            isinstance(exc, ConfigurationError) and not isinstance(exc, InputError)
-        ):
-            raise exc  # the program is set up wrong: no step of the model can fix it
+        if _set_up_wrong(exc):
+            raise exc
         if isinstance(exc, ConfirmationRejected):
             message = f"The user rejected this call to {call.name}; it was not run. {exc}"
             return bounded(message), True
@@ -458,6 +456,8 @@ class Run(Generic[SigT]):
             self._pause(exc, call)
             raise
         except Exception as exc:  # a failing callback is reported like a failing tool
+            if _set_up_wrong(exc):
+                raise
             return _failure(call, exc)
         if FINISH in self.tools:  # the model could never call it: the program is set up wrong
             raise ConfigurationError(
@@ -666,6 +666,13 @@ def started(call: TrajectoryCall) -> ToolCallStarted:
 def finished(call: TrajectoryCall, failed: bool) -> ToolCallFinished:
     """The event after ``call`` ran (or was refused): what the model will read."""
     return ToolCallFinished(call.id, call.name, call.observation or "", error=failed)
+
+
+def _set_up_wrong(exc: BaseException) -> bool:
+    """Whether ``exc`` says the program is set up wrong (raised: no step of the model fixes it)."""
+    return isinstance(exc, SchemaError) or (
+        isinstance(exc, ConfigurationError) and not isinstance(exc, InputError)
+    )
 
 
 def _failure(call: TrajectoryCall, exc: Exception) -> tuple[str, bool]:
