@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import json
 import subprocess
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 
 import openai
 import pytest
 
 import typedspy as ts
-from faults.server import FaultServer, Reply
+from faults.server import FaultServer, Reply, completion_body
 
 # openai < 2.31 wraps and retries whatever its transport raises, a capped body too (ADR-044):
 # each of the 1 + max_retries reads is capped; later releases send the request once.
@@ -64,13 +67,62 @@ def test_a_body_in_an_encoding_not_asked_for_is_typed() -> None:
     assert "'br'" in str(error)
 
 
+COMPRESS = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,  # zlib-wrapped, as HTTP's "deflate" is
+    "deflate-raw": lambda data: zlib.compress(data, wbits=-15),  # what some servers send
+}
+
+
+def encoded(encoding: str, data: bytes) -> Reply:
+    headers = {"content-type": "application/json", "content-encoding": encoding.split("-")[0]}
+    return Reply(200, headers, lambda: [data])
+
+
+def ask(server: FaultServer, *, sync: bool) -> str:
+    lm = ts.LM("m", base_url=server.url, api_key="sk-test-key", max_retries=0)
+    try:
+        predict = ts.Predict(Answer, lm=lm)
+        if sync:
+            return predict(question="q").answer
+        return asyncio.run(predict.acall(question="q")).answer
+    finally:
+        lm.close()
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "deflate-raw"])
+def test_a_compressed_body_is_decoded_whole(encoding: str, sync: bool) -> None:
+    body = json.dumps(completion_body(json.dumps({"answer": "a" * 200_000}))).encode()
+    with FaultServer(encoded(encoding, COMPRESS[encoding](body))) as server:
+        assert ask(server, sync=sync) == "a" * 200_000  # past one 64 KiB decoding step
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+@pytest.mark.parametrize(
+    ("encoding", "body"),
+    [
+        ("gzip", b"not gzip at all"),
+        ("deflate", b"not deflate either"),
+        ("gzip", gzip.compress(b"")[:10] + b"\xff" * 8),  # a header, then no valid block
+        ("br", b"\x0b\x02\x80{}\x03"),  # an encoding not asked for
+    ],
+    ids=["gzip", "deflate", "gzip-corrupt", "br"],
+)
+def test_a_body_that_cannot_be_decoded_is_typed(encoding: str, body: bytes, sync: bool) -> None:
+    with FaultServer(encoded(encoding, body)) as server, pytest.raises(ts.TypedspyError) as caught:
+        ask(server, sync=sync)
+    assert type(caught.value) is ts.errors.LMResponseError  # not retried, not a size limit
+    assert f"{encoding}" in str(caught.value) and "sk-test-key" not in str(caught.value)
+
+
 def test_a_gzip_bomb_of_1_gb_ends_typed_with_bounded_peak_memory() -> None:
     # In a fresh process, so its peak RSS is this call's (the server inside it sends ~1 MB).
     script = textwrap.dedent(
         """
         import resource, sys
         import typedspy as ts
-        from faults.server import FaultServer, Reply
+        from faults.server import FaultServer, Reply, completion_body
 
         class A(ts.Signature):
             '''A.'''

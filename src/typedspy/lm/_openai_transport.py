@@ -68,16 +68,29 @@ class _Meter:
         self._encoding = encoding
         self._limit = limit
         self._seen = 0
+        # deflate: held until its first two bytes say zlib-wrapped or raw (both are sent)
+        self._head: bytes | None = b"" if encoding == "deflate" else None
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         if self._decoder is None:  # identity: count as it comes, no copy
             yield self._counted(data)
             return
+        if self._head is not None:
+            data = self._head + data
+            if len(data) < 2:
+                self._head = data
+                return
+            self._head = None
+            if not _wrapped(data):  # raw deflate, as the HTTP library reads it too
+                self._decoder = zlib.decompressobj(-zlib.MAX_WBITS)
         for piece in _inflate(self._decoder, data, self._encoding):
             yield self._counted(piece)
 
     def tail(self) -> bytes:
-        return b"" if self._decoder is None else self._counted(self._decoder.flush())
+        if self._decoder is None:
+            return b""
+        held = b"".join(_inflate(self._decoder, self._head or b"", self._encoding))
+        return self._counted(held + self._decoder.flush())
 
     def _counted(self, piece: bytes) -> bytes:
         self._seen += len(piece)
@@ -168,6 +181,11 @@ def _decoder(encoding: str) -> Any:
     if encoding == "deflate":
         return zlib.decompressobj(zlib.MAX_WBITS | 32)  # zlib- or gzip-wrapped
     return None
+
+
+def _wrapped(head: bytes) -> bool:
+    """Whether a deflate body starting with ``head`` has a zlib (or gzip) header (RFC 1950)."""
+    return head[:2] == b"\x1f\x8b" or (head[0] & 0x0F == 8 and int.from_bytes(head[:2]) % 31 == 0)
 
 
 def _inflate(decoder: Any, data: bytes, encoding: str) -> Iterator[bytes]:
