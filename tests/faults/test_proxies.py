@@ -103,6 +103,9 @@ NO_PROXY_FORMS = [
     "127.0.0.1:{port}",  # a host and port
     "127.0.0.1:1",  # another port
     "[zz], bad entry, 127.0.0.0/99, 127.0.0.1",  # entries that cannot be parsed are skipped
+    "::1, ::1/128, *.example",  # IPv6 addresses and networks, a wildcard name
+    "other.example/8, 127.0.0.1%1/8",  # a name with a prefix, an address with a zone
+    "http://127.0.0.1/abc, http://127.0.0.1:{port}/8",  # URLs with a path, not a network
 ]
 
 
