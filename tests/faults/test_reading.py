@@ -180,19 +180,23 @@ def test_a_huge_number_in_a_body_is_named_not_called_not_json() -> None:
 
 
 @pytest.mark.parametrize(
-    ("chunk", "limit"),
+    ("chunk", "limit", "max_depth"),
     [
-        ("[" * 5_000 + "]" * 5_000, "max_json_depth"),
-        ('{"n": ' + "1" * 5_000 + "}", "max_number_digits"),
+        ("[" * 5_000 + "]" * 5_000, "max_json_depth", 256),
+        # a limit set past what the JSON decoder can read: the decoder's is the one named
+        ("[" * 5_000 + "]" * 5_000, "max_json_depth", 100_000),
+        ('{"n": ' + "1" * 5_000 + "}", "max_number_digits", 256),
     ],
 )
-def test_a_hostile_stream_chunk_is_typed(chunk: str, limit: str) -> None:
+def test_a_hostile_stream_chunk_is_typed(chunk: str, limit: str, max_depth: int) -> None:
     with FaultServer(Reply.sse([chunk])) as server:
-        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0, max_json_depth=max_depth)
         with ts.context(lm=lm), pytest.raises(ts.errors.LMResponseLimitError) as caught:
             list(ts.Predict(Answer).stream(question="q"))
         lm.close()
     assert caught.value.limit == limit
+    if limit == "max_json_depth":
+        assert caught.value.allowed == min(max_depth, sys.getrecursionlimit())
     assert len(server.requests) == 1
 
 

@@ -92,3 +92,13 @@ def test_an_embedding_that_is_not_finite_numbers_is_an_lm_response_error(vector:
 def test_embedding_counts_that_are_no_counts_are_not_reported() -> None:
     usage = '{"prompt_tokens": NaN, "total_tokens": -3}'
     assert embed(embeddings_with("[0.5, 1]", usage)) == [[0.5, 1.0]]
+
+
+def test_a_reply_with_more_vectors_than_texts_is_an_lm_response_error() -> None:
+    body = (
+        '{"object": "list", "model": "e", "data": ['
+        '{"object": "embedding", "index": 0, "embedding": [0.5]}, '
+        '{"object": "embedding", "index": 1, "embedding": [0.25]}]}'
+    )
+    with pytest.raises(ts.errors.LMResponseError, match="2 embeddings for 1 texts"):
+        embed(Reply.raw(body, content_type="application/json"))
