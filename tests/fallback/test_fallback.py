@@ -229,6 +229,26 @@ def test_direct_requests_switch_per_request(servers: tuple[StandIn, StandIn]) ->
     assert counts(servers) == (2, 2)
 
 
+def test_a_cached_direct_request_is_keyed_on_the_whole_chain(
+    servers: tuple[StandIn, StandIn],
+) -> None:
+    servers[0].enqueue("from the primary")
+    lm = chain(servers, on={"transport"})
+    with ts.context(cache=ts.cache.MemoryCache()):
+        assert lm("hi") == lm("hi") == "from the primary"  # the second from the cache
+        reordered = ts.LM.fallback(*reversed(lm.lms))
+        assert reordered("hi") != "from the primary"  # another chain: another key
+    assert counts(servers) == (1, 1)
+    assert lm.endpoint == f"{servers[0].base_url} | {servers[1].base_url}"
+
+
+def test_a_chain_redacts_every_endpoints_credentials() -> None:
+    lms = [ts.LM("m", base_url="http://127.0.0.1:9/v1", api_key=k) for k in ("ke-one", "ke-two")]
+    lm = ts.LM.fallback(*lms, on={"refusal"})
+    assert lm.redact("ke-one and ke-two") == "[redacted] and [redacted]"
+    assert repr(lm) == f"LM.fallback({lms[0]!r}, {lms[1]!r}, on=['refusal'])"
+
+
 def test_bad_chains_are_configuration_errors() -> None:
     one = ts.LM("m", base_url="http://127.0.0.1:9/v1", api_key="k")
     with pytest.raises(ts.ConfigurationError, match="two or more"):
@@ -254,3 +274,29 @@ def test_direct_streams_switch_before_the_first_chunk(servers: tuple[StandIn, St
     with pytest.raises(ts.errors.LMStatusError, match="400"):
         asyncio.run(streamed())
     assert counts(servers) == (2, 1)
+    servers[0].enqueue("streamed from the primary")
+    assert asyncio.run(streamed()) == "streamed from the primary"
+    assert counts(servers) == (3, 1)
+
+
+def test_react_steps_switch_per_request(servers: tuple[StandIn, StandIn]) -> None:
+    def search(query: str) -> str:
+        """Search."""
+        return f"{query} is 4"
+
+    def call(name: str, **arguments: Any) -> Reply:
+        spec = [{"name": name, "arguments": json.dumps(arguments)}]
+        return Reply(tool_calls=spec, finish_reason="tool_calls")
+
+    servers[0].enqueue(Reply(status=503, headers=FAST), Reply(status=503, headers=FAST))
+    servers[1].enqueue(call("search", query="2+2"), call("finish", answer=4))
+    lm = chain(servers, on={"transport"}, retries=0)
+    lm.profile = "openai"  # the primary's: the chain's requests are built for it
+    lm.defaults = {"temperature": 0.5}
+    agent = ts.react.ReAct(Add, tools=[search], lm=lm)
+    assert agent(question="2+2?").answer == 4
+    assert counts(servers) == (2, 2)  # each step: the primary, then the secondary
+    # the chain's defaults are the primary's; each endpoint sends its own
+    assert [r.get("temperature") for s in servers for r in s.requests] == [0.5, 0.5, None, None]
+    assert lm.lms[0].defaults == {"temperature": 0.5} and lm.profile is lm.lms[0].profile
+    assert (lm.max_json_depth, lm.max_response_bytes) == (256, 64 * 1024 * 1024)

@@ -214,23 +214,20 @@ class FallbackLM(BaseLM):
         Raises:
             LMError, RefusalError: The last endpoint's outcome, or a failure not chosen.
         """
-        last = len(self.lms) - 1
-        for index, lm in enumerate(self.lms):
+        for lm in self.lms[:-1]:
             try:
                 response = await lm.acomplete(request)
             except Exception as exc:
-                if index == last or self.trigger(exc) is None:
+                if self.trigger(exc) is None:
                     raise
                 continue
-            if response.refusal is not None and index < last and "refusal" in self.on:
-                continue
-            return response
-        raise AssertionError("unreachable: the last endpoint returns or raises")
+            if response.refusal is None or "refusal" not in self.on:
+                return response
+        return await self.lms[-1].acomplete(request)
 
     async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
         """Stream from each endpoint in turn; switch only before the first chunk is yielded."""
-        last = len(self.lms) - 1
-        for index, lm in enumerate(self.lms):
+        for lm in self.lms[:-1]:
             started = False
             try:
                 async for chunk in lm.astream(request):
@@ -238,8 +235,10 @@ class FallbackLM(BaseLM):
                     yield chunk
                 return
             except Exception as exc:
-                if started or index == last or self.trigger(exc) is None:
+                if started or self.trigger(exc) is None:
                     raise
+        async for chunk in self.lms[-1].astream(request):
+            yield chunk
 
     def __repr__(self) -> str:
         return f"LM.fallback({', '.join(map(repr, self.lms))}, on={sorted(self.on)})"
