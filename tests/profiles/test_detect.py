@@ -152,3 +152,50 @@ def test_a_model_list_of_the_wrong_shape_is_generic(body: object) -> None:
     with FaultServer(models=Reply.json(body)) as server, lm_for(server.url) as lm:
         assert lm.identify().name == "generic"
     assert server.models_requests == 1
+
+
+def test_forget_makes_every_base_url_asked_again() -> None:
+    with StandIn(server="vllm") as standin:
+        with lm_for(standin) as lm:
+            lm.identify()
+        ts.lm.forget()
+        with lm_for(standin) as again:
+            assert again.identify().name == "vllm"
+        assert standin.models_requests == 2
+
+
+def test_a_cancelled_caller_leaves_the_detection_to_the_others() -> None:
+    with StandIn(server="ollama") as standin, lm_for(standin) as first, lm_for(standin) as second:
+
+        async def main() -> tuple[bool, bool, str]:
+            # Each task's first step runs to its first wait: the first asks, the second waits.
+            asking = asyncio.create_task(first.aidentify())
+            await asyncio.sleep(0)
+            waiting = asyncio.create_task(second.aidentify())
+            await asyncio.sleep(0)
+            waiting.cancel()  # the waiter alone: the detection goes on
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            return asking.cancelled(), waiting.cancelled(), (await asking).name
+
+        assert asyncio.run(main()) == (False, True, "ollama")
+        assert second.identify().name == "ollama" and standin.models_requests == 1
+
+
+def test_a_caller_cancelled_while_asking_hands_over_to_one_that_waits() -> None:
+    with StandIn(server="ollama") as standin, lm_for(standin) as first, lm_for(standin) as second:
+
+        async def main() -> str:
+            asking = asyncio.create_task(first.aidentify())
+            await asyncio.sleep(0)
+            waiting = asyncio.create_task(second.aidentify())
+            await asyncio.sleep(0)
+            asking.cancel()  # the asker: the waiter asks instead
+            with pytest.raises(asyncio.CancelledError):
+                await asking
+            return (await waiting).name
+
+        assert asyncio.run(main()) == "ollama"
+        assert first.profile.name == "generic"  # cancelled before it had an answer
+        assert first.identify().name == "ollama"  # kept for the base URL
+        assert 1 <= standin.models_requests <= 2  # the first request may not have been sent

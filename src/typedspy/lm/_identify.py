@@ -73,10 +73,15 @@ def remember(url: str, answer: Identified) -> None:
     done: concurrent.futures.Future[Identified] = concurrent.futures.Future()
     done.set_result(answer)
     with _lock:
-        _urls[url] = done
-        _urls.move_to_end(url)
-        while len(_urls) > _MAX_URLS:
-            _urls.popitem(last=False)
+        _put(url, done)
+
+
+def _put(url: str, entry: concurrent.futures.Future[Identified]) -> None:
+    """Keep ``entry`` for ``url`` as the newest, forgetting the oldest past `_MAX_URLS` (locked)."""
+    _urls[url] = entry
+    _urls.move_to_end(url)
+    while len(_urls) > _MAX_URLS:
+        _urls.popitem(last=False)
 
 
 def forget(url: str | None = None) -> None:
@@ -102,9 +107,8 @@ async def identified(
             entry = _urls.get(url)
             owner = entry is None
             if entry is None:
-                entry = _urls[url] = concurrent.futures.Future()
-                while len(_urls) > _MAX_URLS:
-                    _urls.popitem(last=False)
+                entry = concurrent.futures.Future()
+                _put(url, entry)
         if not owner:
             # shield: a waiter cancelled must not cancel the detection the others wait for
             waited = asyncio.shield(asyncio.wrap_future(entry))
