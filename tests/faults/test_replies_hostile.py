@@ -178,3 +178,23 @@ def test_each_tool_call_of_a_step_has_its_own_string_id(ids: list[Any], streamed
     made = [c["id"] for c in asked["tool_calls"]]
     assert answered == made and len(set(made)) == 2
     assert all(isinstance(i, str) and i and "{" not in i for i in made)
+
+
+def test_a_tool_call_with_its_arguments_as_an_object_runs_and_one_without_a_function_not() -> None:
+    # A few servers send the arguments object itself; an entry with no function names no tool.
+    listed = [
+        "not a call",
+        {"id": "a", "type": "function"},
+        {"id": "b", "type": "function", "function": {"name": "search", "arguments": {"query": "x"}}},
+        {"id": "c", "type": "function", "function": {"name": "search", "arguments": None}},
+    ]
+    done = tool_calls(("z", "finish", '{"answer": "done"}'), streamed=False)
+    with FaultServer(Reply.completion(None, tool_calls=listed), done) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        assert ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3)(question="q").answer == "done"
+        lm.close()
+    messages = server.requests[1].json()["messages"]
+    (asked,) = [m for m in messages if m.get("tool_calls")]
+    assert [c["function"]["arguments"] for c in asked["tool_calls"]] == ['{"query": "x"}', "{}"]
+    results = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
+    assert "found x" in results["b"] and "query" in results["c"]  # "c" lacks its argument

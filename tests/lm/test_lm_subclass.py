@@ -59,3 +59,25 @@ class Plain(ts.LM):
 def test_a_subclass_that_overrides_nothing_keeps_the_body_path() -> None:
     assert Plain.asend is ts.LM.asend and Plain.asend_stream is ts.LM.asend_stream
     assert Logged.asend is not ts.LM.asend
+
+
+class Canned(ts.lm.BaseLM):
+    """A `BaseLM` of one's own that skips `BaseLM.__init__`: the defaults stand in."""
+
+    def __init__(self) -> None:
+        self.model = "canned"
+        self.sent = 0
+
+    async def acomplete(self, request: LMRequest) -> LMResponse:
+        self.sent += 1
+        text = '{"answer": "from the can"}'
+        return LMResponse.build(text=text, model=self.model, usage=ts.prediction.Usage(1, 1, 2))
+
+
+def test_a_base_lm_of_ones_own_gets_the_defaults() -> None:
+    lm = Canned()
+    assert lm.profile.name == "openai"  # no profile given: OpenAI's, as for BaseLM.__init__
+    with ts.context(cache=ts.cache.MemoryCache()):
+        answers = [ts.Predict(Answer, lm=lm)(question="q").answer for _ in range(2)]
+    assert answers == ["from the can"] * 2 and lm.sent == 1  # the second from the cache
+    assert lm.redact("key sk-proj-abcdefghijklmnopqrstuvwxyz0123") == "key [redacted]"
