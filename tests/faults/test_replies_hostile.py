@@ -185,8 +185,8 @@ def test_a_tool_call_with_its_arguments_as_an_object_runs_and_one_without_a_func
     listed = [
         "not a call",
         {"id": "a", "type": "function"},
-        {"id": "b", "type": "function", "function": {"name": "search", "arguments": {"query": "x"}}},
-        {"id": "c", "type": "function", "function": {"name": "search", "arguments": None}},
+        {"id": "b", "function": {"name": "search", "arguments": {"query": "x"}}},
+        {"id": "c", "function": {"name": "search", "arguments": None}},
     ]
     done = tool_calls(("z", "finish", '{"answer": "done"}'), streamed=False)
     with FaultServer(Reply.completion(None, tool_calls=listed), done) as server:

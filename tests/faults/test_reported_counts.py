@@ -104,7 +104,7 @@ def test_a_reply_with_more_vectors_than_texts_is_an_lm_response_error() -> None:
         embed(Reply.raw(body, content_type="application/json"))
 
 
-@pytest.mark.parametrize("data", ['[{"embedding": [0.5]}]', '[{"index": "first", "embedding": [1]}]'])
+@pytest.mark.parametrize("data", ['[{"embedding": [0.5]}]', '[{"index": "one", "embedding": [1]}]'])
 def test_a_reply_whose_vectors_have_no_index_is_an_lm_response_error(data: str) -> None:
     body = f'{{"object": "list", "model": "e", "data": {data}}}'
     with pytest.raises(ts.errors.LMResponseError, match="no indexed vectors"):

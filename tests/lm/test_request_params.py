@@ -7,6 +7,7 @@ parameters now go through ``extra_body={...}``, sent as is.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -123,6 +124,34 @@ def test_lm_defaults_may_carry_extra_body_and_params_merge_over_them(
     asyncio.run(lm.acall("hello", extra_body={"min_p": 0.1}))
     body = json.loads(route.calls[0].request.content)
     assert (body["seed"], body["top_k"], body["min_p"]) == (1, 5, 0.1)  # extra_bodies merge
+
+
+class Effort(enum.StrEnum):
+    LOW = "low"
+
+
+class Seed(enum.IntEnum):
+    ONE = 1
+
+
+def test_a_list_parameter_is_sent_as_a_list_and_none_unsets_a_default_option(
+    router: respx.MockRouter,
+) -> None:
+    route = router.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json=chat_completion("ok"))
+    )
+    client = openai.AsyncOpenAI(
+        base_url=BASE_URL, api_key="k", max_retries=0, http_client=cast(Any, httpx.AsyncClient())
+    )
+    lm = ts.LM("gpt-test", client=client, extra_headers={"x-team": "a"}, stop=("END", "\u00e9"))
+    asyncio.run(lm.acall("hello", reasoning_effort=Effort.LOW, seed=Seed.ONE))
+    asyncio.run(lm.acall("hello", extra_headers=None, stop=["\ud800", "x"]))
+    first, second = (json.loads(call.request.content) for call in route.calls)
+    assert first["stop"] == ["END", "\u00e9"]  # a tuple default, sent as a JSON list
+    assert (first["reasoning_effort"], first["seed"]) == ("low", 1)  # enum members as values
+    assert route.calls[0].request.headers["x-team"] == "a"
+    assert "x-team" not in route.calls[1].request.headers  # the call's None unsets the default
+    assert second["stop"][0] == "\ufffd"  # a lone surrogate repaired, not a failed send
 
 
 @pytest.mark.parametrize("value", ["top_k=40", ["top_k"], 40])
