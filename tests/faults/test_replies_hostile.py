@@ -180,21 +180,33 @@ def test_each_tool_call_of_a_step_has_its_own_string_id(ids: list[Any], streamed
     assert all(isinstance(i, str) and i and "{" not in i for i in made)
 
 
-def test_a_tool_call_with_its_arguments_as_an_object_runs_and_one_without_a_function_not() -> None:
+@pytest.mark.parametrize("streamed", [False, True], ids=["called", "streamed"])
+def test_a_tool_call_with_its_arguments_as_an_object_runs(streamed: bool) -> None:
     # A few servers send the arguments object itself; an entry with no function names no tool.
     listed = [
-        "not a call",
-        {"id": "a", "type": "function"},
         {"id": "b", "function": {"name": "search", "arguments": {"query": "x"}}},
         {"id": "c", "function": {"name": "search", "arguments": None}},
     ]
-    done = tool_calls(("z", "finish", '{"answer": "done"}'), streamed=False)
-    with FaultServer(Reply.completion(None, tool_calls=listed), done) as server:
+    if streamed:
+        delta = {"tool_calls": [{"index": n, **c} for n, c in enumerate(listed)]}
+        end = {"index": 0, "delta": {}, "finish_reason": "tool_calls"}
+        first = Reply.sse([{"choices": [{"index": 0, "delta": delta}]}, {"choices": [end]}])
+    else:
+        first = Reply.completion(None, tool_calls=["not a call", {"id": "a"}, *listed])
+    done = tool_calls(("z", "finish", '{"answer": "done"}'), streamed=streamed)
+    with FaultServer(first, done) as server:
         lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
-        assert ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3)(question="q").answer == "done"
+        agent = ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3)
+        if streamed:
+            answer = list(agent.stream(question="q"))[-1].answer
+        else:
+            answer = agent(question="q").answer
         lm.close()
+    assert answer == "done"
     messages = server.requests[1].json()["messages"]
     (asked,) = [m for m in messages if m.get("tool_calls")]
-    assert [c["function"]["arguments"] for c in asked["tool_calls"]] == ['{"query": "x"}', "{}"]
+    assert [c["id"] for c in asked["tool_calls"]] == ["b", "c"]  # no function: no call
+    arguments = [json.loads(c["function"]["arguments"]) for c in asked["tool_calls"]]
+    assert arguments == [{"query": "x"}, {}]
     results = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
     assert "found x" in results["b"] and "query" in results["c"]  # "c" lacks its argument

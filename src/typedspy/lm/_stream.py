@@ -193,8 +193,9 @@ class StreamAccumulator:
 
     def response(self) -> LMResponse:
         """The completion the chunks add up to (as `LMResponse.from_completion` would read it)."""
-        calls = tuple(
-            ToolCall(id=p.id, name=p.name, arguments="".join(p.arguments)) for p in self._calls
+        calls = tuple(  # a call streamed without arguments has none, as a completion's reads
+            ToolCall(id=p.id, name=p.name, arguments="".join(p.arguments) or "{}")
+            for p in self._calls
         )
         joined = "".join(self._text)
         refusal = "".join(self._refusal) or None
