@@ -7,6 +7,8 @@ import pickle
 import traceback
 from typing import Any
 
+import httpx
+import openai
 import pytest
 
 import typedspy as ts
@@ -141,3 +143,20 @@ def test_a_body_too_large_to_walk_is_redacted_not_kept() -> None:
     seen = leaves(body)
     assert len(seen) == 150_001 and KEY not in json.dumps(body)
     assert set(seen) == {"Bearer [redacted]", "[redacted]", "bad key"}
+
+
+class _Failing(httpx.AsyncBaseTransport):
+    """A transport of the user's own that fails quoting the request's key."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        raise RuntimeError(f"transport broke on {request.headers['authorization']}")
+
+
+def test_a_runtime_error_from_an_injected_clients_transport_is_raised_without_the_key() -> None:
+    # Not typedspy's to translate: raised as it is, its text scrubbed (ADR-028).
+    http = httpx.AsyncClient(transport=_Failing())
+    client = openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key=KEY, http_client=http)
+    lm = ts.LM("m", client=client)
+    with ts.context(lm=lm), pytest.raises(RuntimeError, match="transport broke") as caught:
+        ts.Predict(Answer)(question="q")
+    assert KEY not in everything_shown(caught.value)

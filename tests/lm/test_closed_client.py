@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import openai
 import pytest
 
@@ -60,3 +61,22 @@ def test_an_injected_client_its_owner_closed_is_named_closed_before_anything_is_
 
         asyncio.run(main())
         assert len(server.requests) == 2
+
+
+def test_an_injected_client_its_owner_closes_while_it_sends_is_named_closed() -> None:
+    class ClosedMeanwhile(httpx.AsyncBaseTransport):
+        """The owner closes the client while the request is out; the send then fails."""
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            await client.close()
+            raise httpx.ReadError("the connection was closed")
+
+    client = openai.AsyncOpenAI(
+        base_url="http://127.0.0.1:9/v1",
+        api_key="k",
+        max_retries=0,
+        http_client=httpx.AsyncClient(transport=ClosedMeanwhile()),
+    )
+    lm = ts.LM("standin-1", client=client)
+    with pytest.raises(ts.ConfigurationError, match=CLOSED):
+        asyncio.run(lm.acall("hi"))
