@@ -12,9 +12,9 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import pytest
 
@@ -23,6 +23,8 @@ from typedspy.errors import ConfigurationError
 from typedspy.lm import LM
 from typedspy.settings import context, get_settings
 from typedspy.testing._fake_lm import FakeLM
+
+T = TypeVar("T")
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
 
@@ -93,12 +95,57 @@ def test_exceptions_keep_their_type_identity_and_traceback() -> None:
     assert "fail_deep_inside" in frames
 
 
-def test_a_failing_factory_raises_in_the_caller() -> None:
+def called_from(where: str, call: Callable[[], T]) -> T:
+    """``call()`` from a thread with no running loop, or inside one (as in a notebook cell)."""
+    if where == "no loop":
+        return call()
+
+    async def cell() -> T:
+        return call()  # blocks this loop: typedspy runs the coroutine on its background loop
+
+    return asyncio.run(cell())
+
+
+WHERE = pytest.mark.parametrize("where", ["no loop", "inside a running loop"])
+
+
+@WHERE
+def test_a_failing_factory_raises_in_the_caller(where: str) -> None:
     def factory() -> Any:
         raise LookupError("no coroutine for you")
 
     with pytest.raises(LookupError, match="no coroutine"):
-        run_sync(factory, async_name="X.acall")
+        called_from(where, lambda: run_sync(factory, async_name="X.acall"))
+
+
+@WHERE
+def test_a_factory_may_return_any_awaitable(where: str) -> None:
+    async def add(a: int, b: int) -> int:
+        await asyncio.sleep(0)
+        return a + b
+
+    class Sum:
+        """An awaitable that is not a coroutine (a user's ``ascore`` may return one)."""
+
+        def __await__(self) -> Generator[Any, None, int]:
+            return add(3, 4).__await__()
+
+    assert called_from(where, lambda: run_sync(Sum, async_name="X.acall")) == 7
+
+
+@WHERE
+def test_system_exit_in_the_coroutine_reaches_the_caller_and_the_loop_goes_on(where: str) -> None:
+    async def leave() -> None:
+        await asyncio.sleep(0)
+        sys.exit(3)  # a tool calling sys.exit, say
+
+    with pytest.raises(SystemExit) as caught:
+        called_from(where, lambda: run_sync(leave, async_name="X.acall"))
+    assert caught.value.code == 3
+    still = called_from(
+        where, lambda: run_sync(lambda: asyncio.sleep(0, "on"), async_name="X.acall")
+    )
+    assert still == "on"
 
 
 def test_a_sync_call_inside_a_running_loop_works_as_in_a_notebook_cell() -> None:
@@ -186,6 +233,48 @@ def test_keyboard_interrupt_cancels_the_running_coroutine() -> None:
 
     assert cancelled.wait(120)  # a bound against hanging forever, not a timing assertion
     assert run_sync(lambda: asyncio.sleep(0, "still works"), async_name="X.acall") == "still works"
+
+
+@pytest.mark.parametrize("iterated", [False, True], ids=["run_sync", "iterate_sync"])
+def test_ctrl_c_under_asyncio_run_cancels_a_sync_call_running_on_the_background_loop(
+    iterated: bool,
+) -> None:
+    # asyncio.run answers Ctrl-C by cancelling its main task; a sync call blocking that task's
+    # loop sees the cancellation in its wait and cancels its coroutine on the background loop.
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def wait_forever() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def items() -> AsyncIterator[int]:
+        yield 1
+        await wait_forever()
+        yield 2
+
+    async def cell() -> None:
+        if iterated:
+            list(iterate_sync(items, async_name="X.astream"))
+        else:
+            run_sync(wait_forever, async_name="X.acall")
+
+    interrupter = threading.Thread(target=lambda: (started.wait(), _thread.interrupt_main()))
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(cell())
+    interrupter.join()
+    assert cancelled.wait(120)  # a bound against hanging forever, not a timing assertion
+    assert (
+        called_from(
+            "inside a running loop",
+            lambda: run_sync(lambda: asyncio.sleep(0, 1), async_name="X.acall"),
+        )
+        == 1
+    )
 
 
 # --- contextvars ---------------------------------------------------------------------------------
