@@ -212,3 +212,32 @@ def test_a_sync_calls_wait_between_retries_ends_at_the_deadline() -> None:
             lm.close()
         assert len(server.requests) == 1
     assert took < 10
+
+
+def test_a_module_call_in_a_sync_tool_ends_at_the_agents_deadline() -> None:
+    # The tool runs in a worker thread, its Predict in that thread's own task: under a bound
+    # with the agent's expiry and its own timer, not unbounded for want of the agent's task.
+    call = {"name": "ask_elsewhere", "arguments": {"query": "x"}}
+    with (
+        StandIn() as server,
+        drip_server(("stall",)) as stalled,
+        lm_for(server.base_url) as lm,
+        lm_for(stalled.base_url) as elsewhere,
+    ):
+        inner = ts.Predict("question -> answer", mode="prompt", lm=elsewhere)
+
+        def ask_elsewhere(query: str) -> str:
+            """Ask another model (its server never answers)."""
+            return str(inner(question=query).answer)
+
+        server.enqueue("warm", Reply(tool_calls=[call]))
+        agent = ts.ReAct("question -> answer", tools=[ask_elsewhere])
+
+        async def run() -> None:
+            await lm.acall("warm up")
+            with ts.context(lm=lm, deadline=0.5):
+                await asyncio.wait_for(agent.acall(question="hi"), SAFETY)
+
+        with pytest.raises(ts.DeadlineExceededError) as caught:
+            asyncio.run(run())  # the safety net would raise TimeoutError
+    assert caught.value.seconds == 0.5
