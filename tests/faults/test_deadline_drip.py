@@ -241,3 +241,11 @@ def test_a_module_call_in_a_sync_tool_ends_at_the_agents_deadline() -> None:
         with pytest.raises(ts.DeadlineExceededError) as caught:
             asyncio.run(run())  # the safety net would raise TimeoutError
     assert caught.value.seconds == 0.5
+
+
+def test_no_stream_deadline_streams_to_the_end() -> None:
+    with StandIn() as server, lm_for(server.base_url) as lm:
+        server.enqueue('{"answer": "streamed whole"}')
+        with ts.context(lm=lm, stream_deadline=None, deadline=None):
+            events = list(ts.Predict("question -> answer", mode="prompt").stream(question="q"))
+    assert events[-1].answer == "streamed whole"
