@@ -51,3 +51,12 @@ def test_a_program_save_that_fails_midway_leaves_the_saved_program_whole(tmp_pat
     reloaded.load(path)  # the first save, whole (a truncated file is a SavedStateError)
     assert [dict(d) for d in reloaded.demos] == [{"question": "q", "answer": "a"}]
     assert [p.name for p in tmp_path.iterdir()] == ["program.json"]  # no temporary file left
+
+
+def test_a_save_that_cannot_replace_its_target_leaves_no_temporary_file(tmp_path: Path) -> None:
+    # In process: the target is a directory, so the final replace fails after the write.
+    (tmp_path / "program.json").mkdir()
+    with pytest.raises(IsADirectoryError):
+        ts.Predict("question -> answer").save(tmp_path / "program.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["program.json"]
+    assert (tmp_path / "program.json").is_dir()
