@@ -128,6 +128,10 @@ def signature_of_another_state(state: State) -> None:
     state["signature"] = "0" * 64
 
 
+def signature_not_hex(state: State) -> None:
+    state["signature"] = "Z" * 64
+
+
 TAMPERINGS: dict[str, tuple[Callable[[State], None], str]] = {
     "arguments, confirmation_id and pause_id": (retargeted, "signature does not match"),
     "tool name": (renamed, "signature does not match"),
@@ -137,6 +141,7 @@ TAMPERINGS: dict[str, tuple[Callable[[State], None], str]] = {
     "answer changed": (answered_otherwise, "signature does not match"),
     "signature stripped": (unsigned, "state is not signed"),
     "signature replaced": (signature_of_another_state, "signature does not match"),
+    "signature not hex": (signature_not_hex, "signature does not match"),
 }
 
 

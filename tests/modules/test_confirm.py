@@ -301,6 +301,8 @@ def test_saving_and_reading_need_a_secret() -> None:
     assert "hunter" not in str(info.value)  # a secret is never shown
     with pytest.raises(ConfigurationError, match="non-empty list"):
         state.to_json(secret=[])
+    with pytest.raises(ConfigurationError, match="each secret is a str or bytes, not int"):
+        state.to_json(secret=["o" * 32, 42])  # type: ignore[list-item]
 
 
 def test_the_setting_signs_and_rotated_secrets_still_verify() -> None:
