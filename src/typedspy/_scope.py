@@ -146,9 +146,6 @@ class Field(Generic[T]):
             if aclose is not None:
                 await aclose()
 
-    def __repr__(self) -> str:
-        return f"Field({self.name!r})"
-
 
 OVERRIDES: Field[Mapping[str, Any]] = Field("overrides")
 METERS: Field[tuple[UsageMeter, ...]] = Field("meters")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
 import typedspy as ts
 from typedspy.lm import LMChunk, LMRequest, LMResponse
 from typedspy.testing import StandIn
@@ -81,3 +83,19 @@ def test_a_base_lm_of_ones_own_gets_the_defaults() -> None:
         answers = [ts.Predict(Answer, lm=lm)(question="q").answer for _ in range(2)]
     assert answers == ["from the can"] * 2 and lm.sent == 1  # the second from the cache
     assert lm.redact("key sk-proj-abcdefghijklmnopqrstuvwxyz0123") == "key [redacted]"
+
+
+class Silent(Canned):
+    """Streams nothing at all."""
+
+    async def astream(self, request: LMRequest) -> AsyncIterator[LMChunk]:
+        self.sent += 1
+        for chunk in ():
+            yield chunk
+
+
+def test_a_stream_of_no_chunks_is_an_empty_reply_not_a_hang() -> None:
+    lm = Silent()
+    with pytest.raises(ts.errors.OutputDecodeError, match="empty text"):
+        list(ts.Predict(Answer, lm=lm).stream(question="q"))
+    assert lm.sent == 2  # the feedback retry streamed again, then the call ended
