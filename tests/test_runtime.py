@@ -582,17 +582,21 @@ def test_a_dropped_iterator_closes_the_async_generator() -> None:
     assert closed.wait(5)
 
 
-def test_iterate_sync_raises_the_generators_exception() -> None:
+@pytest.mark.parametrize("error", [ValueError, RuntimeError])  # RuntimeError: not a refusal
+@WHERE
+def test_iterate_sync_raises_the_generators_exception(error: type[Exception], where: str) -> None:
     async def fails_after_one() -> AsyncIterator[int]:
         yield 1
-        raise ValueError("stream broke")
+        raise error("stream broke")
 
-    items = iterate_sync(fails_after_one, async_name="Predict.astream")
+    def drive() -> None:
+        items = iterate_sync(fails_after_one, async_name="Predict.astream")
+        assert next(items) == 1
+        with pytest.raises(error, match="stream broke"):
+            next(items)
+        assert list(items) == []
 
-    assert next(items) == 1
-    with pytest.raises(ValueError, match="stream broke"):
-        next(items)
-    assert list(items) == []
+    called_from(where, drive)
 
 
 def test_a_thread_loop_finished_inside_another_running_loop_closes_without_a_warning() -> None:
