@@ -467,9 +467,8 @@ def _sent_error(exc: openai.OpenAIError) -> BaseException:
     an ``OpenAIError`` through and wrap only the HTTP library's own (ADR-044).
     """
     cause = exc.__cause__
-    if not isinstance(cause, ResponseBodyError | RuntimeError):
-        return exc
-    return cause if type(exc) is openai.APIConnectionError else exc
+    wrapped = type(exc) is openai.APIConnectionError
+    return cause if wrapped and isinstance(cause, ResponseBodyError | RuntimeError) else exc
 
 
 def _lm_error(exc: openai.OpenAIError, *, where: str, redact: Callable[[str], str]) -> LMError:
