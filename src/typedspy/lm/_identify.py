@@ -107,7 +107,7 @@ async def identified(
             entry = _urls.get(url)
             owner = entry is None
             if entry is None:
-                entry = concurrent.futures.Future()
+                entry = concurrent.futures.Future[Identified]()
                 _put(url, entry)
         if not owner:
             # shield: a waiter cancelled must not cancel the detection the others wait for
