@@ -74,9 +74,12 @@ COMPRESS = {
 }
 
 
-def encoded(encoding: str, data: bytes) -> Reply:
+def encoded(encoding: str, data: bytes, *, split: int | None = None) -> Reply:
     headers = {"content-type": "application/json", "content-encoding": encoding.split("-")[0]}
-    return Reply(200, headers, lambda: [data])
+    if split is None:
+        return Reply(200, headers, lambda: [data])
+    # Written in two pieces, apart: the first read is likely to hold only the first piece.
+    return Reply(200, headers, lambda: [data[:split], data[split:]], drip=0.05)
 
 
 def ask(server: FaultServer, *, sync: bool) -> str:
@@ -96,6 +99,9 @@ def test_a_compressed_body_is_decoded_whole(encoding: str, sync: bool) -> None:
     body = json.dumps(completion_body(json.dumps({"answer": "a" * 200_000}))).encode()
     with FaultServer(encoded(encoding, COMPRESS[encoding](body))) as server:
         assert ask(server, sync=sync) == "a" * 200_000  # past one 64 KiB decoding step
+    # A first read of one byte: too few to tell a zlib header from raw deflate, so it is held.
+    with FaultServer(encoded(encoding, COMPRESS[encoding](body), split=1)) as server:
+        assert ask(server, sync=sync) == "a" * 200_000
 
 
 @pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
