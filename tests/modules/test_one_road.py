@@ -203,15 +203,18 @@ def test_a_mode_asked_for_by_name_is_not_stepped_down_from() -> None:
     assert len(server.requests) == 1  # refused once, not retried in another mode
 
 
-def test_a_refusal_in_the_profiles_last_mode_is_raised_not_stepped_past() -> None:
+def test_a_refusal_in_the_profiles_last_mode_is_raised_not_stepped_past_then_or_later() -> None:
     only_schema = builtin("openai").derive(name="only-schema", modes=("json_schema",))
     with StandIn(supports_json_schema=False) as server:
         lm = ts.LM("m", base_url=server.base_url, api_key="k", max_retries=0, profile=only_schema)
         try:
             with pytest.raises(LMUnsupportedFeatureError) as caught:
                 ts.Predict(Ask, lm=lm)(question="Where is order 7?")
+            assert lm.profile.rejects("json_schema")  # remembered
+            # The next call stays within the profile's modes (it does not fall to prompt mode)
+            with pytest.raises(LMUnsupportedFeatureError):
+                ts.Predict(Ask, lm=lm)(question="Where is order 8?")
         finally:
             lm.close()
     assert caught.value.feature == "response_format"
-    assert len(server.requests) == 1
-    assert lm.profile.rejects("json_schema")  # remembered
+    assert [r["response_format"]["type"] for r in server.requests] == ["json_schema"] * 2

@@ -96,6 +96,7 @@ def test_unknown_profiles_are_configuration_errors() -> None:
         # On main: a str was read letter by letter, None a bare TypeError, and the rest taken
         # as given (a truthy "no" meant yes; a str remedy failed only at the first loop).
         ({"modes": "json_schema"}, "modes='json_schema': a tuple of modes"),
+        ({"modes": ()}, "modes=(): a tuple of modes"),
         ({"media": "image"}, "media='image': a set of media kinds"),
         ({"media": None}, "media=None: a set of media kinds"),
         ({"schema_hint": "no"}, "schema_hint='no': True or False"),

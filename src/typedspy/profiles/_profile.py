@@ -92,8 +92,8 @@ class Profile:
         name: The profile's name (``"openai"``, ``"llama.cpp"``, ...).
         target: The schema target sent to the endpoint: ``"openai-strict"`` (the strict subset)
             or ``"json-schema"`` (full JSON Schema, for engines that take it).
-        modes: The output modes ``auto`` tries, in order; a mode the endpoint rejects is
-            skipped from then on.
+        modes: The output modes ``auto`` tries, in order (at least one); a mode the endpoint
+            rejects is skipped from then on, and ``auto`` never leaves them.
         json_object_schema: ``json_object`` mode carries the schema in ``response_format``
             (``{"type": "json_object", "schema": ...}``, which llama.cpp enforces).
         schema_hint: The output shape goes into the prompt even when the schema is sent in
@@ -200,11 +200,12 @@ class Profile:
     # -- decisions --
 
     def auto_mode(self) -> Mode:
-        """The mode ``auto`` uses now: the first of `modes` not rejected (``prompt`` at last)."""
-        for mode in self.modes:
-            if not self.rejects(mode):
-                return mode
-        return "prompt"
+        """The mode ``auto`` uses now: the first of `modes` not rejected.
+
+        When the endpoint rejected every one, the first again (its refusal is the call's
+        error): ``auto`` never leaves the profile's modes.
+        """
+        return next((m for m in self.modes if not self.rejects(m)), self.modes[0])
 
     def next_mode(self, rejected: Mode) -> Mode | None:
         """Record that ``rejected`` was refused; the mode ``auto`` steps down to, if any."""
@@ -312,7 +313,7 @@ def _problems(profile: Profile) -> list[str]:
         problems.append(f"target={profile.target!r}: one of {', '.join(get_args(Target))}")
     given: dict[str, object] = vars(profile)  # as given, whatever the annotations say
     modes = given["modes"]
-    if not isinstance(modes, (tuple, list)):
+    if not isinstance(modes, (tuple, list)) or not modes:
         problems.append(f"modes={modes!r}: a tuple of modes, e.g. ('json_schema',)")
     elif bad := [m for m in profile.modes if m not in get_args(Mode)]:
         problems.append(f"modes: {bad!r} are not modes (modes are {', '.join(get_args(Mode))})")
