@@ -11,10 +11,13 @@ from typedspy.schema.targets._openai_rules import (
     MAX_ENUM_VALUES,
     MAX_NESTING_DEPTH,
     MAX_PROPERTIES,
+    MAX_REPORTED,
+    MAX_WALK_NODES,
     NAME_PATTERN,
     SUPPORTED_STRING_FORMATS,
     UNSUPPORTED_KEYWORDS,
     StrictViolation,
+    check_name,
     check_openai_strict,
     format_violation,
     measure_schema,
@@ -430,3 +433,72 @@ def test_self_containing_dict_does_not_hang() -> None:
     loop["properties"] = {"me": loop}
     found = check_openai_strict(loop)
     assert any("levels of nesting exceeds limit" in v.message for v in found)
+
+
+_LOOP: list[Any] = []
+_LOOP.append(_LOOP)
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (with_prop(3), "schema must be a JSON object, got number."),
+        (with_prop([{"type": "string"}]), "schema must be a JSON object, got array."),
+        (with_prop(None), "schema must be a JSON object, got null."),
+        (with_prop(True), "schema must be a JSON object, got boolean."),
+        (with_prop({"$ref": 3}), "reference 3 cannot be resolved; use '#' or '#/$defs/<name>'."),
+        (
+            with_prop({"$ref": "other.json#/x"}),
+            "reference \"other.json#/x\" cannot be resolved; use '#' or '#/$defs/<name>'.",
+        ),
+        (with_prop({**obj(), "properties": ["a"]}), "'properties' must be an object."),
+        (
+            with_prop({"type": "array", "items": "string"}),
+            "'items' must be a schema object, got string.",
+        ),
+        (with_prop({"type": "string", "enum": []}), "'enum' must be a non-empty array."),
+        (with_prop({"type": "string", "enum": "a"}), "'enum' must be a non-empty array."),
+        (with_prop({"anyOf": []}), "'anyOf' must be a non-empty array."),
+        (with_prop({"type": "string", "pattern": 1}), "'pattern' must be a string."),
+        ({**obj(), "$defs": ["A"]}, "'$defs' must be an object."),
+        ({**obj(), "definitions": None}, "'definitions' must be an object."),
+        (with_prop({"type": "number", "minimum": "0"}), "'minimum' must be a number."),
+        (with_prop({"type": "integer", "multipleOf": True}), "'multipleOf' must be a number."),
+        (
+            with_prop({"type": "array", "items": {"type": "string"}, "maxItems": -1}),
+            "'maxItems' must be a non-negative integer.",
+        ),
+        (
+            with_prop({"type": "array", "items": {"type": "string"}, "minItems": 1.5}),
+            "'minItems' must be a non-negative integer.",
+        ),
+        (
+            with_prop({"type": _LOOP}),
+            "'type' must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', "
+            "'string', or a list of them; got <unprintable>.",
+        ),
+    ],
+)
+def test_malformed_keyword_values_are_violations_at_their_path(
+    schema: dict[str, Any], message: str
+) -> None:
+    """Hostile shapes a compiler never emits: each is one violation at the node, never a raise."""
+    found = check_openai_strict(schema)
+    assert message in [v.message for v in found]
+    assert all(v.path in {(), ("properties", "x")} for v in found)
+
+
+@pytest.mark.parametrize("name", [None, 3, b"Out"])
+def test_a_name_that_is_no_string_is_a_name_violation(name: object) -> None:
+    assert check_name(name) == [StrictViolation((), "expected a string.", "name")]
+
+
+def test_a_huge_schema_is_reported_partly_and_said_to_be_unchecked() -> None:
+    """More sub-schemas than the walk visits: the first MAX_REPORTED problems, then a note."""
+    schema = obj(**{f"p{i}": {} for i in range(MAX_WALK_NODES)})
+    found = check_openai_strict(schema)
+    structural = [v for v in found if v.scope == "context"]
+    assert MAX_REPORTED <= len(structural) < MAX_REPORTED + 10
+    assert structural[0] == StrictViolation(("properties", "p0"), "schema must have a 'type' key.")
+    notes = [v.message for v in found if v.scope == "schema"]
+    assert f"schema has more than {MAX_WALK_NODES} sub-schemas and was not fully checked." in notes
