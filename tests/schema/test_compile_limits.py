@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import json
+import enum
 import re
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, WithJsonSchema, create_model
 from strict_walkers import resolve, union_tags
 
 from typedspy.errors import SchemaError
@@ -65,6 +66,13 @@ class HoldsAny(BaseModel):
     payload: Any
 
 
+class ValueKinds(enum.Enum):
+    """An array among an enum's values: no JSON type to give the enum, so the checker says so."""
+
+    ONE = 1
+    PAIR = (1, 2)
+
+
 def _sig(name: str, annotation: Any) -> type[Signature]:
     return build_signature(name, {}, {"field": (annotation, Field())})
 
@@ -78,6 +86,22 @@ def _sig(name: str, annotation: Any) -> type[Signature]:
         (dict[str, Any], ("properties", "field"), "dict[str, T] with a concrete T"),
         (list, ("properties", "field"), "give its items a concrete type"),
         (HoldsAny, ("$defs", "HoldsAny", "properties", "payload"), "give it a concrete type"),
+        (
+            dict[Annotated[str, Field(pattern="^a")], Any],
+            ("properties", "field"),
+            "dict with Any values; give the values a concrete type",
+        ),
+        (
+            Annotated[int, WithJsonSchema({"allOf": [{"type": "integer"}, {"minimum": 0}]})],
+            ("properties", "field"),
+            "combines schemas with allOf",
+        ),
+        (
+            Annotated[SpawnTask, Field(json_schema_extra={"minProperties": 1})],
+            ("properties", "field"),
+            "constrains a reference: ['minProperties']",
+        ),
+        (ValueKinds, ("$defs", "ValueKinds"), "schema must have a 'type' key"),
     ],
 )
 def test_any_and_bare_dict_are_schema_errors(

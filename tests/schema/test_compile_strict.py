@@ -6,11 +6,11 @@ import datetime
 import enum
 import json
 import uuid
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import pytest
 from jsonschema import Draft202012Validator
-from pydantic import AnyUrl, BaseModel, ConfigDict, ValidationError
+from pydantic import AnyUrl, BaseModel, ConfigDict, ValidationError, WithJsonSchema
 from strict_walkers import (
     additional_properties_false,
     forbidden_keyword,
@@ -345,6 +345,24 @@ def test_tuple_restated_and_enforced() -> None:
     with pytest.raises(ValidationError) as exc:
         model.model_validate({**_KITCHEN_OK, "pair": ["x", 1]})
     assert {e["loc"] for e in exc.value.errors()} == {("pair", 0), ("pair", 1)}
+
+
+def test_tuple_of_a_model_names_the_model_in_its_order_note() -> None:
+    class Placed(Signature):
+        pair: tuple[Sub, int] = OutputField()
+
+    prop = strict(Placed)["properties"]["pair"]
+    assert prop["items"] == {"anyOf": [{"$ref": "#/$defs/Sub"}, {"type": "integer"}]}
+    assert prop["description"] == "In this order: Sub, integer"
+
+
+def test_a_one_part_all_of_is_merged_into_its_node() -> None:
+    class Merged(Signature):
+        n: Annotated[int, WithJsonSchema({"allOf": [{"type": "integer"}], "description": "d"})] = (
+            OutputField()
+        )
+
+    assert strict(Merged)["properties"]["n"] == {"type": "integer", "description": "d"}
 
 
 def test_unsupported_format_restated_and_enforced() -> None:
