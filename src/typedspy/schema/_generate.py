@@ -112,12 +112,8 @@ def neutral_schema(model: type[BaseModel]) -> JSONSchema:
 
     def tag_node(node: JSONSchema) -> None:
         wire = node[_MARKER]
-        target = node.get("$ref", "")
-        if not target.startswith(_DEFS):  # an inline member: tag it in place
-            del node[_MARKER]
-            _prepend_type(node, wire)
-            return
-        source = target[len(_DEFS) :]
+        # A tagged member is always a model, and Pydantic always puts a model in `$defs`.
+        source = node["$ref"][len(_DEFS) :]
         key = tagged.get((source, wire))
         if key is None:
             key = f"{TAG_PREFIX}{len(tagged)}"
