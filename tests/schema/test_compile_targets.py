@@ -5,15 +5,15 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel
+from pydantic import BaseModel, WithJsonSchema
 from strict_walkers import forbidden_keyword, resolve
 
 from typedspy.schema import compile_schema
-from typedspy.signature import InputField, OutputField, Signature
+from typedspy.signature import InputField, OutputField, Signature, make_signature
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -188,3 +188,24 @@ def test_shape_mentions_descriptions_and_constraints() -> None:
     shape = compile_schema(Rich).shape
     assert '"name": string,  // a short name, at least 2 characters, at most 5 characters' in shape
     assert "default 7" in shape
+
+
+def test_shape_renders_a_fields_own_schema_with_a_type_list_and_an_inline_object() -> None:
+    sig = make_signature(
+        "q -> a: A, b: B",
+        types={
+            "A": Annotated[str | None, WithJsonSchema({"type": ["string", "null"], "maxLength": 3})],
+            "B": Annotated[
+                dict[str, int],
+                WithJsonSchema({"type": "object", "properties": {"k": {"type": "integer"}}}),
+            ],
+        },
+    )
+    assert compile_schema(sig, target="json-schema").shape.splitlines() == [
+        "{",
+        '  "a": string | null,  // at most 3 characters',
+        '  "b": {',
+        '    "k": integer',
+        "  }",
+        "}",
+    ]
