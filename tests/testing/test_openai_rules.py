@@ -6,6 +6,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from typedspy.schema import meta_schema_violation
 from typedspy.schema.targets._openai_rules import (
     ALLOWED_KEYWORDS,
     MAX_ENUM_VALUES,
@@ -502,3 +503,10 @@ def test_a_huge_schema_is_reported_partly_and_said_to_be_unchecked() -> None:
     assert structural[0] == StrictViolation(("properties", "p0"), "schema must have a 'type' key.")
     notes = [v.message for v in found if v.scope == "schema"]
     assert f"schema has more than {MAX_WALK_NODES} sub-schemas and was not fully checked." in notes
+
+
+def test_meta_schema_check_of_a_value_that_is_no_json_is_a_violation_not_a_raise() -> None:
+    assert meta_schema_violation(VALID) is None
+    assert meta_schema_violation({"type": "object", "enum": {1, 2}}) == StrictViolation(
+        (), "the schema is not JSON.", "schema"
+    )
