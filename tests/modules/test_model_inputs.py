@@ -62,3 +62,49 @@ def test_a_wrong_value_inside_an_instance_input_names_its_path() -> None:
     predict = ts.Predict(Summarise, lm=ts.LM("m", api_key="sk-x"))
     with pytest.raises(ts.InputError, match=r"post\.body"):
         predict(doc=Doc(title="t", meta={}), post={"body": {"_type": "Photo"}})
+
+
+def _changed(url: object) -> Post:
+    photo = Photo(url="x")
+    photo.url = url  # type: ignore[assignment]  # no validate_assignment: it takes anything
+    return Post(body=photo)
+
+
+class Show(ts.Signature):
+    """Describe the photo."""
+
+    photo: Photo = ts.InputField()
+    caption: str = ts.OutputField()
+
+
+@pytest.mark.parametrize(
+    ("signature", "inputs", "message"),
+    [
+        (Summarise, {"post": _changed(3)}, "post.body.url: Input should be a valid string"),
+        (
+            Summarise,
+            {"post": _changed(object())},
+            "post: Unable to serialize unknown type: <class 'object'>",
+        ),
+        (
+            Summarise,
+            {"post": Post.model_construct(body=Photo.model_construct())},
+            "post: Photo.url is not set",
+        ),
+        (
+            Show,
+            {"photo": Photo.model_construct()},
+            "input 'photo' cannot be sent: Photo.url is not set",
+        ),
+    ],
+    ids=["wrong-type-set-later", "unwritable", "constructed-unset", "constructed-unset-plain"],
+)
+def test_an_instance_input_that_cannot_be_read_names_what_is_wrong(
+    signature: type[ts.Signature], inputs: dict[str, Any], message: str
+) -> None:
+    """Instances bypass validation (set later, or `model_construct`): still an InputError."""
+    predict = ts.Predict(signature, lm=ts.LM("m", api_key="sk-x"))
+    doc = {"doc": Doc(title="t", meta={})} if signature is Summarise else {}
+    with pytest.raises(ts.InputError) as caught:
+        predict(**doc, **inputs)
+    assert str(caught.value).endswith(message)

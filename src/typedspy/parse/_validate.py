@@ -287,8 +287,8 @@ def field_value(
             model.__pydantic_validator__.validate_assignment(holder, name, tagged)
         except ValidationError as again:  # its paths name the nested field at fault
             return value, field_errors(again)
-        except (TypeError, ValueError):
-            return value, field_errors(exc)
+        except (TypeError, ValueError) as unwritable:  # it says what, not "expected a Doc"
+            return value, [FieldError((name,), str(unwritable))]
     return getattr(holder, name), []
 
 

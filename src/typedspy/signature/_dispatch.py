@@ -306,7 +306,7 @@ def to_jsonable(value: Any, annotation: Any = None) -> Any:
     Raises:
         ValueError: ``value`` nests containers deeper than `MAX_JSON_DEPTH` levels (or contains
             itself), or holds a value Pydantic cannot serialise (an ``object()``, a function,
-            bytes that are not UTF-8).
+            bytes that are not UTF-8), or a model instance with a field left unset.
     """
     return _jsonable(value, annotation, MAX_JSON_DEPTH)
 
@@ -382,5 +382,9 @@ def _model(value: BaseModel, tag: str | None, room: int) -> dict[str, Any]:
         annotation: Any = info.annotation
         if info.discriminator is not None:
             annotation = Annotated[annotation, info]
-        out[info.alias or name] = _jsonable(getattr(value, name), annotation, room - 1)
+        try:
+            field = getattr(value, name)
+        except AttributeError:  # `model_construct()` leaves a field it was not given unset
+            raise ValueError(f"{type(value).__name__}.{name} is not set") from None
+        out[info.alias or name] = _jsonable(field, annotation, room - 1)
     return out
