@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import pytest
-from pydantic import BaseModel, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, field_validator, model_validator
 
 from typedspy._types import FieldError
 from typedspy.parse import ParseFailure, ParseResult, PartialParser, parse_outputs, validate_outputs
@@ -285,6 +285,57 @@ def test_user_validator_exception_is_validation_failed(text: str, message: str) 
     assert errors == [FieldError((), message)]
 
 
+def _depth(value: Any) -> int:
+    """A user validator's own recursion: as deep as the value it is given."""
+    return 1 + max((_depth(v) for v in value), default=0) if isinstance(value, list) else 0
+
+
+class Measured(Signature):
+    tree: Annotated[Any, AfterValidator(lambda v: (_depth(v), v)[1])] = OutputField()
+
+
+def _again(value: Any) -> Any:
+    return _again(value)
+
+
+class Bottomless(Signature):
+    tree: Annotated[Any, AfterValidator(_again)] = OutputField()
+
+
+_DEEP = "[" * 3000 + "]" * 3000
+
+
+@pytest.mark.parametrize(
+    ("sig", "text"),
+    [
+        (Measured, f'{{"tree": {_DEEP}}}'),
+        (Measured, f'Here:\n```json\n{{"tree": {_DEEP}}}\n```'),
+        (Measured, f"[[ ## tree ## ]]\n{_DEEP}"),
+        (Bottomless, '{"tree": []}'),
+    ],
+    ids=["clean", "fenced", "sections", "bottomless-validator"],
+)
+def test_a_validator_recursing_past_pythons_limit_is_a_decode_failure(
+    sig: type[Signature], text: str
+) -> None:
+    """Within a raised max_json_depth, a user validator that recurses past Python's limit."""
+    errors = _failed(parse_outputs(sig, text, max_json_depth=5000), "decode_failed")
+    assert errors == [
+        FieldError(
+            (),
+            "output nested too deeply to validate (within max_json_depth 5000, "
+            "past Python's recursion limit)",
+        )
+    ]
+
+
+def test_a_value_error_shows_an_input_json_cannot_write() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    result = validate_outputs(Notes.output_model, {"level": loop})
+    assert FieldError(("level",), "Input should be 'low' or 'high', got [[...]]") in result.errors
+
+
 def test_validate_outputs_never_raises() -> None:
     result = validate_outputs(Crashy.output_model, {"fragile": {"n": 1}})
     assert result.kind == "validation_failed"
@@ -324,6 +375,11 @@ def test_marker_sections_str_verbatim_others_json() -> None:
         "maybe": "some free text",
         "level": "high",
     }
+
+
+def test_marker_sections_naming_no_output_leave_the_json_after_them_to_be_read() -> None:
+    text = "[[ ## reasoning ## ]]\nthinking it over\n\n" + _decide()
+    assert _ok(parse_outputs(Decide, text))["confidence"] == 0.5
 
 
 def test_marker_section_that_is_not_json_is_decode_failed() -> None:
