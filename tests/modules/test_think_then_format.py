@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
+from pydantic import Field
 
 import typedspy as ts
 from agent_models import FEEDBACK_LABEL, Decide, SpawnTask
@@ -330,3 +331,35 @@ def test_an_output_named_draft_is_still_the_output(server: StandIn, lm: ts.LM) -
     assert pred.draft == "Tides rise twice a day." == pred.outputs.draft
     assert pred.free_answer == "A short note on tides."
     assert ts.Predict(Write, lm=lm, mode="json_schema")(topic="tides").free_answer is None
+
+
+class Ranked(ts.Signature):
+    """Rank the release."""
+
+    task: str = ts.InputField()
+    level: Literal["low", "high"] = ts.OutputField()
+    scores: list[int] = ts.OutputField()
+    note: Annotated[str, Field(max_length=40)] | None = ts.OutputField()
+    marks: dict[str, tuple[int, float]] = ts.OutputField()
+
+
+def test_the_draft_names_each_outputs_type_and_demos_answer_in_lines(
+    server: StandIn, lm: ts.LM
+) -> None:
+    answer = {"level": "high", "scores": [3, 1], "note": None, "marks": {"a": (1, 2.5)}}
+    server.enqueue(DRAFT, json.dumps({**answer, "marks": {"a": [1, 2.5]}}))
+    demos = [{"task": "Ship it", **answer}]
+    ts.Predict(Ranked, lm=lm, mode="think_then_format", demos=demos)(task="Ship the release")
+
+    system, demo_in, demo_out = server.requests[0]["messages"][:3]
+    assert system["content"].splitlines()[-4:] == [
+        "- level ('low' | 'high')",
+        "- scores (list[int])",
+        "- note (str | None)",
+        "- marks (dict[str, tuple[int, float]])",
+    ]
+    assert demo_in == {"role": "user", "content": "<task>\nShip it\n</task>"}
+    assert demo_out == {
+        "role": "assistant",
+        "content": 'level: high\nscores: [3,1]\nnote: null\nmarks: {"a":[1,2.5]}',
+    }
