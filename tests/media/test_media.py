@@ -160,6 +160,29 @@ def test_an_image_input_reaches_the_wire_as_an_image_url_part(router: respx.Mock
     ]
 
 
+class Compare(ts.Signature):
+    """Compare the photos."""
+
+    photos: list[ts.Image] = ts.InputField()
+    note: str | None = ts.InputField(default=None)
+    verdict: str = ts.OutputField()
+
+
+def test_a_list_of_images_is_one_part_each_and_an_input_not_given_is_left_out(
+    router: respx.MockRouter,
+) -> None:
+    route = router.post("/chat/completions").mock(return_value=ok({"verdict": "same"}))
+    ts.Predict(Compare, lm=make_lm())(photos=[PNG, PNG])
+    data_url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    image = {"type": "image_url", "image_url": {"url": data_url}}
+    assert sent(route)[0]["messages"][-1]["content"] == [
+        {"type": "text", "text": "<photos>"},
+        image,
+        image,
+        {"type": "text", "text": "</photos>"},
+    ]
+
+
 def test_audio_and_file_parts(router: respx.MockRouter, tmp_path: Path) -> None:
     (tmp_path / "r.pdf").write_bytes(PDF)
     route = router.post("/chat/completions").mock(return_value=ok({"text": "hi"}))
