@@ -138,6 +138,34 @@ def test_an_unclosed_think_block_streams_no_partial_values(llm: respx.MockRouter
     assert partials(events)[-1] == {"score": 4, "why": "it works"}
 
 
+@pytest.mark.parametrize(
+    "held", ["\n", "<thi", "\n<think"], ids=["space", "tag-prefix", "whole-tag"]
+)
+def test_content_that_ends_while_it_could_still_open_a_block_is_answer(
+    llm: respx.MockRouter, held: str
+) -> None:
+    """Held back while it might begin `<think>`, it is streamed when the reply ends."""
+    llm.post("/chat/completions").mock(
+        side_effect=[sse(*({"content": c} for c in held)), sse({"content": ANSWER})]
+    )
+
+    async def main() -> list[Any]:
+        lm = make_lm(profile="llama.cpp")
+        try:
+            return [e async for e in ts.Predict(Rate, lm=lm, max_retries=1).astream(ticket="x")]
+        finally:
+            await lm.aclose()
+
+    events = asyncio.run(main())
+
+    first = events[: next(i for i, e in enumerate(events) if isinstance(e, RetryStarted))]
+    assert "".join(d.text for d in deltas(first)) == held  # nothing dropped
+    assert partials(first) == []
+    final = events[-1]
+    assert isinstance(final, ts.Prediction)
+    assert (final.attempts[0].reasoning, final.attempts[0].raw) == (None, held)
+
+
 # -- apart from the content, in the delta's own field -----------------------------------------
 
 
