@@ -117,6 +117,13 @@ def test_escaped_key_is_decoded() -> None:
     assert parser.values() == {"summary": "x", "count": 6}
 
 
+def test_a_key_with_a_bad_escape_is_no_field_and_the_rest_is_read() -> None:
+    parser = PartialParser(Report)
+    segments = feed_all(parser, ['{"sum\\qary": "x", "count": 6}'])
+    assert by_field(segments)[None].startswith('{"sum\\qary": "x", ')
+    assert parser.values() == {"count": 6}
+
+
 def test_text_around_the_object_belongs_to_no_field_and_does_not_undo_values() -> None:
     parser = PartialParser(Report)
     text = 'Sure:\n```json\n{"summary": "s", "count": 2, "tags": []}\n```\nBye {x}'
@@ -224,6 +231,18 @@ def test_a_marker_arriving_in_pieces_is_held_back_until_it_is_complete() -> None
     assert parser.feed("2 [") == [("count", "2 ")]
     assert parser.feed("x") == [("count", "[x")]
     assert parser.flush() == []
+
+
+def test_a_marker_cut_off_by_the_end_of_the_stream_is_its_sections_text() -> None:
+    """Held back while it might be a marker; at the end, read as the final parse reads it."""
+    sig = ts.make_signature("question -> summary")
+    text = "[[ ## summary ## ]]\nHi\n[[ ## co"
+    parser = PartialParser(sig)
+    assert parser.feed(text) == [(None, "[[ ## summary ## ]]"), ("summary", "\nHi\n")]
+    assert parser.flush() == [("summary", "[[ ## co")]
+    assert parser.flush() == []
+    assert parser.values() == ts.parse.parse_outputs(sig, text).value == {"summary": "Hi\n[[ ## co"}
+    assert parser.current is None
 
 
 def test_marker_section_in_progress_shows_its_partial_json() -> None:
