@@ -245,6 +245,22 @@ def test_a_marker_cut_off_by_the_end_of_the_stream_is_its_sections_text() -> Non
     assert parser.current is None
 
 
+def test_the_last_section_is_complete_when_the_stream_ends_without_a_completed_marker() -> None:
+    """Validated as the final parse reads it: models, not the raw dicts of a partial value."""
+    sig = ts.make_signature("question -> tasks: T", types={"T": dict[str, Task]})
+    text = '[[ ## tasks ## ]]\n{"a": {"name": "write"}}'
+    parser = PartialParser(sig)
+    parser.feed(text)
+    assert parser.current == "tasks"
+    assert parser.flush() == []
+    assert (
+        parser.values()
+        == ts.parse.parse_outputs(sig, text).value
+        == {"tasks": {"a": Task(name="write")}}
+    )
+    assert parser.current is None
+
+
 def test_marker_section_in_progress_shows_its_partial_json() -> None:
     parser = PartialParser(Pick)
     parser.feed('[[ ## choice ## ]]\n```json\n{"_type": "Task", "name": "wr')

@@ -95,7 +95,9 @@ OUTPUTS: dict[type[ts.Signature], st.SearchStrategy[dict[str, Any]]] = {
         }
     ),
 }
-FORMATS = ["compact", "pretty", "fenced", "markers", "tools"]
+# "open-markers": sections with no closing `[[ ## completed ## ]]`, the last one ending the reply
+FORMATS = ["compact", "pretty", "fenced", "markers", "open-markers", "tools"]
+MARKERS = ("markers", "open-markers")
 
 
 class ChunkedLM(BaseLM):
@@ -148,7 +150,7 @@ def written(sig: type[ts.Signature], outputs: Mapping[str, Any], form: str) -> s
         f"[[ ## {n} ## ]]\n{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
         for n, v in data.items()
     ]
-    return "\n\n".join([*sections, "[[ ## completed ## ]]"])
+    return "\n\n".join([*sections, *(["[[ ## completed ## ]]"] if form == "markers" else [])])
 
 
 def cut(text: str, points: set[int]) -> list[str]:
@@ -161,7 +163,7 @@ async def both(
 ) -> Any:
     lm = ChunkedLM(text, chunks, tools=form == "tools", profile=profile)
     mode = (
-        "tools" if form == "tools" else "prompt" if form in ("fenced", "markers") else "json_schema"
+        "tools" if form == "tools" else "prompt" if form in ("fenced", *MARKERS) else "json_schema"
     )
     predict = ts.Predict(sig, lm=lm, mode=mode, max_retries=0)
     inputs = dict.fromkeys(sig.input_fields, "x")
@@ -178,7 +180,7 @@ def check(sig: type[ts.Signature], outputs: dict[str, Any], form: str, chunks: l
     assert final == plain
     assert final.usage == plain.usage == USAGE
     assert final.raw == plain.raw == text
-    if form not in ("markers",):  # sections strip the whitespace around a str
+    if form not in MARKERS:  # sections strip the whitespace around a str
         assert dict(final) == outputs
     # The deltas are the whole text, each piece once.
     assert "".join(e.text for e in events if isinstance(e, OutputDelta)) == text
@@ -198,7 +200,7 @@ def cases(draw: st.DrawFn) -> tuple[type[ts.Signature], dict[str, Any], str, set
     sig = draw(st.sampled_from(list(OUTPUTS)))
     outputs = draw(OUTPUTS[sig])
     form = draw(st.sampled_from(FORMATS))
-    if form == "markers":  # a marker inside a section's text would be a marker
+    if form in MARKERS:  # a marker inside a section's text would be a marker
         texts = json.dumps(to_jsonable(outputs), ensure_ascii=False)
         if (
             "[[" in texts

@@ -121,9 +121,13 @@ class PartialParser:
             return out
 
     def flush(self) -> list[Segment]:
-        """The text still held back (the stream ended): attributed as it stands."""
+        """The text still held back (the stream ended): attributed as it stands.
+
+        The section being written ends with the stream: it is validated as complete, as the
+        final parse reads it, whether or not text was held back.
+        """
         self._final = True
-        if self._emitted >= self._size:
+        if self._emitted >= self._size and self._mode != "markers":
             return []
         with depth_limit(self.max_json_depth):
             return self._marker_segments(self._size, final=True)
