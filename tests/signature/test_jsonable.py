@@ -8,7 +8,7 @@ import json
 import uuid
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Discriminator, Field
 
 from typedspy.signature import to_jsonable
 
@@ -59,6 +59,10 @@ class Dog(BaseModel):
 
 class Kennel(BaseModel):
     pet: Cat | Dog = Field(discriminator="kind")
+
+
+class House(BaseModel):
+    pet: Annotated[Cat | Dog, Discriminator("kind")]
 
 
 SPAWN = SpawnTask(description="ship", priority="high")
@@ -124,6 +128,10 @@ def test_user_discriminated_union_gets_no_type() -> None:
     assert to_jsonable(Dog(kind="dog", barks=1.5), union) == {"kind": "dog", "barks": 1.5}
     kennel = Kennel(pet=Cat(kind="cat", meows=2))
     assert to_jsonable(kennel, Kennel) == {"pet": {"kind": "cat", "meows": 2}}
+    by_object = Annotated[Cat | Dog, Discriminator("kind")]
+    assert to_jsonable(Dog(kind="dog", barks=1.5), by_object) == {"kind": "dog", "barks": 1.5}
+    house = House(pet=Cat(kind="cat", meows=2))  # on main: {"_type": "Cat", ...} inside
+    assert to_jsonable(house, House) == {"pet": {"kind": "cat", "meows": 2}}
 
 
 def test_aliases_and_excluded_fields() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, ValidationError, create_model
 
 import typedspy as ts
 from typedspy._types import FieldError
@@ -177,6 +177,36 @@ def test_user_discriminator_is_kept_and_not_tagged() -> None:
     )
     assert type(value.pet) is Dog
     assert value.pets == [Cat(kind="cat", meows=1)]
+
+
+class Home(BaseModel):
+    pet: Annotated[Cat | Dog, Discriminator("kind")]
+
+
+def _by_discriminator_object() -> type[Signature]:
+    class PetsD(Signature):
+        pet: Annotated[Cat | Dog, Discriminator("kind")] = OutputField()
+        home: Home | Cat = OutputField()
+
+    return PetsD
+
+
+def test_a_discriminator_object_is_the_users_own_tag_too() -> None:
+    """Pydantic's `Discriminator("kind")`, as `Field(discriminator="kind")`: on main a TypeError
+    from Pydantic when the class statement ran."""
+    sig = _by_discriminator_object()
+    schema = compile_schema(sig).schema
+    assert schema["properties"]["pet"] == {
+        "anyOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]
+    }
+    value = sig.output_model.model_validate(
+        {
+            "pet": {"kind": "dog", "barks": 2},
+            "home": {"_type": "Home", "pet": {"kind": "cat", "meows": 1}},
+        }
+    )
+    assert type(value.pet) is Dog
+    assert value.home == Home(pet=Cat(kind="cat", meows=1))
 
 
 def test_user_discriminator_errors_name_the_users_tag() -> None:

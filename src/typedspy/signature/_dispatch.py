@@ -262,11 +262,14 @@ class UnionInfo:
 
 
 def user_discriminated(metadata: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether annotation metadata declares the user's own discriminator for a union."""
+    """Whether annotation metadata (or a field's, passed as ``[info]``) declares the user's own
+    discriminator for a union: ``Field(discriminator=...)`` or ``Discriminator(...)``."""
     for m in metadata:
         if isinstance(m, Discriminator):
             return True
-        if isinstance(m, FieldInfo) and m.discriminator is not None:
+        if isinstance(m, FieldInfo) and (
+            m.discriminator is not None or user_discriminated(m.metadata)
+        ):
             return True
     return False
 
@@ -380,7 +383,7 @@ def _model(value: BaseModel, tag: str | None, room: int) -> dict[str, Any]:
         if info.exclude:
             continue
         annotation: Any = info.annotation
-        if info.discriminator is not None:
+        if user_discriminated([info]):
             annotation = Annotated[annotation, info]
         try:
             field = getattr(value, name)

@@ -29,7 +29,12 @@ from typing_extensions import dataclass_transform
 from typedspy._text import encodable
 from typedspy.errors import SchemaError
 from typedspy.signature._declared import check_output_types, check_resolved, field_type_error
-from typedspy.signature._dispatch import TYPE_KEY, decode_json_once, is_model
+from typedspy.signature._dispatch import (
+    TYPE_KEY,
+    decode_json_once,
+    is_model,
+    user_discriminated,
+)
 from typedspy.signature._fields import FieldRole, InputField, OutputField, role_of, without_role
 from typedspy.signature._unions import TypeRewriter
 
@@ -318,7 +323,7 @@ def _fields_model(
 ) -> type[_FieldsModel]:
     definitions: dict[str, Any] = {}
     for field_name, info in fields.items():
-        annotation = rewriter.rewrite(info.annotation, discriminated=info.discriminator is not None)
+        annotation = rewriter.rewrite(info.annotation, discriminated=user_discriminated([info]))
         if decode_strings and _wants_container(info.annotation):
             # A model that double-encodes a nested value sends it as a JSON string: decode once.
             annotation = Annotated[annotation, BeforeValidator(decode_json_once)]

@@ -194,7 +194,7 @@ class TypeRewriter:
         for model, _shadow, placeholders in pending:
             for name, info in model.model_fields.items():
                 namespace[placeholders[name]] = self._rewrite(
-                    info.annotation, info.discriminator is not None
+                    info.annotation, user_discriminated([info])
                 )
         for _model, built, _ in pending:
             built.model_rebuild(_types_namespace=namespace, force=True)
