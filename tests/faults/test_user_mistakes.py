@@ -9,6 +9,7 @@ at the first call.
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,10 @@ def callable_inside_an_output_model() -> object:
         steps: list[Step] = ts.OutputField()
 
     return Plan
+
+
+def bare_callable_output() -> object:
+    return ts.make_signature("question -> function: F", types={"F": typing.Callable}, name="Apply")
 
 
 def type_output() -> object:
@@ -125,6 +130,7 @@ SCHEMA_MISTAKES: dict[str, tuple[Callable[[], object], tuple[str, ...], tuple[st
         ("steps", "run"),
         ("Plan.steps.run", "Callable"),
     ),
+    "bare_callable_output": (bare_callable_output, ("function",), ("Apply.function", "Callable")),
     "type_output": (type_output, ("kind",), ("Pick.kind", "type[...]")),
     "unresolved_forward_reference": (
         unresolved_forward_reference,

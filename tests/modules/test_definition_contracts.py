@@ -34,7 +34,7 @@ def test_a_plain_pydantic_model_is_refused_with_how_to_declare_a_signature() -> 
 @pytest.mark.parametrize("given", [42, None, int], ids=["number", "none", "class"])
 def test_a_value_that_is_no_signature_is_refused_naming_it(given: object) -> None:
     with pytest.raises(
-        ts.SchemaError, match="expected a ts.Signature subclass or a string"
+        ts.SchemaError, match=r"expected a ts\.Signature subclass or a string"
     ) as caught:
         ts.Predict(given)  # type: ignore[call-overload]
     assert str(caught.value).endswith(f"not {given!r}")

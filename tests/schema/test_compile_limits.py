@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import json
-import enum
 import re
 from typing import Annotated, Any, Literal
 

@@ -194,7 +194,9 @@ def test_shape_renders_a_fields_own_schema_with_a_type_list_and_an_inline_object
     sig = make_signature(
         "q -> a: A, b: B",
         types={
-            "A": Annotated[str | None, WithJsonSchema({"type": ["string", "null"], "maxLength": 3})],
+            "A": Annotated[
+                str | None, WithJsonSchema({"type": ["string", "null"], "maxLength": 3})
+            ],
             "B": Annotated[
                 dict[str, int],
                 WithJsonSchema({"type": "object", "properties": {"k": {"type": "integer"}}}),

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from typedspy.errors import SchemaError
-from typedspy.signature import Signature, make_signature
+from typedspy.signature import InputField, OutputField, Signature, build_signature, make_signature
 
 
 class Point(BaseModel):
@@ -161,6 +161,12 @@ def test_user_union_of_models_gets_tags() -> None:
 def test_malformed_strings_raise_schema_error(spec: str, match: str) -> None:
     with pytest.raises(SchemaError, match=match):
         make_signature(spec)
+
+
+def test_build_signature_refuses_a_name_among_both_inputs_and_outputs() -> None:
+    with pytest.raises(SchemaError, match=r"QA\.q: a field cannot be both an input") as caught:
+        build_signature("QA", {"q": (str, InputField())}, {"q": (str, OutputField())})
+    assert caught.value.path == ("q",)
 
 
 def test_nothing_is_evaluated() -> None:

@@ -164,6 +164,8 @@ def test_content_that_ends_while_it_could_still_open_a_block_is_answer(
     final = events[-1]
     assert isinstance(final, ts.Prediction)
     assert (final.attempts[0].reasoning, final.attempts[0].raw) == (None, held)
+    assert final.reasoning_content is None
+    assert final != dict(final)  # a Prediction equals a Prediction only
 
 
 # -- apart from the content, in the delta's own field -----------------------------------------

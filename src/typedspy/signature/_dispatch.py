@@ -262,8 +262,10 @@ class UnionInfo:
 
 
 def user_discriminated(metadata: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether annotation metadata (or a field's, passed as ``[info]``) declares the user's own
-    discriminator for a union: ``Field(discriminator=...)`` or ``Discriminator(...)``."""
+    """Whether metadata declares the user's own discriminator for a union.
+
+    ``Field(discriminator=...)`` or ``Discriminator(...)``; pass a field as ``[info]``.
+    """
     for m in metadata:
         if isinstance(m, Discriminator):
             return True

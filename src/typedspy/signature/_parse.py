@@ -12,8 +12,6 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import PydanticUserError
-
 from typedspy.errors import SchemaError
 from typedspy.signature._fields import InputField, OutputField
 from typedspy.signature._signature import Signature, build_signature
@@ -171,15 +169,13 @@ def make_signature(
     overlap = inputs.keys() & outputs.keys()
     if overlap:
         raise SchemaError(f"field {sorted(overlap)[0]!r} is both an input and an output")
-    try:
-        return build_signature(
-            name or _derived_name(inputs, outputs),
-            {n: (tp, InputField()) for n, tp in inputs.items()},
-            {n: (tp, OutputField()) for n, tp in outputs.items()},
-            instructions,
-        )
-    except PydanticUserError as exc:  # e.g. an attribute that names no type: "a: str.upper"
-        raise SchemaError(f"invalid type in {spec!r}: {str(exc).splitlines()[0]}") from exc
+    # A class Pydantic refuses is a SchemaError naming the field already (the metaclass says it).
+    return build_signature(
+        name or _derived_name(inputs, outputs),
+        {n: (tp, InputField()) for n, tp in inputs.items()},
+        {n: (tp, OutputField()) for n, tp in outputs.items()},
+        instructions,
+    )
 
 
 def _derived_name(inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> str:
