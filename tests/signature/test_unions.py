@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from typedspy._types import FieldError
 from typedspy.parse import field_errors
@@ -297,3 +297,43 @@ def test_error_inside_a_member_has_no_variant_segment() -> None:
     )
     assert [e.path for e in errors] == [("action", "priority")]
     assert errors[0].message.startswith("Input should be 'low' or 'high'")
+
+
+def test_a_structural_tie_that_no_member_validates_lists_each_complaint() -> None:
+    errors = _errors(Fallbacks.output_model, {"same_keys": {"x": [1]}, "with_empty": {}})
+    assert errors == [
+        FieldError(
+            ("same_keys",),
+            "no member of the union matched (IntX: x: Input should be a valid integer | "
+            "StrX: x: Input should be a valid string)",
+        )
+    ]
+
+
+def test_invented_type_names_past_the_resolver_cache_still_resolve() -> None:
+    """The cache of names a model wrote is bounded: past it, names still resolve."""
+    for i in range(300):
+        errors = _errors(Decide.output_model, {"action": {"_type": f"Nope{i}", "reason": "r"}})
+        assert "names no member" in errors[0].message
+    assert _action({"_type": "continue", "reason": "r"}) == Continue(reason="r")
+
+
+class Roomy(BaseModel):
+    """A member rewritten (it holds a union) that keeps extra keys."""
+
+    model_config = ConfigDict(extra="allow")
+    step: IntX | StrX
+
+
+class Roomier(Signature):
+    value: Roomy | Stop = OutputField()
+    either: IntX | Annotated[int | dict[str, int], Field(description="n")] = OutputField()
+
+
+def test_a_rewritten_member_keeps_its_extra_keys() -> None:
+    data = {"_type": "Roomy", "step": {"_type": "IntX", "x": 1}, "note": "kept"}
+    value = Roomier.output_model.model_validate({"value": data, "either": {"k": 1}})
+    assert type(value.value) is Roomy
+    assert value.value.step == IntX(x=1)
+    assert value.value.__pydantic_extra__ == {"note": "kept"}
+    assert value.either == {"k": 1}  # an object is the dict member's, not a structural IntX
