@@ -173,7 +173,10 @@ def depth_exceeded(value: Any, max_depth: int) -> bool:
 
 
 def path_at(text: str, offset: int, start: int = 0) -> tuple[str | int, ...]:
-    """The keys and indices of the value at ``offset`` in the JSON text starting at ``start``."""
+    """The keys and indices of the value at ``offset`` in the JSON text starting at ``start``.
+
+    The text up to ``offset`` is valid JSON (`loads` read it), so every key decodes.
+    """
     stack: list[list[Any]] = []  # [bracket, key or index]
     last = ""
     for match in _TOKENS.finditer(text, start, offset):
@@ -186,10 +189,7 @@ def path_at(text: str, offset: int, start: int = 0) -> tuple[str | int, ...]:
             if stack:
                 stack.pop()
         elif token == ":" and stack and stack[-1][0] == "{":
-            try:
-                stack[-1][1] = json.loads(last)
-            except ValueError:
-                stack[-1][1] = last.strip('"')
+            stack[-1][1] = json.loads(last)
         elif token == "," and stack:
             stack[-1][1] = stack[-1][1] + 1 if stack[-1][0] == "[" else None
     return tuple(part for _, part in stack[:_MAX_PATH] if part is not None)

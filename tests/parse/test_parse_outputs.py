@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, field_validator, model_validator
 
 from typedspy._types import FieldError
 from typedspy.parse import ParseFailure, ParseResult, PartialParser, parse_outputs, validate_outputs
-from typedspy.signature import InputField, OutputField, Signature
+from typedspy.signature import InputField, OutputField, Signature, make_signature
 
 
 class SpawnTask(BaseModel):
@@ -197,6 +197,39 @@ def test_last_candidate_that_validates_wins() -> None:
 def test_double_encoded_object_field_is_decoded_once() -> None:
     inner = json.dumps({"_type": "Continue", "reason": "r"})
     assert _ok(parse_outputs(Decide, _decide(action=inner)))["action"] == Continue(reason="r")
+
+
+def test_a_double_encoded_value_deeper_than_the_stack_stays_text() -> None:
+    """Within a raised max_json_depth, past what json.loads recurses to: not decoded, no crash."""
+    sig = make_signature("q -> v: T", types={"T": list[Any]})
+    text = json.dumps({"v": "[" * 3000 + "]" * 3000})
+    errors = _failed(parse_outputs(sig, text, max_json_depth=5000), "validation_failed")
+    assert errors == [FieldError(("v",), "Input should be a valid list")]
+
+
+@pytest.mark.parametrize(
+    ("text", "max_depth", "error"),
+    [
+        (
+            '{"bad\\q": 1' + "0" * 5000 + ', "v": 1}',
+            None,
+            FieldError(
+                ("bad\\q",),
+                "a number of more than 4300 digits; JSON numbers may have at most 4300 "
+                "(max_number_digits, sys.set_int_max_str_digits()) (offset 10)",
+            ),
+        ),
+        (
+            '{"v": [[], [], [], []',
+            3,
+            FieldError((), "truncated JSON: unclosed array at offset 6"),
+        ),
+    ],
+    ids=["long-number-under-a-badly-escaped-key", "unclosed-with-many-siblings"],
+)
+def test_a_decode_failure_says_where(text: str, max_depth: int | None, error: FieldError) -> None:
+    sig = make_signature("q -> v: T", types={"T": Any})
+    assert _failed(parse_outputs(sig, text, max_json_depth=max_depth), "decode_failed") == [error]
 
 
 def test_double_encoded_list_and_dict_fields() -> None:
