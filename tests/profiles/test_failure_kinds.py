@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import respx
+from pydantic import BaseModel
 
 import typedspy as ts
 from typedspy.testing import chat_completion
@@ -84,6 +85,45 @@ def test_a_reply_within_the_schema_failing_local_checks_is_validation_failed(
     pred = ts.Predict(Describe, lm=make_lm())(ticket="x")
 
     assert [a.kind for a in pred.attempts] == ["validation_failed", None]
+
+
+class Node(BaseModel):
+    v: int
+    kids: list[Node]
+
+
+class Grow(ts.Signature):
+    """Grow the tree."""
+
+    seed: str = ts.InputField()
+    root: Node = ts.OutputField()
+
+
+def nested(levels: int) -> str:
+    node: dict[str, object] = {"v": 1, "kids": []}
+    for _ in range(levels):
+        node = {"v": 1, "kids": [node]}
+    return json.dumps({"root": node})
+
+
+@pytest.mark.parametrize(
+    ("levels", "max_json_depth", "kind"),
+    [(150, None, "decode_failed"), (300, 1000, "validation_failed")],
+    ids=["past-the-lm-depth", "past-the-schema-checkers-stack"],
+)
+def test_a_reply_within_the_schema_too_deep_to_check_is_not_blamed_on_the_server(
+    llm: respx.MockRouter, levels: int, max_json_depth: int | None, kind: str
+) -> None:
+    """Deeper than the LM reads, or than jsonschema recurses: the parser's verdict, not
+    not_enforced (on main both were not_enforced, read at the default depth of 256)."""
+    llm.post("/chat/completions").mock(side_effect=[reply(nested(levels)), reply(nested(2))])
+    client = make_lm().client
+    lm = ts.LM("gpt-4o-mini", client=client, max_json_depth=max_json_depth or 256)
+
+    pred = ts.Predict(Grow, lm=lm)(seed="x")
+
+    assert [a.kind for a in pred.attempts] == [kind, None]
+    assert "not_enforced" not in lm.profile.observed
 
 
 def test_prose_in_prompt_mode_stays_a_decode_failure(llm: respx.MockRouter) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from typedspy._json import JSONLimitError
 from typedspy._json import loads as bounded_loads
 from typedspy._types import Attempt, FailureKind, Usage
 from typedspy.errors import ContentFilterError, RefusalError, TruncatedOutputError
@@ -53,17 +54,27 @@ def truncation_kind(text: str | None) -> FailureKind:
 
 
 def enforcement_kind(
-    profile: Profile, mode: Mode, text: str | None, schema: dict[str, Any], parsed: FailureKind
+    profile: Profile,
+    mode: Mode,
+    text: str | None,
+    schema: dict[str, Any],
+    parsed: FailureKind,
+    *,
+    max_depth: int,
 ) -> FailureKind:
     """``not_enforced`` when a schema went on the wire and the reply violates it, else ``parsed``.
 
     A reply that conforms to the sent schema but fails typedspy's own validation (constraints
-    the target moved into descriptions) is an ordinary ``validation_failed``.
+    the target moved into descriptions) is an ordinary ``validation_failed``; one past the
+    LM's own limits (``max_depth``, number length) is the parser's verdict: it tells nothing of
+    what the server enforced.
     """
     if text is None or not profile.sends_schema(mode):
         return parsed
     try:
-        value = bounded_loads(text)  # nesting and number length bounded (ADR-028)
+        value = bounded_loads(text, max_depth=max_depth)  # bounded (ADR-028)
+    except JSONLimitError:
+        return parsed
     except ValueError:
         return "not_enforced"  # an enforcing grammar emits nothing but the JSON value
     try:

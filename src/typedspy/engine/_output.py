@@ -138,7 +138,9 @@ class CallPlan(Driver[Prediction[Any]]):
         if result.kind == "decode_failed":
             self.attempts.undecoded.add(number)
         lm = self.attempts.lm
-        kind = enforcement_kind(lm.profile, self.mode, text, schema, result.kind)
+        kind = enforcement_kind(
+            lm.profile, self.mode, text, schema, result.kind, max_depth=lm.max_json_depth
+        )
         if kind == "not_enforced":
             first = "not_enforced" not in lm.profile.observed
             lm.profile.observe("not_enforced")
