@@ -8,6 +8,7 @@ import json
 import pytest
 
 import typedspy as ts
+from typedspy.retry import FEEDBACK_LABEL
 from typedspy.testing import StandIn
 
 WRONG = json.dumps({"month": "2024-05-01T00:00:00"})  # a datetime where YYYY-MM is asked
@@ -20,7 +21,7 @@ class When(ts.Signature):
     month: str = ts.OutputField(pattern=r"^\d{4}-\d{2}$")
 
 
-def run(profile: str, *replies: str) -> tuple[BaseException | ts.Prediction[When], StandIn]:
+def run(profile: str | ts.Profile, *replies: str) -> tuple[BaseException | ts.Prediction[When], StandIn]:
     with StandIn() as server:
         server.enqueue(*replies)
         lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", profile=profile)
@@ -59,3 +60,14 @@ def test_different_wrong_replies_are_retried_as_before() -> None:
     other = json.dumps({"month": "May 2024"})
     outcome, server = run("openai", WRONG, other, json.dumps({"month": "2024-05"}))
     assert isinstance(outcome, ts.Prediction) and len(server.requests) == 3
+
+
+def test_a_profiles_note_for_a_repeat_is_sent_after_the_feedback() -> None:
+    note = "Write the month as YYYY-MM, nothing else."
+    remedy = ts.profiles.LoopRemedy(note=note, params={"temperature": 0.5})
+    profile = ts.Profile(name="noted", on_repeated_reply=remedy)
+    outcome, server = run(profile, WRONG, WRONG, json.dumps({"month": "2024-05"}))
+    assert isinstance(outcome, ts.Prediction) and outcome.month == "2024-05"
+    last = server.requests[-1]
+    assert last["temperature"] == 0.5
+    assert last["messages"][-1] == {"role": "user", "content": f"{FEEDBACK_LABEL}\n{note}"}
