@@ -366,7 +366,7 @@ def _extract(text: str) -> Extraction:
     if lo == hi:
         return Extraction((), f"{NO_JSON} (empty text)")
     if text[lo] in "{[":
-        strict = scan_strict(text, lo, hi)
+        strict = scan_strict(text, lo)
         if strict is not None and strict[1] == hi:  # plain JSON: nothing else can be a candidate
             return Extraction((Candidate(strict[0], lo, hi, False),), None)
     whole = _whole_string(text, lo, hi)

@@ -85,34 +85,29 @@ _STRICT = json.JSONDecoder(parse_float=_finite_or_not, parse_constant=_reject_co
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def scan_strict(
-    text: str, start: int, stop: int | None = None, *, sliced: bool = False
-) -> tuple[object, int] | None:
+def scan_strict(text: str, start: int, stop: int | None = None) -> tuple[object, int] | None:
     """Decode strict JSON at ``text[start]`` with the C decoder, exactly as `scan_value` would.
 
     Args:
         text: The text to read.
         start: Where the value starts (no whitespace is skipped).
-        stop: The value must end at or before this offset (default: the end of ``text``).
-        sliced: Decode a copy of ``text[start:stop]``. json's error path counts the newlines
-            before the failure, so without a copy a failure costs O(``start``).
+        stop: Decode a copy of ``text[start:stop]``, so the value ends by then (default: the
+            text itself, to its end). json's error path counts the newlines before the
+            failure, so without a copy a failure costs O(``start``).
 
     Returns:
         ``(value, end)``, or None when the lenient parser is needed (invalid or non-strict JSON,
         a lone surrogate escape, nesting deeper than the active ``max_json_depth``).
     """
-    stop = len(text) if stop is None else stop
     if nesting_exceeds(text, active_depth(), start, stop):
         return None  # the lenient parser reports it, with the offset; json would recurse
     try:
-        if sliced:
+        if stop is None:
+            value, end = _STRICT.raw_decode(text, start)
+        else:
             value, end = _STRICT.raw_decode(text[start:stop])
             end += start
-        else:
-            value, end = _STRICT.raw_decode(text, start)
     except (ValueError, RecursionError, _NotStrictError):
-        return None
-    if end > stop:
         return None
     if text.find("\\u", start, end) >= 0 and _SURROGATE_ESCAPE.search(text, start, end):
         return None  # json keeps lone surrogates; they become U+FFFD here
@@ -410,7 +405,7 @@ def scan_value(
     parser = _Parser(text, limit)
     pos = parser.skip(start)
     if strict_first and pos < limit:
-        strict = scan_strict(text, pos, limit, sliced=stop is not None)
+        strict = scan_strict(text, pos, None if stop is None else limit)
         if strict is not None:
             return strict[0], strict[1], parser.repaired
     value, end = parser.parse(pos, allow_truncated_root)
