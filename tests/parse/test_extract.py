@@ -112,6 +112,12 @@ def test_fence_whose_content_is_a_string_literal() -> None:
     assert values(text) == ['{"a": [1]}', {"b": 2}]
 
 
+def test_brackets_inside_a_fenced_string_are_no_region_of_their_own() -> None:
+    """A region starting inside the fenced string is skipped: the string is the candidate."""
+    text = 'Note ```json\n"[1, {\\"b\\": 2}]"\n``` then [3] and {"c": 4'
+    assert values(text) == ['[1, {"b": 2}]', [3]]
+
+
 def test_strings_in_prose_are_not_candidates() -> None:
     assert failure('He said "hello" and left.') == "no JSON object found"
 
