@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel
+from pydantic import AfterValidator, BaseModel, Field
 
 import typedspy as ts
 from typedspy.parse._partial import PartialParser
@@ -259,6 +259,30 @@ def test_the_last_section_is_complete_when_the_stream_ends_without_a_completed_m
         == {"tasks": {"a": Task(name="write")}}
     )
     assert parser.current is None
+
+
+class Odd(ts.Signature):
+    """Odd annotations."""
+
+    question: str = ts.InputField()
+    marks: list[Annotated[int, {"unhashable": []}]] = ts.OutputField()
+    floor: Annotated[int, Field(ge=0)] | None = ts.OutputField()
+    tasks: dict[str, Task | TaskList] = ts.OutputField()
+
+
+def test_odd_annotations_stream_their_values_in_sections_and_json() -> None:
+    """Unhashable metadata, Annotated inside Optional, a dict of unions whose _type is open."""
+    parser = PartialParser(Odd)
+    parser.feed(
+        '[[ ## marks ## ]]\n[1, 2]\n[[ ## floor ## ]]\n3\n[[ ## tasks ## ]]\n{"a": {"_type": "Ta'
+    )
+    assert parser.values() == {"marks": [1, 2], "floor": 3, "tasks": {"a": {}}}
+    parser.feed('sk", "name": "w"}}')
+    parser.flush()
+    assert parser.values() == {"marks": [1, 2], "floor": 3, "tasks": {"a": Task(name="w")}}
+    parser = PartialParser(Odd)
+    parser.feed('{"floor": 2, "floor": 2, "marks": [1')  # a key repeated with the same value
+    assert parser.values() == {"floor": 2, "marks": [1]}
 
 
 def test_marker_section_in_progress_shows_its_partial_json() -> None:
