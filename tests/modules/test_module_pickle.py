@@ -253,6 +253,21 @@ def test_prediction_of_a_run_time_signature_pickles_with_its_completion() -> Non
     ).result == Exact(value=4)
 
 
+def test_a_worded_run_time_signature_pickles_with_its_members_docstrings() -> None:
+    sig = ts.make_signature(
+        "question -> result: Exact | Estimate", types={"Exact": Exact, "Estimate": Estimate}
+    )
+    texts = ts.signature.FieldTexts(members={"Estimate": "A range, when unsure."})
+    worded = ts.signature.with_texts(sig, texts)
+
+    back = pickle.loads(pickle.dumps(worded))
+
+    assert ts.schema.compile_schema(back).schema["$defs"]["Estimate"]["description"] == (
+        "A range, when unsure."
+    )
+    assert ts.signature.texts_of(back).members["Estimate"] == "A range, when unsure."
+
+
 def test_chain_of_thought_prediction_pickles_with_reasoning() -> None:
     reply = '{"reasoning": "Because.", "summary": "short"}'
     pred = ts.ChainOfThought(Summarize, lm=FakeLM([reply]))(text="a long text")

@@ -7,8 +7,15 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from typedspy.errors import SchemaError
-from typedspy.signature import InputField, OutputField, Signature
+from typedspy.errors import ConfigurationError, SchemaError
+from typedspy.signature import (
+    FieldTexts,
+    InputField,
+    OutputField,
+    Signature,
+    make_signature,
+    with_texts,
+)
 
 
 class SpawnTask(BaseModel):
@@ -247,3 +254,17 @@ def test_type_alias_outside_a_union_is_allowed() -> None:
 
 def test_schema_error_is_a_type_error() -> None:
     assert issubclass(SchemaError, TypeError)
+
+
+def test_texts_naming_no_field_are_refused_each_named() -> None:
+    sig = make_signature("question -> answer")
+    texts = FieldTexts(
+        inputs={"questoin": "x"}, outputs={"answer": "y", "nope": "z"}, members={"Ghost": "g"}
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        with_texts(sig, texts)
+    assert str(caught.value) == (
+        "inputs.questoin: QuestionToAnswer has no input 'questoin'; "
+        "outputs.nope: QuestionToAnswer has no output 'nope'; "
+        "members.Ghost: QuestionToAnswer has no member 'Ghost'"
+    )
