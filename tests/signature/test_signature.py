@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import pytest
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from typedspy.errors import ConfigurationError, SchemaError
 from typedspy.signature import (
@@ -268,3 +268,13 @@ def test_texts_naming_no_field_are_refused_each_named() -> None:
         "outputs.nope: QuestionToAnswer has no output 'nope'; "
         "members.Ghost: QuestionToAnswer has no member 'Ghost'"
     )
+
+
+def test_a_signature_deferring_its_build_is_checked_and_built_when_declared() -> None:
+    class Deferred(Signature):
+        model_config = ConfigDict(defer_build=True)
+
+        question: str = InputField()
+        answer: int = OutputField()
+
+    assert Deferred.output_model.model_validate({"answer": "3"}).answer == 3  # type: ignore[attr-defined]
