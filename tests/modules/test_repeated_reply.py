@@ -21,7 +21,9 @@ class When(ts.Signature):
     month: str = ts.OutputField(pattern=r"^\d{4}-\d{2}$")
 
 
-def run(profile: str | ts.Profile, *replies: str) -> tuple[BaseException | ts.Prediction[When], StandIn]:
+def run(
+    profile: str | ts.Profile, *replies: str
+) -> tuple[BaseException | ts.Prediction[When], StandIn]:
     with StandIn() as server:
         server.enqueue(*replies)
         lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x", profile=profile)
