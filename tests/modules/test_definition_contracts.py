@@ -31,6 +31,11 @@ def test_a_plain_pydantic_model_is_refused_with_how_to_declare_a_signature() -> 
         ts.Predict(ts.Signature)
 
 
+def test_an_output_that_is_no_type_is_refused() -> None:
+    with pytest.raises(ts.SchemaError, match=r"output= takes a type such as list\[Item\]"):
+        ts.Predict("question", output=3)  # type: ignore[call-overload]
+
+
 @pytest.mark.parametrize("given", [42, None, int], ids=["number", "none", "class"])
 def test_a_value_that_is_no_signature_is_refused_naming_it(given: object) -> None:
     with pytest.raises(

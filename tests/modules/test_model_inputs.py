@@ -108,3 +108,15 @@ def test_an_instance_input_that_cannot_be_read_names_what_is_wrong(
     with pytest.raises(ts.InputError) as caught:
         predict(**doc, **inputs)
     assert str(caught.value).endswith(message)
+
+
+def test_an_instance_deep_in_a_wrong_input_is_reported_without_reading_it_tagged() -> None:
+    """Models nested past 8 levels are not looked for (bounded): Pydantic's error stands."""
+    nested: Any = int
+    value: Any = Note(text="a")
+    for _ in range(10):
+        nested, value = list[nested], [value]
+    sig = ts.make_signature("x: X -> y", types={"X": nested})
+    with pytest.raises(ts.InputError) as caught:
+        ts.Predict(sig, lm=ts.LM("m", api_key="sk-x"))(x=value)
+    assert str(caught.value).endswith(f"x{'[0]' * 10}: Input should be a valid integer")
