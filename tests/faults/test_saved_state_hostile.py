@@ -20,6 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 import typedspy as ts
+from typedspy.testing import StandIn
 
 
 class Pick(BaseModel):
@@ -416,3 +417,28 @@ def test_instructions_or_texts_with_a_lone_surrogate_are_set_saved_and_loaded(
     loaded = ts.Predict(Ask)
     loaded.load(path)
     assert loaded.instructions == "Escaped \ufffd half"
+
+
+def test_a_demo_with_a_lone_surrogate_is_saved_as_the_request_carries_it(
+    tmp_path: Path, standin: tuple[StandIn, ts.LM]
+) -> None:
+    # Half an emoji in a demo a model wrote: the request carries U+FFFD for it, but save raised
+    # a bare UnicodeEncodeError ("surrogates not allowed") and wrote nothing.
+    server, lm = standin
+
+    class Ask(ts.Signature):
+        """Answer."""
+
+        question: str = ts.InputField()
+        answer: str = ts.OutputField()
+
+    predict = ts.Predict(Ask, lm=lm, demos=[{"question": "smile \ud83d", "answer": "yes"}])
+    path = tmp_path / "program.json"
+    predict.save(path)
+    loaded = ts.Predict(Ask, lm=lm)
+    loaded.load(path)
+    assert loaded.demos[0]["question"] == "smile \ufffd"
+    predict(question="Hi?")
+    loaded(question="Hi?")
+    first, second = server.requests[-2:]
+    assert first["messages"] == second["messages"]
