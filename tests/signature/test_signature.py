@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
 from typedspy.errors import ConfigurationError, SchemaError
 from typedspy.signature import (
@@ -242,6 +242,18 @@ def test_union_member_declaring_type_validation_alias_is_a_schema_error() -> Non
 
         class Clash2(Signature):
             out: list[ByValidationAlias | _Plain] = OutputField()
+
+
+def test_a_root_model_union_member_is_a_schema_error_naming_its_root_type() -> None:
+    # A RootModel holds no keys, so its tagged schema was an object of `_type` alone: the model
+    # was asked for no value at all.
+    class Count(RootModel[int]):
+        pass
+
+    with pytest.raises(SchemaError, match=r"Count is a RootModel.*put int in the union"):
+
+        class Clash3(Signature):
+            out: Count | _Plain = OutputField()
 
 
 def test_type_alias_outside_a_union_is_allowed() -> None:
