@@ -126,7 +126,8 @@ def test_random_search_whose_budget_ends_before_one_candidate_adds_no_demos(
     assert "budget spent before any candidate; no demos added" in caplog.text
 
 
-def test_a_training_example_that_does_not_validate_fails_the_call_naming_its_field() -> None:
+def test_a_training_example_that_does_not_validate_is_refused_by_compile_naming_it() -> None:
+    # Any example may be a call's nearest: it was embedded, then failed every call that picked it.
     class Score(ts.Signature):
         """Score the text."""
 
@@ -137,10 +138,11 @@ def test_a_training_example_that_does_not_validate_fails_the_call_naming_its_fie
         ts.Example(text="late refund", score="very").with_inputs("text"),
         ts.Example(text="app crash", score=0.5).with_inputs("text"),
     ]
+    knn = ts.optimize.KNNFewShot(k=1, embedding_model="embed-1", stratify=False, verbose=False)
     with served(nearest()) as (server, lm):
-        program = ts.optimize.KNNFewShot(
-            k=1, lm=lm, embedding_model="embed-1", stratify=False, verbose=False
-        ).compile(ts.Predict(Score), train)
-        with pytest.raises(ts.ConfigurationError, match=r"Score demo: score: Input should be"):
-            program(text="late refund")
-    assert server.requests == []  # refused before anything was sent to the model
+        knn.lm = lm
+        with pytest.raises(
+            ts.ConfigurationError, match=r"KNNFewShot: trainset\[0\]\.score: Input should be"
+        ):
+            knn.compile(ts.Predict(Score), train)
+    assert server.requests == [] and server.embedding_requests == []  # nothing embedded

@@ -9,7 +9,7 @@ completions); the vector math is numpy's (the ``typedspy[knn]`` extra, ADR-020).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Self, cast
 
 from pydantic import Field, FiniteFloat, JsonValue, model_validator
@@ -25,7 +25,7 @@ from typedspy.lm import BaseLM
 from typedspy.modules import Module, demo_errors, typed_demo
 from typedspy.optimize._base import Optimizer, Plan, fresh_copy, predictors
 from typedspy.optimize._stratify import class_step, demo_for, pick_demos
-from typedspy.program import ProgramState, StateModel, state_error, too_deep, under
+from typedspy.program import ProgramState, StateModel, listed, state_error, too_deep, under
 from typedspy.settings import resolve_lm
 
 __all__ = ["KNNFewShot", "KNNProgram"]
@@ -256,14 +256,10 @@ class KNNProgram(Module):
     def _load(self, state: ProgramState, source: str) -> None:
         """Check the examples against the program's signatures, then load it all (or nothing)."""
         knn = cast("KNNProgramState", state).knn
-        problems: list[FieldError] = []
-        for _, predictor in predictors(self.program):
-            sig = predictor.signature
-            for i, row in enumerate(knn.examples):
-                demo = demo_for(sig, row.values)
-                if demo is not None:  # as `aforward` makes demos of it
-                    problems += under(("knn", "examples", i, "values"), demo_errors(sig, demo))
-        if problems:
+        rows = [row.values for row in knn.examples]
+        if problems := _demo_problems(
+            self.program, rows, lambda i: ("knn", "examples", i, "values")
+        ):
             raise state_error(source, problems)
         examples = [Example(**row.values).with_inputs(*row.inputs) for row in knn.examples]
         vectors = _numpy().asarray(knn.vectors, dtype=float)
@@ -331,6 +327,8 @@ class KNNFewShot(Optimizer):
         self, program: Module, items: list[Example], valset: list[Example] | None
     ) -> KNNProgram:
         """Embed the training inputs (one request) and return a `KNNProgram`."""
+        if problems := _demo_problems(program, items, lambda i: ("trainset", i)):
+            raise ConfigurationError(f"KNNFewShot: {listed(problems, 3)}")
         lm = resolve_lm(self.lm)
         texts = [embedding_text(ex.inputs()) for ex in items]
         vectors = await embedded(lm, self.embedding_model, texts, "the training inputs")
@@ -343,3 +341,21 @@ class KNNFewShot(Optimizer):
             embedding_model=self.embedding_model,
             stratify=self.stratify,
         )
+
+
+def _demo_problems(
+    program: Module,
+    rows: Sequence[Mapping[str, Any]],
+    path: Callable[[int], tuple[str | int, ...]],
+) -> list[FieldError]:
+    """What is wrong with each row as a demo of each predictor, as `aforward` makes demos of it.
+
+    Any row may be a call's nearest, so every one is checked (``path`` names row ``i``).
+    """
+    problems: list[FieldError] = []
+    for _, predictor in predictors(program):
+        sig = predictor.signature
+        for i, row in enumerate(rows):
+            if (demo := demo_for(sig, row)) is not None:
+                problems += under(path(i), demo_errors(sig, demo))
+    return problems
