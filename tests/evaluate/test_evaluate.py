@@ -199,3 +199,27 @@ def test_a_result_json_cannot_hold_keeps_its_score_and_the_report_writes(
     assert report.items[0].outputs == outputs
     saved = json.loads(report.to_json(tmp_path / "r.json"))
     assert saved["items"][0]["outputs"] == written
+
+
+def test_an_example_value_json_cannot_hold_is_shown_by_its_repr_and_the_report_writes(
+    tmp_path: Path,
+) -> None:
+    # A custom module's raw bytes input: Example.to_dict raised UnicodeDecodeError (an object:
+    # PydanticSerializationError) when the report was built, and the evaluation was lost.
+    class Sniff(ts.Module):
+        async def aforward(self, **inputs: object) -> object:
+            return {"kind": "png" if inputs["data"] == b"\x89PNG" else "other"}
+
+    devset = [
+        ts.Example(data=b"\x89PNG", kind="png").with_inputs("data"),
+        ts.Example(data=b"\xff", kind="other").with_inputs("data"),
+    ]
+    report = ts.evaluate(Sniff(), devset, lambda example, prediction: 1.0)
+    assert report.score == 1.0 and not report.failures
+    assert [item.inputs for item in report.items] == [
+        {"data": "b'\\x89PNG'"},
+        {"data": "b'\\xff'"},
+    ]
+    assert report.items[1].expected == {"kind": "other"}
+    saved = json.loads(report.to_json(tmp_path / "r.json"))
+    assert saved["items"][1]["inputs"] == {"data": "b'\\xff'"}

@@ -17,6 +17,7 @@ from typedspy.evaluation._metric import FieldMetric, Metric, score
 from typedspy.evaluation._observe import Outcome, run_observed
 from typedspy.evaluation._report import EvaluationReport, ItemResult, failure_kind, writable
 from typedspy.modules import Module
+from typedspy.signature import to_jsonable
 
 __all__ = ["Evaluate", "aevaluate", "evaluate", "run_scored"]
 
@@ -145,7 +146,7 @@ class Evaluate:
 
 
 def _item(index: int, example: Example, outcome: Outcome, failure_score: float) -> ItemResult:
-    values = writable(example.to_dict())
+    values = writable(_values(example))
     item = ItemResult(
         index=index,
         inputs={k: values[k] for k in example.inputs()},
@@ -195,3 +196,20 @@ def _report(
 def _message(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}"[:300]
+
+
+def _values(example: Example) -> dict[str, Any]:
+    """The example's values as JSON-ready data, one JSON cannot hold (bytes) by its ``repr``.
+
+    As a result's is (`Outcome.outputs`): the run and its score stand.
+    """
+    try:
+        return example.to_dict()
+    except ValueError:  # UnicodeDecodeError and PydanticSerializationError are ones
+        shown: dict[str, Any] = {}
+        for key, value in example.items():
+            try:
+                shown[key] = to_jsonable(value)
+            except ValueError:
+                shown[key] = repr(value)
+        return shown
