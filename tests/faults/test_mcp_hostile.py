@@ -390,7 +390,7 @@ def test_a_reply_that_is_no_call_result_is_a_result_error_and_a_crash_a_lost_con
         assert str(lost).startswith(f"{tool}: the connection to the MCP server was lost: ")
 
 
-def failing(where: str) -> Server[Any]:
+def failing(where: str, code: int = -32001) -> Server[Any]:
     """An in-process server whose listing or call answers with an MCP error response."""
 
     async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
@@ -399,20 +399,22 @@ def failing(where: str) -> Server[Any]:
         return types.ListToolsResult(tools=[types.Tool(name="t", input_schema=OBJECT)])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: Any) -> types.CallToolResult:
-        raise MCPError(code=-32001, message="the tool is down")
+        raise MCPError(code=code, message="the tool is down")
 
     return Server("failing", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 @pytest.mark.parametrize(
-    ("where", "message"),
+    ("where", "code", "message"),
     [
-        ("list", "the MCP server could not list its tools: the listing is down"),
-        ("call", "t: the MCP server answered with an error: the tool is down"),
+        ("list", -32001, "the MCP server could not list its tools: the listing is down"),
+        ("call", -32001, "t: the MCP server answered with an error: the tool is down"),
+        # JSON-RPC's generic server error, the code the SDK also gives a closed connection
+        ("call", -32000, "t: the MCP server answered with an error: the tool is down"),
     ],
 )
-def test_an_mcp_error_response_is_a_protocol_error(where: str, message: str) -> None:
-    failed = call(failing(where), "t", {"x": 1})
+def test_an_mcp_error_response_is_a_protocol_error(where: str, code: int, message: str) -> None:
+    failed = call(failing(where, code), "t", {"x": 1})
 
     assert isinstance(failed, RemoteToolError) and failed.kind == "protocol", failed
     assert str(failed) == message

@@ -49,6 +49,8 @@ _MAX_PAGES = 100
 _MAX_TOOLS = 1000  # built from a whole listing: each is a schema check, run on the event loop
 _NAMED = 20  # names an error message lists
 _LOST = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
+# How the SDK ends a call whose connection closed; a server's own -32000 is a generic error
+_CLOSED = (types.CONNECTION_CLOSED, "Connection closed")
 
 
 class RemoteTools:
@@ -281,7 +283,7 @@ class RemoteTools:
             try:
                 return await self._client.call_tool(name, arguments)
             except MCPError as exc:
-                if exc.code == types.CONNECTION_CLOSED:  # the SDK's word for a lost connection
+                if (exc.code, exc.message) == _CLOSED:  # the SDK's word for a lost connection
                     raise _lost(name, exc) from exc
                 raise RemoteToolError(
                     f"{name}: the MCP server answered with an error: {exc}",
@@ -336,10 +338,9 @@ def _unusable(errors: list[SchemaError], usable: list[str]) -> SchemaError:
 
 
 def _lost(name: str, exc: Exception) -> RemoteToolError:
+    why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return RemoteToolError(
-        f"{name}: the connection to the MCP server was lost: {type(exc).__name__}: {exc}",
-        tool=name,
-        kind="connection",
+        f"{name}: the connection to the MCP server was lost: {why}", tool=name, kind="connection"
     )
 
 
