@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
 from typedspy.errors import ConfigurationError, SchemaError
+from typedspy.schema import compile_schema
 from typedspy.signature import (
     FieldTexts,
     InputField,
@@ -244,16 +245,23 @@ def test_union_member_declaring_type_validation_alias_is_a_schema_error() -> Non
             out: list[ByValidationAlias | _Plain] = OutputField()
 
 
-def test_a_root_model_union_member_is_a_schema_error_naming_its_root_type() -> None:
+def test_a_root_model_union_member_of_an_output_is_a_schema_error() -> None:
     # A RootModel holds no keys, so its tagged schema was an object of `_type` alone: the model
-    # was asked for no value at all.
+    # was asked for no value at all. As an input it is only rendered, and stays usable.
     class Count(RootModel[int]):
         pass
 
-    with pytest.raises(SchemaError, match=r"Count is a RootModel.*put int in the union"):
+    class Clash3(Signature):
+        out: Count | _Plain = OutputField()
 
-        class Clash3(Signature):
-            out: Count | _Plain = OutputField()
+    with pytest.raises(SchemaError, match=r"Count is a union member whose values are no JSON"):
+        compile_schema(Clash3)
+
+    class Given(Signature):
+        count: Count | _Plain = InputField()
+        out: str = OutputField()
+
+    assert compile_schema(Given).schema["required"] == ["out"]
 
 
 def test_type_alias_outside_a_union_is_allowed() -> None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from typedspy.errors import SchemaError
 from typedspy.schema._patterns import DECIMAL, INTEGER
 from typedspy.signature import NOMATCH_TAG, OTHER_TAG, TAG_PREFIX, TYPE_KEY
 
@@ -121,6 +122,14 @@ def neutral_schema(model: type[BaseModel]) -> JSONSchema:
             # Copy before this node loses its marker: in a recursive model the node may sit
             # inside the very definition being copied, and the copy must refer to itself tagged.
             member = copy.deepcopy(defs[source])
+            if member.get("type") != "object":  # a RootModel: no keys to hold the tag
+                shown = member.get("type") or "not an object"
+                raise SchemaError(
+                    f"{source} is a union member whose values are no JSON object ({shown}), so "
+                    f"it cannot carry the {TYPE_KEY!r} tag typedspy adds to every model of a "
+                    "union: put its root type in the union instead (`int | Cat`)",
+                    path=(source,),
+                )
             _prepend_type(member, wire)
             defs[key] = member
         del node[_MARKER]

@@ -28,7 +28,6 @@ from pydantic import (
     BeforeValidator,
     Discriminator,
     PlainValidator,
-    RootModel,
     Tag,
     create_model,
 )
@@ -145,7 +144,7 @@ class TypeRewriter:
             unchanged = all(n is o for n, o in zip(new_args, args, strict=True))
             return tp if unchanged else _union_of(new_args)
         for model in models:
-            _check_taggable(model)
+            _check_no_type_field(model)
         names = wire_names(models)
         others = [self._rewrite(a) for a in non_null if not is_model(a)]
         choice_types = [self._rewrite(m) for m in models]
@@ -235,16 +234,8 @@ def _to_user(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:
     return convert
 
 
-def _check_taggable(model: type[BaseModel]) -> None:
+def _check_no_type_field(model: type[BaseModel]) -> None:
     owner = qualified_name(model)
-    if issubclass(model, RootModel):  # no keys: tagged, it asked the model for `_type` alone
-        root = model.model_fields["root"].annotation
-        shown = getattr(root, "__name__", repr(root))
-        raise SchemaError(
-            f"{owner} is a RootModel, which has no keys for the {TYPE_KEY!r} tag typedspy adds "
-            f"to every model of a union: put {shown} in the union instead",
-            path=(owner,),
-        )
     if TYPE_KEY in model.__private_attributes__:  # `_type: str = "A"`: Pydantic's private name
         raise SchemaError(
             f"{owner}.{TYPE_KEY} declares the name {TYPE_KEY!r}, which typedspy "
