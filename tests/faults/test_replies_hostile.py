@@ -186,6 +186,7 @@ def test_a_tool_call_with_its_arguments_as_an_object_runs(streamed: bool) -> Non
     listed = [
         {"id": "b", "function": {"name": "search", "arguments": {"query": "x"}}},
         {"id": "c", "function": {"name": "search", "arguments": None}},
+        {"id": "d", "function": {"name": "search", "arguments": ""}},  # sent back as "{}"
     ]
     if streamed:
         delta = {"tool_calls": [{"index": n, **c} for n, c in enumerate(listed)]}
@@ -205,8 +206,9 @@ def test_a_tool_call_with_its_arguments_as_an_object_runs(streamed: bool) -> Non
     assert answer == "done"
     messages = server.requests[1].json()["messages"]
     (asked,) = [m for m in messages if m.get("tool_calls")]
-    assert [c["id"] for c in asked["tool_calls"]] == ["b", "c"]  # no function: no call
+    assert [c["id"] for c in asked["tool_calls"]] == ["b", "c", "d"]  # no function: no call
     arguments = [json.loads(c["function"]["arguments"]) for c in asked["tool_calls"]]
-    assert arguments == [{"query": "x"}, {}]
+    assert arguments == [{"query": "x"}, {}, {}]
     results = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
     assert "found x" in results["b"] and "query" in results["c"]  # "c" lacks its argument
+    assert "query" in results["d"]

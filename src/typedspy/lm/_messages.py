@@ -241,6 +241,7 @@ def _tool_calls(calls: object) -> tuple[ToolCall, ...]:
         arguments = function.get("arguments")
         if not isinstance(arguments, str):  # a few servers send the object itself
             arguments = json.dumps(arguments if arguments is not None else {})
+        arguments = arguments or "{}"  # none at all: sent back as JSON, as a stream's are
         # An id or name that is no string is none, as in a stream (an agent makes up an id).
         found.append(
             ToolCall(

@@ -193,7 +193,7 @@ class StreamAccumulator:
 
     def response(self) -> LMResponse:
         """The completion the chunks add up to (as `LMResponse.from_completion` would read it)."""
-        calls = tuple(  # a call streamed without arguments has none, as a completion's reads
+        calls = tuple(  # a call streamed without arguments has none: "{}", as a completion's
             ToolCall(id=p.id, name=p.name, arguments="".join(p.arguments) or "{}")
             for p in self._calls
         )
