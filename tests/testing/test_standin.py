@@ -757,11 +757,13 @@ def test_stop_cuts_a_stream_waiting_on_its_chunk_delay() -> None:
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
         + body
     )
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+    with server, socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         sock.sendall(request)
         received = b""
         while b"\r\n\r\n" not in received:  # the headers go out before the first delay
-            received += sock.recv(65536)
+            piece = sock.recv(65536)
+            assert piece, received  # closed before its headers
+            received += piece
         finished = threading.Event()
 
         def stop() -> None:
