@@ -105,9 +105,9 @@ def test_a_refused_mode_is_dropped_and_the_refinement_holds_for_the_base_url() -
         lm = ts.LM("m", base_url=standin.base_url, api_key="k", max_retries=0)
         lm.probe()
         lm.close()
-        assert lm.profile.modes == ("json_schema", "prompt")
+        assert lm.profile.modes == ("json_schema",)  # llama.cpp's profile never prompts
         later = ts.LM("m", base_url=standin.base_url, api_key="k")  # not used: nothing to close
-        assert later.profile.modes == ("json_schema", "prompt")
+        assert later.profile.modes == ("json_schema",)
         assert standin.models_requests == 1
 
 

@@ -246,8 +246,10 @@ class ProbeReport(BaseModel):
         """``profile`` changed by what the probe showed (a copy with an empty memory).
 
         A refused mode is dropped; enforced modes go first, ``prompt`` before modes whose
-        schema was ignored; any ignored schema puts the shape into the prompt; tool calling
-        that was refused or ignored is not trusted to drive an agent.
+        schema was ignored (it is added for them, or when every mode was refused, and is not
+        for a profile whose modes hold: llama.cpp's never prompts); any ignored schema puts the
+        shape into the prompt; tool calling that was refused or ignored is not trusted to drive
+        an agent.
         """
         by_mode: dict[Mode, Verdict] = {
             "json_schema": self.verdict("json_schema"),
@@ -255,8 +257,9 @@ class ProbeReport(BaseModel):
             "tools": self.verdict("tools"),
             "prompt": "unknown",
         }
-        every: tuple[Mode, ...] = (*profile.modes, "prompt")
-        kept: list[Mode] = [m for m in every if by_mode[m] != "refused"]
+        kept: list[Mode] = [m for m in profile.modes if by_mode[m] != "refused"]
+        if not kept or any(by_mode[m] == "ignored" for m in kept):
+            kept.append("prompt")
         rank = {"enforced": 0, "unknown": 1, "ignored": 3}
 
         def place(mode: Mode) -> int:
