@@ -168,3 +168,12 @@ def test_output_is_json_serialisable() -> None:
     env = Envelope(action=SPAWN, steps=[SPAWN], plain=Continue(reason="p"))
     text = json.dumps(to_jsonable(env))
     assert json.loads(text)["_type"] == "Envelope"
+
+
+def test_a_field_excluded_by_exclude_if_is_left_out_as_model_dump_leaves_it() -> None:
+    class Note(BaseModel):
+        text: str
+        extra: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    assert to_jsonable(Note(text="a"), Note) == Note(text="a").model_dump() == {"text": "a"}
+    assert to_jsonable(Note(text="a", extra="b"), Note) == {"text": "a", "extra": "b"}

@@ -391,5 +391,7 @@ def _model(value: BaseModel, tag: str | None, room: int) -> dict[str, Any]:
             field = getattr(value, name)
         except AttributeError:  # `model_construct()` leaves a field it was not given unset
             raise ValueError(f"{type(value).__name__}.{name} is not set") from None
+        if info.exclude_if is not None and info.exclude_if(field):  # as model_dump leaves it
+            continue
         out[info.alias or name] = _jsonable(field, annotation, room - 1)
     return out
