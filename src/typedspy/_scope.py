@@ -5,8 +5,8 @@ A `Scope` holds one field per concern, each owned by one module, which reads it 
 (`typedspy.settings.context`), the usage meters (`typedspy.limits.metering`), the request bound
 (`typedspy.lm`), the token count of a ReAct run (`typedspy.limits.spending`), the call and
 stream deadlines (`typedspy._deadline`), the JSON depth limit (`typedspy._json.depth_limit`),
-the approvals of paused tool calls and the depth of nested tool calls (`typedspy.tools`) and
-the render flag
+the approvals of paused tool calls and the depth of nested tool calls (`typedspy.tools`), the
+answer a sub-agent paused inside a resumed call takes up (`typedspy.react`) and the render flag
 (`typedspy.pipeline.rendering`).
 
 A scope is immutable: a change makes a new one, so a task or thread that copied the context
@@ -41,6 +41,7 @@ __all__ = [
     "OVERRIDES",
     "RENDERING",
     "REQUEST_BOUND",
+    "RESUMING",
     "SPENT",
     "STREAM_DEADLINE",
     "TOOL_DEPTH",
@@ -66,11 +67,12 @@ class Scope(NamedTuple):
     json_depth: int | None  # `depth_limit`'s; None: the default
     approvals: Mapping[str, ResumeState]  # answers to paused tool calls, by confirmation id
     tool_depth: int  # how many tool calls the running code is nested in
+    resuming: list[ResumeState] | None  # a sub-agent's answer, taken (popped) by its run once
     rendering: bool  # `render`: the first request is shown, not sent
 
 
 _NONE: Mapping[str, Any] = MappingProxyType({})
-_EMPTY = Scope(_NONE, (), None, None, None, None, None, _NONE, 0, False)
+_EMPTY = Scope(_NONE, (), None, None, None, None, None, _NONE, 0, None, False)
 _scope: ContextVar[Scope] = ContextVar("typedspy_scope", default=_EMPTY)
 _get, _set, _new = _scope.get, _scope.set, tuple.__new__  # looked up once: used per chunk
 
@@ -156,4 +158,5 @@ STREAM_DEADLINE: Field[Bound | None] = Field("stream_deadline")
 JSON_DEPTH: Field[int | None] = Field("json_depth")
 APPROVALS: Field[Mapping[str, ResumeState]] = Field("approvals")
 TOOL_DEPTH: Field[int] = Field("tool_depth")
+RESUMING: Field[list[ResumeState] | None] = Field("resuming")
 RENDERING: Field[bool] = Field("rendering")

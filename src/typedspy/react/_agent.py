@@ -66,6 +66,7 @@ from typedspy.react._run import (
     AgentPrediction,
     Run,
     as_arguments,
+    nested_resume,
     restore,
 )
 from typedspy.react._state import (
@@ -290,6 +291,8 @@ class ReAct(Module, Generic[SigT, InputsT]):
         """
         lm = resolve_lm(self.lm)
         await lm.aidentify()  # ADR-084: the profile is read from here on
+        if resume_state is None:  # a sub-agent paused inside a call its parent resumes
+            resume_state = nested_resume(self.signature)
         if resume_state is None:
             checked = check_inputs(self.signature, inputs)
             turns = history_messages(history)

@@ -23,6 +23,7 @@ from typing_extensions import TypeAliasType
 from typedspy import callbacks
 from typedspy._json import depth_limit
 from typedspy._json import loads as bounded_loads
+from typedspy._scope import RESUMING, current
 from typedspy._text import bounded
 from typedspy._types import Attempt, Usage
 from typedspy.adapter import render_value
@@ -469,8 +470,13 @@ class Run(Generic[SigT]):
         return render_value(said), False
 
     def _pause(self, exc: ConfirmationRequired, call: TrajectoryCall) -> None:
-        """Put the run's state in the pause: a `PausedRun` at this call, with a new pause id."""
+        """Put the run's state in the pause: a `PausedRun` at this call, with a new pause id.
+
+        A sub-agent's run inside the call that paused first is kept as its ``inner`` (ADR-099),
+        and the tool call keeps that run's id: the person answers the innermost call.
+        """
         calls = self.trajectory[self.step].calls
+        inner = exc.context.get(CONTEXT_KEY)
         exc.context[CONTEXT_KEY] = PausedRun(
             pause_id=uuid.uuid4().hex,
             signature=self.signature.__name__,
@@ -481,8 +487,9 @@ class Run(Generic[SigT]):
             mode=self.mode,
             tools=self.tools.names,
             usage=self.usage,
+            inner=inner if isinstance(inner, PausedRun) else None,
         )
-        exc.tool_call["id"] = call.id
+        exc.tool_call.setdefault("id", call.id)
 
     # -- resuming a paused run --
 
@@ -505,7 +512,7 @@ class Run(Generic[SigT]):
         store = DEFAULT_STORE if store is None else store
         known = await store.claim(point.pause_id, state.action)
         if known is None:
-            observation, failed = await self._answer(call, state)
+            observation, failed = await self._answer(call, state, point.inner)
             await store.record(point.pause_id, observation, failed)
         elif known.action != state.action:
             raise ResumeConflictError(
@@ -527,7 +534,7 @@ class Run(Generic[SigT]):
             )
             observation, failed = known.observation, known.failed
         edited = state.edited_arguments
-        if edited is not None:
+        if edited is not None and point.inner is None:  # edits of a sub-agent's call are its
             # What ran: the edits over the paused call's validated arguments, as the tools layer
             # merges them; the model then reads the call as it was really made.
             original = state.tool_call.get("arguments")
@@ -539,8 +546,22 @@ class Run(Generic[SigT]):
             async for event in calls:
                 yield event
 
-    async def _answer(self, call: TrajectoryCall, state: ResumeState) -> tuple[str, bool]:
-        """The paused call's observation, from the person's answer (and whether it failed)."""
+    async def _answer(
+        self, call: TrajectoryCall, state: ResumeState, inner: PausedRun | None
+    ) -> tuple[str, bool]:
+        """The paused call's observation, from the person's answer (and whether it failed).
+
+        When a sub-agent inside the call paused (``inner``), the call runs again and that
+        agent's run takes the answer up where it paused (`nested_resume`); its result is the
+        observation.
+        """
+        if inner is not None:
+            nested = state.model_copy(update={"context": {**state.context, CONTEXT_KEY: inner}})
+            saved = RESUMING.set([nested])
+            try:
+                return await self.run_checked(call)
+            finally:
+                RESUMING.restore(saved)
         if state.action == "reject":
             return f"The user rejected this call to {call.name}; it was not run.", True
         if state.action == "feedback":
@@ -553,6 +574,20 @@ class Run(Generic[SigT]):
         if state.edited_arguments is None:
             return observation, failed
         return f"(The user edited the arguments before approving the call.) {observation}", failed
+
+
+def nested_resume(signature: type[Signature]) -> ResumeState | None:
+    """The answer for a sub-agent's run over ``signature`` paused inside a call being resumed.
+
+    Its parent set it for the call (ADR-099); the first such run takes it, any later one
+    starts afresh.
+    """
+    held = current().resuming
+    if held:
+        point = held[0].context.get(CONTEXT_KEY)
+        if isinstance(point, PausedRun) and point.signature == signature.__name__:
+            return held.pop()
+    return None
 
 
 def restore(

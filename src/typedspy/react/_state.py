@@ -172,7 +172,8 @@ class PausedRun(BaseModel):
 
     The one record of a pause both ways (ADR-069); its JSON is the format saved since version 1.
     ``pause_id`` keys the answer in the `ResumeStore`; the signature covers it, so it is required
-    (ADR-052).
+    (ADR-052). ``inner`` is the paused run of a sub-agent inside the pending call's tool, when
+    the call that asks is that agent's (ADR-099): the answer goes to the innermost run.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -188,6 +189,7 @@ class PausedRun(BaseModel):
     mode: Literal["tools", "union"]
     tools: list[str]
     usage: Usage = Field(default_factory=Usage)
+    inner: PausedRun | None = Field(default=None, exclude_if=lambda inner: inner is None)
 
     @model_validator(mode="after")
     def _pending(self) -> PausedRun:
@@ -232,8 +234,12 @@ class PausedRun(BaseModel):
             raise ConfigurationError(
                 f"resume_state holds a malformed ReAct state at {first_error(exc)}"
             ) from exc
-        # The answer applies to the call it was asked for: the state's tool call is the paused one.
-        pending = paused.trajectory[paused.step].calls[paused.call]
+        # The answer applies to the call it was asked for: the state's tool call is the paused one
+        # (the innermost run's, when a sub-agent paused).
+        innermost = paused
+        while innermost.inner is not None:
+            innermost = innermost.inner
+        pending = innermost.trajectory[innermost.step].calls[innermost.call]
         shown = (state.tool_call.get("name"), state.tool_call.get("id"))
         if shown != (pending.name, pending.id):
             raise ConfigurationError(

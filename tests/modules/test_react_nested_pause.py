@@ -1,0 +1,155 @@
+"""A confirmation asked inside a sub-agent (an agent used as another agent's tool): the outer
+run pauses at the inner call, and resuming it resumes the inner run where it paused (ADR-099)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import typedspy as ts
+from typedspy.react import ReAct
+from typedspy.testing import Reply, StandIn
+from typedspy.tools import ConfirmationRequired, ResumeState, Tool, confirm_first, tool
+
+SECRET = "test-secret-for-signing-resume-states"  # at least 32 bytes
+
+
+class Task(ts.Signature):
+    """Do the task."""
+
+    task: str = ts.InputField()
+    result: str = ts.OutputField()
+
+
+class Ask(ts.Signature):
+    """Answer, delegating what needs doing."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+def call(name: str, arguments: dict[str, Any], call_id: str) -> Reply:
+    listed = [{"id": call_id, "name": name, "arguments": json.dumps(arguments)}]
+    return Reply(tool_calls=listed, finish_reason="tool_calls")
+
+
+class Agents:
+    """An outer agent whose one tool, ``delegate``, is an inner agent with a confirm_first tool."""
+
+    def __init__(self, server: StandIn) -> None:
+        self.sent: list[str] = []
+
+        @confirm_first
+        @tool
+        def send_email(to: str) -> str:
+            """Send an email."""
+            self.sent.append(to)
+            return f"sent to {to}"
+
+        self.lm = ts.LM("m", base_url=server.base_url, api_key="k", max_retries=0, profile="openai")
+        inner = ReAct(Task, tools=[send_email], lm=self.lm, max_iters=3, mode="tools")
+        delegate = Tool.from_module(inner, name="delegate", description="Delegate a task.")
+        self.outer = ReAct(Ask, tools=[delegate], lm=self.lm, max_iters=3, mode="tools")
+
+    def pause(self) -> ConfirmationRequired:
+        with pytest.raises(ConfirmationRequired) as info:
+            self.outer(question="Please email Bob.")
+        return info.value
+
+    def resume(self, state: ResumeState) -> str:
+        answer: str = self.outer(question="Please email Bob.", resume_state=state).answer
+        return answer
+
+
+@pytest.fixture
+def server() -> Iterator[StandIn]:
+    with StandIn() as standin:
+        standin.enqueue(
+            call("delegate", {"task": "email bob"}, "outer-1"),
+            call("send_email", {"to": "bob"}, "inner-1"),
+        )
+        yield standin
+
+
+@pytest.fixture
+def make(server: StandIn) -> Iterator[Callable[[], Agents]]:
+    built: list[Agents] = []
+
+    def agents() -> Agents:
+        built.append(Agents(server))
+        return built[-1]
+
+    yield agents
+    for each in built:
+        each.lm.close()
+
+
+def test_the_outer_run_pauses_at_the_inner_call_and_resumes_the_inner_run(
+    server: StandIn, make: Callable[[], Agents]
+) -> None:
+    agents = make()
+    pause = agents.pause()
+    # The person is asked about the call that needs them, with the inner model's call id.
+    assert pause.tool_call == {"name": "send_email", "arguments": {"to": "bob"}, "id": "inner-1"}
+    assert "send_email" in pause.question and agents.sent == []
+    saved = ResumeState(pause, "yes").to_json(secret=SECRET)
+
+    server.enqueue(call("finish", {"result": "Bob emailed"}, "inner-2"))
+    server.enqueue(call("finish", {"answer": "Done: Bob emailed"}, "outer-2"))
+    fresh = make()  # another process: a saved state, new agents
+    answer = fresh.resume(ResumeState.from_json(saved, secret=SECRET))
+
+    assert answer == "Done: Bob emailed"
+    assert fresh.sent == ["bob"]  # the approved call ran once, where the inner run paused
+    assert len(server.requests) == 4  # no step was asked again: outer, inner, inner, outer
+    inner_finish = server.requests[2]["messages"]
+    assert inner_finish[-1] == {"role": "tool", "tool_call_id": "inner-1", "content": "sent to bob"}
+    outer_finish = server.requests[3]["messages"]
+    assert outer_finish[-1]["tool_call_id"] == "outer-1"
+    assert "Bob emailed" in outer_finish[-1]["content"]
+
+    # The same saved answer again: the outer call's outcome is replayed, nothing runs twice.
+    server.enqueue(call("finish", {"answer": "Done again"}, "outer-3"))
+    assert fresh.resume(ResumeState.from_json(saved, secret=SECRET)) == "Done again"
+    assert fresh.sent == ["bob"]
+
+
+@pytest.mark.parametrize(
+    ("response", "told"),
+    [
+        ("no", "The user rejected this call to send_email; it was not run."),
+        ("Write to Alice instead", "The user did not run this call to send_email and said"),
+    ],
+)
+def test_a_rejection_goes_to_the_inner_run_whose_model_is_told(
+    server: StandIn, make: Callable[[], Agents], response: Any, told: str
+) -> None:
+    agents = make()
+    state = ResumeState(agents.pause(), response)
+    server.enqueue(call("finish", {"result": "Bob was not emailed"}, "inner-2"))
+    server.enqueue(call("finish", {"answer": "Not emailed"}, "outer-2"))
+
+    assert agents.resume(state) == "Not emailed"
+    assert agents.sent == []
+    observation = server.requests[2]["messages"][-1]
+    assert observation["tool_call_id"] == "inner-1" and observation["content"].startswith(told)
+    assert "Bob was not emailed" in server.requests[3]["messages"][-1]["content"]
+
+
+def test_edited_arguments_apply_to_the_inner_call_only(
+    server: StandIn, make: Callable[[], Agents]
+) -> None:
+    agents = make()
+    state = ResumeState(agents.pause(), {"to": "alice"})
+    server.enqueue(call("finish", {"result": "Alice emailed"}, "inner-2"))
+    server.enqueue(call("finish", {"answer": "Done"}, "outer-2"))
+
+    assert agents.resume(state) == "Done"
+    assert agents.sent == ["alice"]
+    outer_call = server.requests[3]["messages"][-2]["tool_calls"][0]["function"]
+    assert json.loads(outer_call["arguments"]) == {"task": "email bob"}  # the outer call as made
+    inner_call = server.requests[2]["messages"][-2]["tool_calls"][0]["function"]
+    assert json.loads(inner_call["arguments"]) == {"to": "alice"}  # the inner one as it ran
