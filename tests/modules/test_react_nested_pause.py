@@ -39,7 +39,13 @@ def call(name: str, arguments: dict[str, Any], call_id: str) -> Reply:
 class Agents:
     """An outer agent whose one tool, ``delegate``, is an inner agent with a confirm_first tool."""
 
-    def __init__(self, server: StandIn) -> None:
+    def __init__(
+        self,
+        server: StandIn,
+        *,
+        shape: str = "agent",
+        inner_signature: type[ts.Signature] = Task,
+    ) -> None:
         self.sent: list[str] = []
 
         @confirm_first
@@ -50,8 +56,20 @@ class Agents:
             return f"sent to {to}"
 
         self.lm = ts.LM("m", base_url=server.base_url, api_key="k", max_retries=0, profile="openai")
-        inner = ReAct(Task, tools=[send_email], lm=self.lm, max_iters=3, mode="tools")
+        inner = ReAct(inner_signature, tools=[send_email], lm=self.lm, max_iters=3, mode="tools")
         delegate = Tool.from_module(inner, name="delegate", description="Delegate a task.")
+        if shape == "confirmed":  # the sub-agent tool asks first too
+            delegate = delegate.with_confirmation()
+        elif shape == "two-agents":  # a function running two agents over one signature
+            researcher = ReAct(Task, tools=[], lm=self.lm, max_iters=3, mode="tools")
+
+            async def run_both(task: str) -> str:
+                """Delegate a task."""
+                found = await researcher.acall(task=f"research {task}")
+                done = await inner.acall(task=task)
+                return f"{found.result} / {done.result}"
+
+            delegate = Tool.from_function(run_both, name="delegate")
         self.outer = ReAct(Ask, tools=[delegate], lm=self.lm, max_iters=3, mode="tools")
 
     def pause(self) -> ConfirmationRequired:
@@ -64,22 +82,22 @@ class Agents:
         return answer
 
 
+DELEGATE = call("delegate", {"task": "email bob"}, "outer-1")
+SEND = call("send_email", {"to": "bob"}, "inner-1")
+
+
 @pytest.fixture
 def server() -> Iterator[StandIn]:
     with StandIn() as standin:
-        standin.enqueue(
-            call("delegate", {"task": "email bob"}, "outer-1"),
-            call("send_email", {"to": "bob"}, "inner-1"),
-        )
         yield standin
 
 
 @pytest.fixture
-def make(server: StandIn) -> Iterator[Callable[[], Agents]]:
+def make(server: StandIn) -> Iterator[Callable[..., Agents]]:
     built: list[Agents] = []
 
-    def agents() -> Agents:
-        built.append(Agents(server))
+    def agents(**options: Any) -> Agents:
+        built.append(Agents(server, **options))
         return built[-1]
 
     yield agents
@@ -88,8 +106,9 @@ def make(server: StandIn) -> Iterator[Callable[[], Agents]]:
 
 
 def test_the_outer_run_pauses_at_the_inner_call_and_resumes_the_inner_run(
-    server: StandIn, make: Callable[[], Agents]
+    server: StandIn, make: Callable[..., Agents]
 ) -> None:
+    server.enqueue(DELEGATE, SEND)
     agents = make()
     pause = agents.pause()
     # The person is asked about the call that needs them, with the inner model's call id.
@@ -125,8 +144,9 @@ def test_the_outer_run_pauses_at_the_inner_call_and_resumes_the_inner_run(
     ],
 )
 def test_a_rejection_goes_to_the_inner_run_whose_model_is_told(
-    server: StandIn, make: Callable[[], Agents], response: Any, told: str
+    server: StandIn, make: Callable[..., Agents], response: Any, told: str
 ) -> None:
+    server.enqueue(DELEGATE, SEND)
     agents = make()
     state = ResumeState(agents.pause(), response)
     server.enqueue(call("finish", {"result": "Bob was not emailed"}, "inner-2"))
@@ -140,8 +160,9 @@ def test_a_rejection_goes_to_the_inner_run_whose_model_is_told(
 
 
 def test_edited_arguments_apply_to_the_inner_call_only(
-    server: StandIn, make: Callable[[], Agents]
+    server: StandIn, make: Callable[..., Agents]
 ) -> None:
+    server.enqueue(DELEGATE, SEND)
     agents = make()
     state = ResumeState(agents.pause(), {"to": "alice"})
     server.enqueue(call("finish", {"result": "Alice emailed"}, "inner-2"))
@@ -153,3 +174,61 @@ def test_edited_arguments_apply_to_the_inner_call_only(
     assert json.loads(outer_call["arguments"]) == {"task": "email bob"}  # the outer call as made
     inner_call = server.requests[2]["messages"][-2]["tool_calls"][0]["function"]
     assert json.loads(inner_call["arguments"]) == {"to": "alice"}  # the inner one as it ran
+
+
+def test_a_sub_agent_tool_that_asks_first_is_not_asked_again_when_its_agent_resumes(
+    server: StandIn, make: Callable[..., Agents]
+) -> None:
+    # The delegate call's approval was used when it ran; run again for the inner answer, it
+    # asked again, and that pause dropped the inner answer (the inner run started afresh).
+    server.enqueue(DELEGATE)
+    agents = make(shape="confirmed")
+    first = agents.pause()
+    assert first.tool_call["name"] == "delegate"
+    server.enqueue(SEND)
+    with pytest.raises(ConfirmationRequired) as info:
+        agents.resume(ResumeState(first, "yes"))
+    assert info.value.tool_call["name"] == "send_email"
+    server.enqueue(call("finish", {"result": "Bob emailed"}, "inner-2"))
+    server.enqueue(call("finish", {"answer": "Done"}, "outer-2"))
+
+    assert agents.resume(ResumeState(info.value, "yes")) == "Done"
+    assert agents.sent == ["bob"] and len(server.requests) == 4
+
+
+def test_the_answer_reaches_the_paused_run_among_runs_over_one_signature(
+    server: StandIn, make: Callable[..., Agents]
+) -> None:
+    # A tool running a researcher, then the mailer (both over Task): the researcher, first to
+    # start on the re-run, took the mailer's answer and state; the email was never sent.
+    server.enqueue(DELEGATE, call("finish", {"result": "found"}, "research-1"), SEND)
+    agents = make(shape="two-agents")
+    state = ResumeState(agents.pause(), "yes")
+    server.enqueue(call("finish", {"result": "found again"}, "research-2"))  # it runs again
+    server.enqueue(call("finish", {"result": "mailed"}, "inner-2"))
+    server.enqueue(call("finish", {"answer": "Done"}, "outer-2"))
+
+    assert agents.resume(state) == "Done"
+    assert agents.sent == ["bob"]
+    assert "found again / mailed" in server.requests[-1]["messages"][-1]["content"]
+
+
+def test_a_state_whose_sub_agent_no_longer_runs_is_refused_not_dropped(
+    server: StandIn, make: Callable[..., Agents]
+) -> None:
+    # A program changed since the pause (the sub-agent's signature renamed): its answer was
+    # silently unused, the sub-agent started afresh and asked the person again.
+    class Chore(ts.Signature):
+        """Do the chore."""
+
+        task: str = ts.InputField()
+        result: str = ts.OutputField()
+
+    server.enqueue(DELEGATE, SEND)
+    state = ResumeState(make().pause(), "yes")
+    server.enqueue(call("send_email", {"to": "bob"}, "inner-9"))
+    changed = make(inner_signature=Chore)
+
+    with pytest.raises(ts.ConfigurationError, match=r"a ReAct run over 'Task' .* inside delegate"):
+        changed.resume(state)
+    assert changed.sent == []

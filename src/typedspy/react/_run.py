@@ -546,6 +546,16 @@ class Run(Generic[SigT]):
             async for event in calls:
                 yield event
 
+    def _approved_before(self, call: TrajectoryCall) -> list[ResumeState]:
+        """An approval of ``call`` itself when its tool asks first (it was given already)."""
+        try:
+            cid = self.tools.get(call.name).confirmation_id(call.arguments)
+        except (ToolNotFoundError, ToolArgumentsError):  # run_checked reports these
+            return []
+        if cid is None:
+            return []
+        return [ResumeState(question="", confirmation_id=cid, tool_call={}, response=True)]
+
     async def _answer(
         self, call: TrajectoryCall, state: ResumeState, inner: PausedRun | None
     ) -> tuple[str, bool]:
@@ -557,11 +567,23 @@ class Run(Generic[SigT]):
         """
         if inner is not None:
             nested = state.model_copy(update={"context": {**state.context, CONTEXT_KEY: inner}})
-            saved = RESUMING.set([nested])
+            held = [nested]
+            saved = RESUMING.set(held)
             try:
-                return await self.run_checked(call)
+                # The call ran approved before a sub-agent in it paused: it is not asked again.
+                with resume(*self._approved_before(call)):
+                    result = await self.run_checked(call)
+            except ConfirmationRequired as exc:
+                if held:  # another pause came first: the paused run never got its answer
+                    raise _not_resumed(
+                        call, inner, f"paused at {exc.tool_call.get('name')!r}"
+                    ) from exc
+                raise
             finally:
                 RESUMING.restore(saved)
+            if held:
+                raise _not_resumed(call, inner, "ended")
+            return result
         if state.action == "reject":
             return f"The user rejected this call to {call.name}; it was not run.", True
         if state.action == "feedback":
@@ -576,18 +598,30 @@ class Run(Generic[SigT]):
         return f"(The user edited the arguments before approving the call.) {observation}", failed
 
 
-def nested_resume(signature: type[Signature]) -> ResumeState | None:
-    """The answer for a sub-agent's run over ``signature`` paused inside a call being resumed.
+def _not_resumed(call: TrajectoryCall, inner: PausedRun, how: str) -> ConfigurationError:
+    inputs = bounded(json.dumps(inner.inputs), _SHOWN_NAME)
+    return ConfigurationError(
+        f"resume_state answers a ReAct run over {inner.signature!r} with inputs {inputs} inside "
+        f"{call.name}, but {call.name}, run again, {how} before that run started: a tool that "
+        "runs more than its paused sub-agent runs again from its start, and the program may "
+        "have changed since the pause"
+    )
 
-    Its parent set it for the call (ADR-099); the first such run takes it, any later one
-    starts afresh.
+
+def nested_resume(signature: type[Signature], inputs: Mapping[str, Any]) -> ResumeState | None:
+    """The answer for a sub-agent's run paused inside a call being resumed, if this run is it.
+
+    Its parent set it for the call (ADR-099); the first run over ``signature`` with the paused
+    run's inputs takes it. Any other run starts afresh.
     """
     held = current().resuming
-    if held:
-        point = held[0].context.get(CONTEXT_KEY)
-        if isinstance(point, PausedRun) and point.signature == signature.__name__:
-            return held.pop()
-    return None
+    if not held:
+        return None
+    point = held[0].context.get(CONTEXT_KEY)
+    if not isinstance(point, PausedRun) or point.signature != signature.__name__:
+        return None
+    given = to_jsonable_fields(check_inputs(signature, inputs), signature.input_fields)
+    return held.pop() if given == point.inputs else None
 
 
 def restore(

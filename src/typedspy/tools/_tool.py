@@ -24,7 +24,12 @@ from typedspy.errors import ToolError
 from typedspy.program import Module
 from typedspy.schema import compile_schema
 from typedspy.signature import Signature, to_jsonable, to_jsonable_fields
-from typedspy.tools._approvals import Question, confirmation_mark, require_confirmation
+from typedspy.tools._approvals import (
+    Question,
+    confirmation_id,
+    confirmation_mark,
+    require_confirmation,
+)
 from typedspy.tools._introspect import signature_from_function, unwrapped
 from typedspy.tools._names import check_tool_name, tool_name
 from typedspy.tools._values import check_arguments, check_result
@@ -322,13 +327,26 @@ class Tool:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _confirmed(self, arguments: dict[str, Any]) -> dict[str, Any]:
+    def confirmation_id(self, arguments: str | Mapping[str, Any]) -> str | None:
+        """The id a confirmation of a call with ``arguments`` has; None if it needs none.
+
+        Raises:
+            ToolArgumentsError: Invalid arguments.
+        """
         if not self.requires_confirmation:
-            return arguments
-        shown = {
+            return None
+        return confirmation_id(self.name, self._shown(self.parse_arguments(arguments)))
+
+    def _shown(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {
             name: to_jsonable(arguments[name], info.annotation)
             for name, info in self.signature.input_fields.items()
         }
+
+    def _confirmed(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        if not self.requires_confirmation:
+            return arguments
+        shown = self._shown(arguments)
         edits = require_confirmation(self.name, shown, self.confirmation_question)
         if edits is None:
             return arguments
