@@ -10,7 +10,8 @@ answer a sub-agent paused inside a resumed call takes up (`typedspy.react`) and 
 (`typedspy.pipeline.rendering`).
 
 A scope is immutable: a change makes a new one, so a task or thread that copied the context
-keeps its own view, as with a ContextVar per concern. A change is undone field by field:
+keeps its own view, as with a ContextVar per concern (``resuming`` holds a list deliberately
+shared with them: the one run that takes its answer empties it). A change is undone field by field:
 `Field.restore` puts back that field's previous value and leaves every other field as it is
 now. A ``Token.reset`` of the one variable would put back every field, and undo what other
 code changed meanwhile out of order (a step of a stream under a deadline that consumed an

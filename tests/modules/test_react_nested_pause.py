@@ -70,6 +70,17 @@ class Agents:
                 return f"{found.result} / {done.result}"
 
             delegate = Tool.from_function(run_both, name="delegate")
+        elif shape == "flaky":  # a function whose second run fails before it starts the agent
+            runs: list[str] = []
+
+            async def run_flaky(task: str) -> str:
+                """Delegate a task."""
+                runs.append(task)
+                if len(runs) > 1:
+                    raise TimeoutError("the upstream did not answer")
+                return str((await inner.acall(task=task)).result)
+
+            delegate = Tool.from_function(run_flaky, name="delegate")
         self.outer = ReAct(Ask, tools=[delegate], lm=self.lm, max_iters=3, mode="tools")
 
     def pause(self) -> ConfirmationRequired:
@@ -232,3 +243,71 @@ def test_a_state_whose_sub_agent_no_longer_runs_is_refused_not_dropped(
     with pytest.raises(ts.ConfigurationError, match=r"a ReAct run over 'Task' .* inside delegate"):
         changed.resume(state)
     assert changed.sent == []
+
+
+def test_edits_to_a_sub_agent_tool_that_asks_first_stand_when_its_agent_resumes(
+    server: StandIn, make: Callable[..., Agents]
+) -> None:
+    # The edited call's agent paused inside it: the pause kept the call as the model made it,
+    # and its re-run was approved (without asking) with the values the person had replaced.
+    server.enqueue(DELEGATE)
+    agents = make(shape="confirmed")
+    first = agents.pause()
+    server.enqueue(call("send_email", {"to": "carol"}, "inner-1"))
+    with pytest.raises(ConfirmationRequired) as info:
+        agents.resume(ResumeState(first, {"task": "email carol"}))
+    server.enqueue(call("finish", {"result": "Carol emailed"}, "inner-2"))
+    server.enqueue(call("finish", {"answer": "Done"}, "outer-2"))
+
+    assert agents.resume(ResumeState(info.value, "yes")) == "Done"
+    assert agents.sent == ["carol"] and len(server.requests) == 4
+    inner_task = server.requests[2]["messages"][1]["content"]
+    assert "email carol" in inner_task  # the sub-agent resumed with the edited inputs
+    outer_call = server.requests[3]["messages"][-2]["tool_calls"][0]["function"]
+    assert json.loads(outer_call["arguments"]) == {"task": "email carol"}
+
+
+def test_a_call_failing_before_its_agent_resumes_is_a_failed_observation(
+    server: StandIn, make: Callable[..., Agents]
+) -> None:
+    # A transient failure of the re-run was blamed on a changed program (ConfigurationError),
+    # and the claimed pause could never be resumed after it.
+    server.enqueue(DELEGATE, SEND)
+    agents = make(shape="flaky")
+    state = ResumeState(agents.pause(), "yes")
+    server.enqueue(call("finish", {"answer": "Could not email Bob"}, "outer-2"))
+
+    assert agents.resume(state) == "Could not email Bob"
+    assert agents.sent == []
+    assert "the upstream did not answer" in server.requests[-1]["messages"][-1]["content"]
+
+
+def test_a_tool_raising_its_own_pause_is_resumed_at_the_models_call(
+    server: StandIn, make: Callable[..., Agents]
+) -> None:
+    # Without nesting the pause names the model's call id, whatever id the raiser set.
+    class Custom(ts.Signature):
+        """Ask first."""
+
+        x: int = ts.InputField()
+        ok: str = ts.OutputField()
+
+    asked: list[int] = []
+
+    def ask_first(x: int) -> str:
+        """Ask a person first."""
+        asked.append(x)
+        if len(asked) == 1:
+            raise ConfirmationRequired(
+                "Go?", confirmation_id="c", tool_call={"name": "ask_first", "id": "mine"}
+            )
+        return "went"
+
+    agents = make()
+    agent = ReAct(Custom, tools=[tool(ask_first)], lm=agents.lm, max_iters=3, mode="tools")
+    server.enqueue(call("ask_first", {"x": 1}, "model-1"))
+    with pytest.raises(ConfirmationRequired) as info:
+        agent(x=1)
+    assert info.value.tool_call["id"] == "model-1"
+    server.enqueue(call("finish", {"ok": "went"}, "model-2"))
+    assert agent(x=1, resume_state=ResumeState(info.value, "yes")).ok == "went"

@@ -289,10 +289,10 @@ class ReAct(Module, Generic[SigT, InputsT]):
                 model refused, or was cut off).
             LMError: The endpoint could not be used.
         """
+        if resume_state is None:  # a sub-agent paused inside a call its parent resumes
+            resume_state = nested_resume(self, inputs)
         lm = resolve_lm(self.lm)
         await lm.aidentify()  # ADR-084: the profile is read from here on
-        if resume_state is None:  # a sub-agent paused inside a call its parent resumes
-            resume_state = nested_resume(self.signature, inputs)
         if resume_state is None:
             checked = check_inputs(self.signature, inputs)
             turns = history_messages(history)

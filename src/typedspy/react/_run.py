@@ -477,6 +477,7 @@ class Run(Generic[SigT]):
         """
         calls = self.trajectory[self.step].calls
         inner = exc.context.get(CONTEXT_KEY)
+        inner = inner if isinstance(inner, PausedRun) else None
         exc.context[CONTEXT_KEY] = PausedRun(
             pause_id=uuid.uuid4().hex,
             signature=self.signature.__name__,
@@ -487,9 +488,10 @@ class Run(Generic[SigT]):
             mode=self.mode,
             tools=self.tools.names,
             usage=self.usage,
-            inner=inner if isinstance(inner, PausedRun) else None,
+            inner=inner,
         )
-        exc.tool_call.setdefault("id", call.id)
+        if inner is None:  # else the innermost run's call id stands
+            exc.tool_call["id"] = call.id
 
     # -- resuming a paused run --
 
@@ -510,9 +512,22 @@ class Run(Generic[SigT]):
         yield started(call)
         store = self.agent.resume_store
         store = DEFAULT_STORE if store is None else store
+        # What runs: the edits over the paused call's validated arguments, as the tools layer
+        # merges them; the model then reads the call as it was really made. (A sub-agent's
+        # call's edits are that agent's.)
+        edited = state.edited_arguments if point.inner is None else None
+        if edited is not None:
+            original = state.tool_call.get("arguments")
+            merged = {**(original if isinstance(original, Mapping) else {}), **edited}
+            edited = {"arguments": as_arguments(to_jsonable(merged))}
         known = await store.claim(point.pause_id, state.action)
         if known is None:
-            observation, failed = await self._answer(call, state, point.inner)
+            try:
+                observation, failed = await self._answer(call, state, point.inner)
+            except ConfirmationRequired:
+                if edited is not None:  # a sub-agent in it paused: its pause holds the call as run
+                    call.arguments = edited["arguments"]
+                raise
             await store.record(point.pause_id, observation, failed)
         elif known.action != state.action:
             raise ResumeConflictError(
@@ -533,13 +548,8 @@ class Run(Generic[SigT]):
                 "pause %s was resumed before: %s is not run again", point.pause_id, call.name
             )
             observation, failed = known.observation, known.failed
-        edited = state.edited_arguments
-        if edited is not None and point.inner is None:  # edits of a sub-agent's call are its
-            # What ran: the edits over the paused call's validated arguments, as the tools layer
-            # merges them; the model then reads the call as it was really made.
-            original = state.tool_call.get("arguments")
-            merged = {**(original if isinstance(original, Mapping) else {}), **edited}
-            call.arguments = as_arguments(to_jsonable(merged))
+        if edited is not None:
+            call.arguments = edited["arguments"]
         call.observation = observation
         yield finished(call, failed)
         async with closing(self.run_calls(step, point.call + 1)) as calls:
@@ -549,7 +559,8 @@ class Run(Generic[SigT]):
     def _approved_before(self, call: TrajectoryCall) -> list[ResumeState]:
         """An approval of ``call`` itself when its tool asks first (it was given already)."""
         try:
-            cid = self.tools.get(call.name).confirmation_id(call.arguments)
+            with depth_limit(self.lm.max_json_depth):
+                cid = self.tools.get(call.name).confirmation_id(call.arguments)
         except (ToolNotFoundError, ToolArgumentsError):  # run_checked reports these
             return []
         if cid is None:
@@ -559,31 +570,9 @@ class Run(Generic[SigT]):
     async def _answer(
         self, call: TrajectoryCall, state: ResumeState, inner: PausedRun | None
     ) -> tuple[str, bool]:
-        """The paused call's observation, from the person's answer (and whether it failed).
-
-        When a sub-agent inside the call paused (``inner``), the call runs again and that
-        agent's run takes the answer up where it paused (`nested_resume`); its result is the
-        observation.
-        """
+        """The paused call's observation, from the person's answer (and whether it failed)."""
         if inner is not None:
-            nested = state.model_copy(update={"context": {**state.context, CONTEXT_KEY: inner}})
-            held = [nested]
-            saved = RESUMING.set(held)
-            try:
-                # The call ran approved before a sub-agent in it paused: it is not asked again.
-                with resume(*self._approved_before(call)):
-                    result = await self.run_checked(call)
-            except ConfirmationRequired as exc:
-                if held:  # another pause came first: the paused run never got its answer
-                    raise _not_resumed(
-                        call, inner, f"paused at {exc.tool_call.get('name')!r}"
-                    ) from exc
-                raise
-            finally:
-                RESUMING.restore(saved)
-            if held:
-                raise _not_resumed(call, inner, "ended")
-            return result
+            return await self._answer_inner(call, state, inner)
         if state.action == "reject":
             return f"The user rejected this call to {call.name}; it was not run.", True
         if state.action == "feedback":
@@ -597,6 +586,36 @@ class Run(Generic[SigT]):
             return observation, failed
         return f"(The user edited the arguments before approving the call.) {observation}", failed
 
+    async def _answer_inner(
+        self, call: TrajectoryCall, state: ResumeState, inner: PausedRun
+    ) -> tuple[str, bool]:
+        """The call a sub-agent paused in, run again: that agent's run takes the answer up.
+
+        Its result is the observation (`nested_resume`, ADR-099). A call that fails before the
+        paused run starts is a failed observation, as any call's failure is.
+
+        Raises:
+            ConfigurationError: The call paused elsewhere first, or ended, without starting
+                the paused run.
+        """
+        nested = state.model_copy(update={"context": {**state.context, CONTEXT_KEY: inner}})
+        held = [nested]
+        saved = RESUMING.set(held)
+        try:
+            # The call ran approved before a sub-agent in it paused: it is not asked again.
+            with resume(*self._approved_before(call)):
+                observation, failed = await self.run_checked(call)
+        except ConfirmationRequired as exc:
+            if held:  # another pause came first: the paused run never got its answer
+                how = f"paused at {exc.tool_call.get('name')!r}"
+                raise _not_resumed(call, inner, how) from exc
+            raise
+        finally:
+            RESUMING.restore(saved)
+        if held and not failed:
+            raise _not_resumed(call, inner, "ended")
+        return observation, failed
+
 
 def _not_resumed(call: TrajectoryCall, inner: PausedRun, how: str) -> ConfigurationError:
     inputs = bounded(json.dumps(inner.inputs), _SHOWN_NAME)
@@ -608,20 +627,31 @@ def _not_resumed(call: TrajectoryCall, inner: PausedRun, how: str) -> Configurat
     )
 
 
-def nested_resume(signature: type[Signature], inputs: Mapping[str, Any]) -> ResumeState | None:
+def nested_resume(agent: ReAct[Any, ...], inputs: Mapping[str, Any]) -> ResumeState | None:
     """The answer for a sub-agent's run paused inside a call being resumed, if this run is it.
 
-    Its parent set it for the call (ADR-099); the first run over ``signature`` with the paused
-    run's inputs takes it. Any other run starts afresh.
+    Its parent set it for the call (ADR-099); the first run of an agent over the paused run's
+    signature, with its inputs and the tool it paused at, takes it. Any other starts afresh.
     """
     held = current().resuming
     if not held:
         return None
     point = held[0].context.get(CONTEXT_KEY)
-    if not isinstance(point, PausedRun) or point.signature != signature.__name__:
+    sig = agent.signature
+    if not isinstance(point, PausedRun) or point.signature != sig.__name__:
         return None
-    given = to_jsonable_fields(check_inputs(signature, inputs), signature.input_fields)
-    return held.pop() if given == point.inputs else None
+    pending = point.trajectory[point.step].calls[point.call].name
+    given = to_jsonable_fields(check_inputs(sig, inputs), sig.input_fields)
+    if pending not in agent.tools.names or _json_text(given) != _json_text(point.inputs):
+        return None
+    try:  # a list shared with threads that copied the context: one run takes it
+        return held.pop()
+    except IndexError:
+        return None
+
+
+def _json_text(values: Mapping[str, Any]) -> str:
+    return json.dumps(values, sort_keys=True, default=repr)  # NaN compares equal as text
 
 
 def restore(
