@@ -261,6 +261,16 @@ class Tool:
         checked = self._confirmed(self.parse_arguments(kwargs))
         return run_sync(lambda: self._run(checked), async_name="Tool.acall")
 
+    def confirmation_id(self, arguments: str | Mapping[str, Any]) -> str | None:
+        """The id a confirmation of a call with ``arguments`` has; None if it needs none.
+
+        Raises:
+            ToolArgumentsError: Invalid arguments.
+        """
+        if not self.requires_confirmation:
+            return None
+        return confirmation_id(self.name, self._shown(self.parse_arguments(arguments)))
+
     def dump_outputs(self, outputs: Mapping[str, Any]) -> dict[str, Any]:
         """The outputs of `acall` as JSON-ready data (union members carry ``_type``)."""
         return to_jsonable_fields(outputs, self.signature.output_fields)
@@ -326,16 +336,6 @@ class Tool:
         return tool
 
     # -- internals ---------------------------------------------------------------------------
-
-    def confirmation_id(self, arguments: str | Mapping[str, Any]) -> str | None:
-        """The id a confirmation of a call with ``arguments`` has; None if it needs none.
-
-        Raises:
-            ToolArgumentsError: Invalid arguments.
-        """
-        if not self.requires_confirmation:
-            return None
-        return confirmation_id(self.name, self._shown(self.parse_arguments(arguments)))
 
     def _shown(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return {
