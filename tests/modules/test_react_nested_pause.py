@@ -311,3 +311,19 @@ def test_a_tool_raising_its_own_pause_is_resumed_at_the_models_call(
     assert info.value.tool_call["id"] == "model-1"
     server.enqueue(call("finish", {"ok": "went"}, "model-2"))
     assert agent(x=1, resume_state=ResumeState(info.value, "yes")).ok == "went"
+
+
+def test_replaying_an_answer_after_the_sub_agent_paused_again_says_so(
+    server: StandIn, make: Callable[..., Agents]
+) -> None:
+    server.enqueue(DELEGATE, SEND)
+    agents = make()
+    first = ResumeState(agents.pause(), "yes")
+    server.enqueue(call("send_email", {"to": "carol"}, "inner-2"))
+    with pytest.raises(ConfirmationRequired) as again:
+        agents.resume(first)
+    assert agents.sent == ["bob"] and again.value.tool_call["arguments"] == {"to": "carol"}
+
+    with pytest.raises(ts.errors.ResumeConflictError, match="a sub-agent in it paused again"):
+        agents.resume(first)  # a retried request: the first answer was used
+    assert agents.sent == ["bob"]

@@ -537,9 +537,10 @@ class Run(Generic[SigT]):
                 action=known.action,
             )
         elif known.observation is None:
+            again = ", or a sub-agent in it paused again (answer that pause)" if point.inner else ""
             raise ResumeConflictError(
                 f"this pause of {call.name} is being resumed elsewhere, or its resumption "
-                "stopped while the tool ran; the tool is not run again",
+                f"stopped while the tool ran{again}; the tool is not run again",
                 pause_id=point.pause_id,
                 action=known.action,
             )
