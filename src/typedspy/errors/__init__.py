@@ -4,7 +4,7 @@ Every error typedspy raises derives from `TypedspyError`. Branches also derive f
 they refine, so ``except ValueError`` and ``except TypeError`` keep working::
 
     TypedspyError
-    ├── ConfigurationError (ValueError)   misuse: bad options or settings, sync call in a loop
+    ├── ConfigurationError (ValueError)   misuse: bad options or settings, a sync call on our loop
     │   ├── InputError                    missing or unexpected inputs, caught before any request
     │   │   └── MediaError                an image, audio or file input that cannot be sent
     │   │       └── MediaNotSupportedError  the endpoint's profile takes no media of that kind
@@ -12,7 +12,7 @@ they refine, so ``except ValueError`` and ``except TypeError`` keep working::
     ├── SchemaError (TypeError)           a signature or model that cannot compile; names the path
     ├── LMError                           the endpoint could not be used (SDK error as __cause__)
     │   ├── LMConnectionError
-    │   ├── LMTimeoutError
+    │   │   └── LMTimeoutError
     │   ├── LMRateLimitError
     │   ├── LMStatusError                 any other HTTP error status
     │   │   ├── LMContextLengthError      the request does not fit the model's context window

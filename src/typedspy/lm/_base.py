@@ -279,7 +279,8 @@ class BaseLM(abc.ABC):
         """Synchronous `acall`: ``lm("Say hi")`` returns the reply text.
 
         Raises:
-            ConfigurationError: Called from a thread that is running an event loop; use
+            ConfigurationError: Called from code typedspy runs on its own event loop (a
+                module's ``aforward``, an async tool), which would wait for itself; use
                 ``await lm.acall(...)`` there.
         """
         return run_sync(
