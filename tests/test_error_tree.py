@@ -19,7 +19,8 @@ def _tree(text: str) -> dict[str, tuple[str, set[str]]]:
     lines = text.splitlines()
     top = next(i for i, line in enumerate(lines) if line.strip() == "TypedspyError")
     margin = lines[top].index("T")
-    parents, drawn = ["TypedspyError"], {}
+    parents: list[str] = ["TypedspyError"]
+    drawn: dict[str, tuple[str, set[str]]] = {}
     for line in (line[margin:] for line in lines[top + 1 :]):
         if not line.strip() or line.startswith("```"):
             break
@@ -34,12 +35,12 @@ def _tree(text: str) -> dict[str, tuple[str, set[str]]]:
     return drawn
 
 
-def _classes() -> dict[str, type[BaseException]]:
-    found = {
-        name: value
-        for name in ts.errors.__all__
-        if inspect.isclass(value := getattr(ts.errors, name)) and issubclass(value, ts.TypedspyError)
-    }
+def _classes() -> dict[str, type[ts.TypedspyError]]:
+    found: dict[str, type[ts.TypedspyError]] = {}
+    for name in ts.errors.__all__:
+        value = getattr(ts.errors, name)
+        if inspect.isclass(value) and issubclass(value, ts.TypedspyError):
+            found[name] = value
     found["ConfirmationRejected"] = ts.ConfirmationRejected
     del found["TypedspyError"]
     return found
