@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import pickle
 import traceback
 from typing import Any
@@ -164,3 +166,57 @@ def test_a_runtime_error_from_an_injected_clients_transport_is_raised_without_th
     if not isinstance(caught.value, LMConnectionError):
         assert "transport broke" in str(caught.value)
     assert KEY not in everything_shown(caught.value)
+
+
+def basic_credentials(seen: Seen) -> str:
+    scheme, _, token = seen.headers["authorization"].partition(" ")
+    assert scheme == "Basic"
+    return base64.b64decode(token).decode()
+
+
+def logged(records: list[logging.LogRecord]) -> str:
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    return "\n".join(formatter.format(record) for record in records)
+
+
+def test_a_password_in_the_base_url_reaches_no_log_record_and_still_authenticates(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Was: httpx logged "HTTP Request: POST http://admin:<password>@host/v1/..." at INFO on
+    # every request (retries and the identification's GET /models too).
+    replies = [Reply.json({"error": {"message": "busy"}}, status=500)]
+    replies.append(Reply.completion('{"answer": "4"}'))  # after one retry
+    with FaultServer(*replies) as server:
+        url = server.url.replace("http://", f"http://ad%3Amin:{PASSWORD}@")
+        lm = ts.LM("m", base_url=url, api_key=KEY, max_retries=1, profile="generic")
+        with caplog.at_level(logging.DEBUG), ts.context(lm=lm):
+            assert ts.Predict(Answer)(question="q").answer == "4"
+            shown = [repr(lm), str(lm.endpoint), ts.inspect_history()]
+        lm.close()
+    # Basic auth still reaches the server, on every request (the user name percent-decoded).
+    assert [basic_credentials(seen) for seen in server.requests] == [f"ad:min:{PASSWORD}"] * 2
+    assert any("HTTP Request: POST" in r.getMessage() for r in caplog.records)  # httpx logged
+    text = logged(caplog.records) + "\n".join(shown)
+    assert PASSWORD not in text and KEY not in text
+    assert "ad%3Amin" not in text  # nor the user name
+
+
+def test_a_password_in_the_base_url_is_in_no_tracing_span() -> None:
+    trace = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk (dev)")
+    export = pytest.importorskip("opentelemetry.sdk.trace.export")
+    memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    exporter = memory.InMemorySpanExporter()
+    provider = trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    tracing = ts.tracing.OpenTelemetry(tracer_provider=provider, capture_content=True)
+    with FaultServer(Reply.json({"error": {"message": "no"}}, status=400)) as server:
+        url = server.url.replace("http://", f"http://admin:{PASSWORD}@")
+        lm = ts.LM("m", base_url=url, api_key=KEY, max_retries=0, profile="generic")
+        with ts.context(lm=lm, callbacks=[tracing]), pytest.raises(ts.LMError):
+            ts.Predict(Answer)(question="q")
+        lm.close()
+    spans = exporter.get_finished_spans()
+    assert spans
+    text = "\n".join(span.to_json() for span in spans)
+    assert "127.0.0.1" in text
+    assert PASSWORD not in text and KEY not in text

@@ -34,7 +34,7 @@ from typedspy.lm._identify import (
 )
 from typedspy.lm._messages import EmbeddingResponse, LMRequest, LMResponse
 from typedspy.lm._params import LMDefaults, call_options, check_params, create_kwargs, wire_body
-from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor
+from typedspy.lm._scrub import CREDENTIAL_HEADERS, endpoint_redactor, shown_endpoint
 from typedspy.lm._stream import LMChunk
 from typedspy.lm._wordings import redact_patterns
 from typedspy.profiles import ProbeReport, Profile, builtin, detect_profile, model_for_endpoint
@@ -466,16 +466,10 @@ class LM(BaseLM):
         return self
 
     def _shown_base_url(self) -> str | None:
-        if self._sending is not None:
-            return self._sending.shown_base_url()
-        url = str(self._client.base_url) if self._client is not None else None
-        url = url or self._base_url or os.environ.get("OPENAI_BASE_URL")
-        return None if url is None else self.redact(url)
+        return shown_endpoint(self._api_key, self._base_url, self._client)
 
     def redact(self, text: str) -> str:
         """``text`` with this LM's key and base-URL password (and credential shapes) replaced."""
-        if self._sending is not None:
-            return self._sending.redact(text)
         return endpoint_redactor(self._api_key, self._base_url, self._client)(text)
 
 

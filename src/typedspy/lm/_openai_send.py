@@ -74,7 +74,7 @@ from typedspy.lm._bound import RequestBound
 from typedspy.lm._clients import LoopClients
 from typedspy.lm._messages import EmbeddingResponse, LMResponse, _usage, _vectors
 from typedspy.lm._openai_transport import ResponseBodyError, http_client
-from typedspy.lm._scrub import endpoint_redactor, scrub_chain
+from typedspy.lm._scrub import endpoint_redactor, scrub_chain, shown_endpoint, split_userinfo
 from typedspy.lm._stream import holds_first_choice
 from typedspy.lm._wordings import context_overflow, unsupported_feature
 from typedspy.profiles import Identification, identify_server
@@ -154,7 +154,12 @@ class Sender:
     def _built(self, kind: type[C]) -> C:
         """A client of ``kind`` from `LM`'s options, its bodies capped while read."""
         options = {**self._options}
-        options["http_client"] = http_client(self._max_bytes, blocking=kind is openai.OpenAI)
+        auth = None
+        if url := options.get("base_url") or os.environ.get("OPENAI_BASE_URL"):
+            # Its password goes as basic auth, not in the URL the HTTP library logs (ADR-102).
+            options["base_url"], auth = split_userinfo(url)
+        blocking = kind is openai.OpenAI
+        options["http_client"] = http_client(self._max_bytes, blocking=blocking, auth=auth)
         if (
             "api_key" not in options
             and not os.environ.get("OPENAI_API_KEY")
@@ -315,17 +320,14 @@ class Sender:
         )
 
     def shown_base_url(self) -> str | None:
-        built = self.injected or self.clients.current()
-        if built is not None:
-            url: str | None = str(built.base_url)
-        else:
-            url = self._options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
-        return None if url is None else self.redact(url)
+        options = self._options
+        return shown_endpoint(options.get("api_key"), options.get("base_url"), self.injected)
 
     def redact(self, text: str) -> str:
-        built = self.injected or self.clients.current()
         options = self._options
-        return endpoint_redactor(options.get("api_key"), options.get("base_url"), built)(text)
+        return endpoint_redactor(options.get("api_key"), options.get("base_url"), self.injected)(
+            text
+        )
 
 
 # --- streams -------------------------------------------------------------------------------------

@@ -263,10 +263,13 @@ class CappedTransport(_http.AsyncBaseTransport, _http.BaseTransport):  # type: i
         self._inner.close()
 
 
-def http_client(max_response_bytes: int, *, blocking: bool = False) -> Any:
+def http_client(
+    max_response_bytes: int, *, blocking: bool = False, auth: tuple[str, str] | None = None
+) -> Any:
     """The SDK's default HTTP client (``blocking`` or async), every route on a capped transport.
 
-    Direct requests and those through the environment's proxies alike (`_proxy_mounts`).
+    Direct requests and those through the environment's proxies alike (`_proxy_mounts`);
+    ``auth``, a user and password, is sent as basic auth on every request.
     """
     inner: Any = _http.HTTPTransport if blocking else _http.AsyncHTTPTransport
     client: Any = openai.DefaultHttpxClient if blocking else openai.DefaultAsyncHttpxClient
@@ -275,7 +278,8 @@ def http_client(max_response_bytes: int, *, blocking: bool = False) -> Any:
         limits = openai.DEFAULT_CONNECTION_LIMITS  # the pool the SDK's own client would have
         return CappedTransport(inner(limits=limits, **options), max_response_bytes)
 
-    return client(transport=capped(), mounts=_proxy_mounts(capped))
+    basic = None if auth is None else _http.BasicAuth(*auth)
+    return client(transport=capped(), mounts=_proxy_mounts(capped), auth=basic)
 
 
 def _proxy_mounts(capped: Callable[..., Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from typedspy.lm._wordings import redact_patterns
 
@@ -25,6 +25,8 @@ __all__ = [
     "endpoint_redactor",
     "redactor",
     "scrub_chain",
+    "shown_endpoint",
+    "split_userinfo",
     "url_secrets",
 ]
 
@@ -68,6 +70,30 @@ def endpoint_redactor(api_key: str | None, base_url: str | None, client: Any) ->
     if client is not None:
         secrets += url_secrets(str(client.base_url))
     return redactor(secrets)
+
+
+def shown_endpoint(api_key: str | None, base_url: str | None, client: Any) -> str | None:
+    """The base URL requests go to, redacted: ``client``'s, else the one given, else the env's."""
+    url = str(client.base_url) if client is not None else None
+    url = url or base_url or os.environ.get("OPENAI_BASE_URL")
+    return None if url is None else endpoint_redactor(api_key, base_url, client)(url)
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its ``user:password@`` part, and that part percent-decoded (or ``None``).
+
+    The HTTP library logs every request's URL at INFO: a base URL keeping its userinfo would
+    put the password in the log, so it is sent as basic auth instead (as the library would).
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, None
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), (unquote(user), unquote(password))
 
 
 def url_secrets(url: str | None) -> list[str | None]:
