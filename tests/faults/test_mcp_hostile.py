@@ -697,3 +697,37 @@ def test_a_malformed_answer_to_a_served_confirmation_is_an_is_error_result_namin
         "so it did not run"
     )
     assert after["result"]["structuredContent"] == {"result": "pong"}  # the server goes on
+
+
+def test_an_elicitation_the_client_never_declared_is_answered_with_an_error() -> None:
+    # A 2025-06-18 server asks the user a question in the middle of tools/call although the
+    # client declared no elicitation. The client answers the question with a JSON-RPC error
+    # (-32600, "Elicitation not supported"), not a made-up decline (nobody was asked), and the
+    # call goes on to the server's own answer: no exception group, nothing left hanging (ADR-102).
+    params = StdioServerParameters(command=sys.executable, args=[str(HERE / "eliciting_mcp.py")])
+
+    async def body() -> Any:
+        async with ts.mcp.tools(params, timeout=30) as remote:
+            return await remote.acall("ask", {})
+
+    answer = json.loads(outcome(body)["result"])
+    assert answer == {"error": {"code": -32600, "message": "Elicitation not supported"}}
+
+    with ts.mcp.tools(params, timeout=30) as remote:  # the sync road, on the background loop
+        assert json.loads(remote.get("ask")()["result"]) == answer
+
+
+def test_an_elicitation_is_answered_by_the_callback_given() -> None:
+    params = StdioServerParameters(command=sys.executable, args=[str(HERE / "eliciting_mcp.py")])
+    questions: list[str] = []
+
+    async def decline(context: Any, question: types.ElicitRequestParams) -> types.ElicitResult:
+        questions.append(question.message)
+        return types.ElicitResult(action="decline")
+
+    async def body() -> Any:
+        async with ts.mcp.tools(params, timeout=30, elicitation_callback=decline) as remote:
+            return await remote.acall("ask", {})
+
+    assert json.loads(outcome(body)["result"]) == {"result": {"action": "decline"}}
+    assert questions == ["Delete everything?"]
