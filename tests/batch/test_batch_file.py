@@ -157,3 +157,24 @@ def test_custom_ids_must_be_a_list_of_strings(
     with pytest.raises(ts.ConfigurationError, match="custom_ids must be a list of str ids"):
         ts.batch_api.write_batch_file(predict, INPUTS[:2], tmp_path / "x", custom_ids=ids)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_body_in_the_file_is_what_render_returns(
+    predict: ts.Predict[Any, Any], tmp_path: Path
+) -> None:
+    ts.batch_api.write_batch_file(predict, INPUTS[:2], tmp_path / "in.jsonl")
+    lines = [json.loads(t) for t in (tmp_path / "in.jsonl").read_text().splitlines()]
+    assert [line["body"] for line in lines] == [predict.render(**item) for item in INPUTS[:2]]
+
+
+def test_think_then_format_is_refused_writing_and_reading(server: StandIn, tmp_path: Path) -> None:
+    lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-test", max_retries=0)
+    two_step = ts.Predict(Double, lm=lm, mode="think_then_format")
+    (tmp_path / "out.jsonl").write_text("")
+    with pytest.raises(ts.ConfigurationError, match="think_then_format sends two"):
+        ts.batch_api.write_batch_file(two_step, INPUTS[:1], tmp_path / "in.jsonl")
+    with pytest.raises(ts.ConfigurationError, match="think_then_format sends two"):
+        ts.batch_api.read_batch_file(two_step, INPUTS[:1], tmp_path / "out.jsonl")
+    lm.close()
+    assert not (tmp_path / "in.jsonl").exists()
+    assert server.requests == []

@@ -19,21 +19,20 @@ import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from typedspy._files import write_atomically
 from typedspy._json import JSONLimitError, loads
 from typedspy._runtime import run_sync
 from typedspy._types import Usage
-from typedspy.adapter import Mode
 from typedspy.batch import BatchItem, BatchResult
-from typedspy.engine import check_inputs, run_call
+from typedspy.engine import CallPlan, check_inputs, run_call
 from typedspy.errors import BatchFileError, ConfigurationError, InputError, LMStatusError
 from typedspy.lm import BaseLM, LMRequest, LMResponse, scrub_chain
 from typedspy.modules import Predict
 from typedspy.prediction import Prediction
 from typedspy.retry import RetryPolicy
-from typedspy.settings import context
+from typedspy.settings import context, resolve_lm
 
 __all__ = ["aread_batch_file", "read_batch_file", "write_batch_file"]
 
@@ -75,10 +74,10 @@ def write_batch_file(
     """
     items = list(inputs)
     ids = _ids(custom_ids, len(items))
-    lm = predict._lm()
+    lm = resolve_lm(predict.lm)
     lm.identify()  # ADR-084: the bodies follow the profile of the server the calls would reach
-    mode = _one_request_mode(predict, lm)
-    lines = []
+    plan = _one_request(predict, lm)
+    lines: list[str] = []
     for index, (custom_id, item) in enumerate(zip(ids, items, strict=True)):
         try:
             checked = check_inputs(predict.signature, item)
@@ -86,7 +85,7 @@ def write_batch_file(
             raise InputError(
                 f"batch input {index}: {exc}", missing=exc.missing, unexpected=exc.unexpected
             ) from exc
-        body = lm.request_body(predict._plan(lm, mode, checked, ()).base)
+        body = lm.request_body(plan(lm, checked).base)
         line = {"custom_id": custom_id, "method": "POST", "url": _URL, "body": body}
         lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
     write_atomically(path, "".join(f"{line}\n" for line in lines))
@@ -123,29 +122,27 @@ async def aread_batch_file(
     """
     items = list(inputs)
     ids = _ids(custom_ids, len(items))
-    lm = predict._lm()
+    lm = resolve_lm(predict.lm)
     try:  # a thread: a line may take a while to read
         found = await asyncio.to_thread(_read_lines, os.fspath(path), set(ids), lm)
     except ConfigurationError as exc:
         scrub_chain(exc, lm.redact)  # it may quote the line, and a line may echo the key
         raise
-    mode = _one_request_mode(predict, lm)
-    results = []
+    plan = _one_request(predict, lm)
+    results: list[BatchItem[Prediction[Any]]] = []
     with context(cache=None, budget=None, rate_limit=None):  # nothing is sent
         for index, (custom_id, item) in enumerate(zip(ids, items, strict=True)):
             lines = found.get(custom_id)
-            result: Any
+            result: Prediction[Any] | Exception
             usage = Usage()
             try:
                 completion = _completion(custom_id, lines, lm.redact)
                 response = LMResponse.from_completion(completion, model=lm.model)
                 usage = response.usage
-                plan = predict._plan(
-                    _Replay(lm, response), mode, check_inputs(predict.signature, item), ()
-                )
-                plan.attempts.policy = RetryPolicy(max_retries=0)
-                async for event in run_call(plan, stream=False):
-                    result = event
+                call = plan(_Replay(lm, response), check_inputs(predict.signature, item))
+                call.attempts.policy = RetryPolicy(max_retries=0)
+                events = [event async for event in run_call(call, stream=False)]
+                result = cast("Prediction[Any]", events[-1])  # a call ends with its Prediction
             except Exception as exc:  # the item's outcome, as in a live batch
                 scrub_chain(exc, lm.redact)
                 result = exc
@@ -154,18 +151,19 @@ async def aread_batch_file(
     return BatchResult(results)
 
 
-def _one_request_mode(predict: Predict[Any, Any], lm: BaseLM) -> Mode:
-    """The mode of ``predict``'s one request per item.
+def _one_request(predict: Predict[Any, Any], lm: BaseLM) -> Callable[[BaseLM, Any], CallPlan]:
+    """How ``predict`` plans its one request per item (`Predict.one_request`).
 
     Raises:
         ConfigurationError: ``think_then_format``, whose second request needs the first's reply.
     """
-    if predict._mode() == "think_then_format":
+    plan = predict.one_request(lm)
+    if plan is None:
         raise ConfigurationError(
             f"{predict!r}: a Batch API file holds one request per item, and think_then_format "
             "sends two (the second carries the first's answer); use another mode"
         )
-    return predict._start_mode(lm)
+    return plan
 
 
 def read_batch_file(
@@ -197,7 +195,8 @@ def _ids(custom_ids: Sequence[str] | None, count: int) -> list[str]:
     if custom_ids is None:
         return [f"item-{i}" for i in range(count)]
     # A string is a sequence too (one id a character), and None or 7 became 'None' and '7'.
-    if isinstance(custom_ids, (str, bytes)) or not all(isinstance(i, str) for i in custom_ids):
+    given = cast("Sequence[object]", custom_ids)  # as the caller passed them: unchecked
+    if isinstance(given, (str, bytes)) or not all(isinstance(i, str) for i in given):
         raise ConfigurationError(f"custom_ids must be a list of str ids, got {custom_ids!r:.80}")
     ids = list(custom_ids)
     if len(ids) != count or len(set(ids)) != count:
@@ -243,15 +242,16 @@ def _decoded(raw: bytes, where: str) -> str:
 def _parse(text: str, where: str, known: set[str], lm: BaseLM) -> tuple[str, Mapping[str, Any]]:
     try:
         # bounded: a line is endpoint output; a key twice (two custom_ids) is not guessed at
-        line = loads(text, max_depth=lm.max_json_depth, unique_keys=True)
+        value = loads(text, max_depth=lm.max_json_depth, unique_keys=True)
     except JSONLimitError as exc:
         raise ConfigurationError(
             f"{where}: {exc}; LM(max_json_depth=...) raises the limit"
         ) from exc
     except ValueError as exc:
         raise ConfigurationError(f"{where}: not a JSON line ({exc})") from exc
-    if not isinstance(line, dict):
-        raise ConfigurationError(f"{where}: the line is {_kind(line)}, not a JSON object")
+    line = _object(value)
+    if line is None:
+        raise ConfigurationError(f"{where}: the line is {_kind(value)}, not a JSON object")
     custom_id = line.get("custom_id")
     if not isinstance(custom_id, str):
         raise ConfigurationError(
@@ -279,17 +279,17 @@ def _completion(custom_id: str, lines: _Lines | None, redact: Callable[[str], st
     at = f"{custom_id} (line {numbers[0]})"
     error = line.get("error")
     if error:
-        said = error.get("message") if isinstance(error, dict) else error
+        reported = _object(error)
+        said = error if reported is None else reported.get("message")
         raise BatchFileError(
             f"{at}: the request failed: {_quoted(said, redact)}", custom_id=custom_id, lines=numbers
         )
-    response = line.get("response")
-    if not isinstance(response, dict):
+    response = _object(line.get("response"))
+    if response is None:
         raise BatchFileError(f"{at}: the line has no response", custom_id=custom_id, lines=numbers)
     status, body = response.get("status_code"), response.get("body")
     if status != 200:
-        detail = body.get("error") if isinstance(body, dict) else None
-        detail = detail if isinstance(detail, dict) else {}
+        detail = _object((_object(body) or {}).get("error")) or {}
         message, code = detail.get("message"), detail.get("code")
         said = message if isinstance(message, str) else body
         raise LMStatusError(
@@ -319,9 +319,18 @@ def _listed(numbers: Sequence[int]) -> str:
     return f"lines {shown}{more}"
 
 
+def _object(value: object) -> Mapping[str, Any] | None:
+    """``value`` when it is a JSON object (keys are strings in JSON), else ``None``."""
+    return cast("Mapping[str, Any]", value) if isinstance(value, dict) else None
+
+
 def _kind(value: object) -> str:
     if value is None:
         return "missing or null"
-    if isinstance(value, (dict, list, str)):
-        return {dict: "an object", list: "a list"}.get(type(value), "a string")
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
     return "a boolean" if isinstance(value, bool) else "a number"

@@ -204,7 +204,7 @@ class RemoteTools:
                 # own check of the same result uses `re` on this loop, a hostile pattern in
                 # the outputSchema could stall it, so connections opened here skip it.
                 session = self._client.session
-                session.validate_tool_result = _checked_by_remote_tool  # type: ignore[method-assign]
+                cast("Any", session).validate_tool_result = _checked_by_remote_tool
                 ready.set_result(None)
                 await closing.wait()
         except BaseException as exc:
@@ -356,9 +356,12 @@ def _first_line(exc: Exception) -> str:
 def _leaf(exc: BaseException) -> BaseException:
     """The one exception inside (nested) single-member exception groups; else ``exc``."""
     for _ in range(10):  # bounded: groups nest as deep as the task groups that raised them
-        if not (isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1):
-            break
-        exc = exc.exceptions[0]
+        if not isinstance(exc, BaseExceptionGroup):
+            return exc
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        if len(group.exceptions) != 1:
+            return group
+        exc = group.exceptions[0]
     return exc
 
 

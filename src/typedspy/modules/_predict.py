@@ -342,6 +342,23 @@ class Predict(Module, Generic[SigT, InputsT]):
 
     # -- one call --
 
+    def one_request(self, lm: BaseLM) -> Callable[[BaseLM, dict[str, Any]], CallPlan] | None:
+        """How a call that sends one request is planned on ``lm``'s profile (for a Batch API file).
+
+        For callers that send that request themselves; ``None`` when calls send two
+        (``think_then_format``: the second carries the first's answer). ``plan(on, inputs)`` is
+        the call's plan for checked ``inputs``, without history, in the mode the call would
+        start in, sent through ``on`` (``lm``, or a stand-in answering from elsewhere):
+        ``lm.request_body(plan(lm, inputs).base)`` is the body `render` returns.
+
+        Raises:
+            ConfigurationError: The mode asked for is not one of `MODES`.
+        """
+        if self._mode() == TWO_STEP:
+            return None
+        mode = self._start_mode(lm)
+        return lambda on, inputs: self._plan(on, mode, inputs, ())
+
     def _lm(self) -> BaseLM:
         return resolve_lm(self.lm)
 
