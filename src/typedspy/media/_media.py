@@ -246,7 +246,7 @@ class Audio(Media):
 
 
 class File(Media):
-    """A document input (PDF or plain text), sent as a ``file`` content part.
+    """A document input (PDF, plain text, Markdown or CSV), sent as a ``file`` content part.
 
     From bytes or a path (sent as ``file_data``), or an id the endpoint already stores
     (``File(file_id="file-...")``); not from a URL.
