@@ -68,12 +68,17 @@ class RemoteTools:
     Args:
         source: Where the server is (see `Source`). A given ``mcp.Client`` must already be
             entered; it is neither entered nor closed here.
-        include: Only these tool names (each must exist); all tools when None.
+        include: Only these tool names (each must exist); all tools when None (at most 1,000).
         elicitation_callback: Answers the server's elicitations (a `confirm_first` tool of a
             typedspy server asks through one); without it the client declares no elicitation
             and such tools refuse to run.
-        timeout: Seconds to wait for each response.
+        timeout: Seconds to wait for each response (None waits for ever).
         max_result_chars: A result whose JSON is longer is a `RemoteResultError`.
+
+    Raises:
+        ToolError: On entering, an ``include`` name the server does not list, or a listing
+            of more than 1,000 tools without ``include``.
+        SchemaError: On entering, tools whose schemas cannot be used (each named).
     """
 
     def __init__(
