@@ -21,6 +21,7 @@ CHILD = textwrap.dedent(
     print("after LM()", "openai" in sys.modules)
     pred = ts.Predict("question -> answer: int", lm=model)(question="2 + 2?")
     print("after a call", "openai" in sys.modules, type(pred.answer).__name__)
+    print("jsonschema after a valid reply", "jsonschema" in sys.modules)
     model.close()
     """
 )
@@ -40,5 +41,6 @@ def test_import_typedspy_loads_openai_only_when_an_lm_sends() -> None:
         "after import False False",
         "after LM() False",
         "after a call True int",
+        "jsonschema after a valid reply False",  # imported only to classify a failed reply
     ]
     assert len(server.requests) == 1
