@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from typing import Any, Generic, Protocol, TypeVar
@@ -40,6 +41,7 @@ from typedspy.errors import ConfigurationError
 __all__ = [
     "await_on_thread",
     "background_loop",
+    "call_user",
     "in_thread",
     "is_root",
     "iterate_sync",
@@ -146,6 +148,26 @@ async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     read as the caller's own cancellation, and a `GeneratorExit` as its closing.
     """
     return await asyncio.to_thread(_carried, fn, args, kwargs)
+
+
+async def call_user(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, a user's sync or async callable, awaited to its result.
+
+    A sync one runs `in_thread`, so it may make sync typedspy calls (they would be refused on
+    typedspy's own loop) and never blocks the loop; an async one (a coroutine function, or an
+    object whose ``__call__`` is one) runs on the loop. An awaitable result is awaited.
+    """
+    result = fn(*args, **kwargs) if _is_async(fn) else await in_thread(fn, *args, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    # An object whose __call__ is async (inspect does not look there for instances).
+    return not inspect.isfunction(fn) and inspect.iscoroutinefunction(type(fn).__call__)
 
 
 # What `in_thread` re-raises as a RuntimeError: they mean something else past the thread.

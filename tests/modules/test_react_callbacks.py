@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -237,13 +238,13 @@ def test_a_failing_module_callback_is_news_for_the_model_unless_the_program_is_w
 
     @tool
     def misused() -> Any:
-        """A callback that calls a tool synchronously on the agent's own loop."""
+        """A callback that builds an agent wrong."""
 
         @module_callback
-        def call_sync(context: ModuleContext) -> str:
-            return str(echo(text="hi"))
+        def build(context: ModuleContext) -> str:
+            return str(ReAct(AnswerQuestion, tools=[echo], max_iters=0))
 
-        return call_sync
+        return build
 
     route = router.post("/chat/completions").mock(
         side_effect=[
@@ -258,6 +259,68 @@ def test_a_failing_module_callback_is_news_for_the_model_unless_the_program_is_w
         "call_b", "Error: broken failed: ValueError: the index is offline"
     )
     # The old agent showed this to the model as a failure and went on.
-    with pytest.raises(ts.ConfigurationError, match=r"Tool.__call__ cannot run on typedspy"):
+    with pytest.raises(ts.ConfigurationError, match=r"max_iters"):
         agent(question="Echo hi.")
     assert len(route.calls) == 3
+
+
+@pytest.mark.parametrize("how", ["resume_state", "around"])
+@pytest.mark.parametrize("caller", ["sync", "async"])
+def test_a_sync_module_callback_runs_its_approved_call_sync(
+    router: respx.MockRouter, how: str, caller: str
+) -> None:
+    # A sync callback calling a confirm_first tool synchronously paused, and once approved
+    # failed: it ran on the agent's own loop, where a sync call is refused (ADR-101). It runs
+    # in a worker thread, as a sync tool does, from a sync or an async caller alike.
+    sent: list[str] = []
+
+    @confirm_first
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    class Mailer(ts.Module):
+        signature = ts.make_signature("to: str -> result: str")
+
+        def forward(self, to: str) -> ts.Prediction[Any]:
+            return ts.Prediction(self.signature, send_email(to=to))
+
+    @tool
+    def notify() -> Any:
+        """Tell Bob, in a sync callback, through a module."""
+
+        @module_callback
+        def tell(context: ModuleContext) -> str:
+            return f"Bob: {Mailer()(to='bob@example.com').result}"
+
+        return tell
+
+    notify_call = calls_reply(("call_n", "notify", {}))
+    again = [notify_call] if how == "around" else []  # around the agent: a new run
+    route = router.post("/chat/completions").mock(
+        side_effect=[notify_call, *again, finish_reply(answer="told")]
+    )
+    agent = ReAct(AnswerQuestion, tools=[notify], lm=make_lm())
+
+    def call(**inputs: Any) -> Any:
+        if caller == "sync":
+            return agent(question="Tell Bob.", **inputs)
+        return asyncio.run(agent.acall(question="Tell Bob.", **inputs))
+
+    with pytest.raises(ConfirmationRequired) as info:
+        call()
+    assert info.value.tool_call["name"] == "send_email" and sent == []
+    state = ResumeState(info.value, "yes")
+    if how == "resume_state":
+        pred = call(resume_state=state)
+    else:
+        with resume(state):
+            pred = call()
+
+    assert pred.answer == "told"
+    assert sent == ["bob@example.com"]
+    assert bodies(route)[-1]["messages"][-1] == tool_message(
+        "call_n", "Bob: sent to bob@example.com"
+    )

@@ -10,7 +10,6 @@ becomes an observation for the next step; a pause (`ConfirmationRequired`, carry
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 import logging
 import uuid
@@ -23,6 +22,7 @@ from typing_extensions import TypeAliasType
 from typedspy import callbacks
 from typedspy._json import depth_limit
 from typedspy._json import loads as bounded_loads
+from typedspy._runtime import call_user
 from typedspy._scope import RESUMING, current
 from typedspy._text import bounded
 from typedspy._types import Attempt, Usage
@@ -450,9 +450,8 @@ class Run(Generic[SigT]):
                 return _failure(call, exc)
         context = ModuleContext(module=self.agent, tools=self.tools, trajectory=self.trajectory)
         try:
-            said = value(context)
-            if inspect.isawaitable(said):
-                said = await said
+            # As a tool's implementation: a sync callback in a worker thread (ADR-101).
+            said = await call_user(value, context)
         except ConfirmationRequired as exc:
             self._pause(exc, call)
             raise

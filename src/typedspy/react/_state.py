@@ -235,15 +235,16 @@ class PausedRun(BaseModel):
                 f"resume_state holds a malformed ReAct state at {first_error(exc)}"
             ) from exc
         # The answer applies to the call it was asked for: the state's tool call is the paused one
-        # (the innermost run's, when a sub-agent paused).
+        # (the innermost run's, when a sub-agent paused), by its id, unique in its step. Its name
+        # may be another tool's: a confirm_first tool the paused call's tool called (ADR-101).
         innermost = paused
         while innermost.inner is not None:
             innermost = innermost.inner
         pending = innermost.trajectory[innermost.step].calls[innermost.call]
-        shown = (state.tool_call.get("name"), state.tool_call.get("id"))
-        if shown != (pending.name, pending.id):
+        name, given = state.tool_call.get("name"), state.tool_call.get("id")
+        if given != pending.id:
             raise ConfigurationError(
-                f"resume_state answers a call to {shown[0]!r} (id {shown[1]!r}), but the run "
+                f"resume_state answers a call to {name!r} (id {given!r}), but the run "
                 f"paused at a call to {pending.name!r} (id {pending.id!r})"
             )
         return paused

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import importlib
-import inspect
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, SupportsIndex, overload
 
 from pydantic import BaseModel
 
-from typedspy._runtime import in_thread, own_cancellation, run_sync
+from typedspy._runtime import call_user, own_cancellation, run_sync
 from typedspy._scope import TOOL_DEPTH, current
 from typedspy.errors import ToolError
 from typedspy.program import Module
@@ -361,13 +360,8 @@ class Tool:
             )
         saved = TOOL_DEPTH.set(depth + 1)
         try:
-            if _is_async(self.impl):
-                result = self.impl(**arguments)
-            else:
-                # The worker thread gets the contextvars, so settings (ts.context) apply inside.
-                result = await in_thread(self.impl, **arguments)
-            if inspect.isawaitable(result):
-                result = await result
+            # A sync one in a worker thread with the contextvars: settings (ts.context) apply.
+            result = await call_user(self.impl, **arguments)
         except asyncio.CancelledError as exc:  # the call's own, or the implementation's
             raise own_cancellation(self.name, exc) from exc
         finally:
@@ -379,13 +373,6 @@ def _exported(schema: Mapping[str, Any]) -> dict[str, Any]:
     # A copy: compiled schemas are shared through the compiler's cache (which never holds an
     # empty `$defs`: the generator drops definitions nothing refers to).
     return copy.deepcopy(dict(schema))
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    # An object whose __call__ is async (inspect does not look there for instances).
-    return not inspect.isfunction(fn) and inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _function_name(fn: Callable[..., Any]) -> str:
