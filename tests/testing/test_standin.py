@@ -241,6 +241,23 @@ def test_tool_choice_needs_tools(client: openai.OpenAI) -> None:
     assert caught.value.param == "tool_choice"
 
 
+def test_an_unknown_tool_choice_is_refused_as_openai_refuses_it(client: openai.OpenAI) -> None:
+    # The stand-in said "function null is not among 'tools'" for a string it did not know.
+    tools: Any = [{"type": "function", "function": {"name": "find", "parameters": obj()}}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="m", messages=USER, tools=tools, tool_choice="any")  # type: ignore[arg-type]
+    assert (caught.value.param, caught.value.code) == ("tool_choice", "invalid_value")
+    assert caught.value.body["message"] == (  # type: ignore[index]
+        "Invalid value: 'any'. Supported values are: 'none', 'auto', and 'required'."
+    )
+    named: Any = {"type": "function", "function": {"name": "lookup"}}
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="m", messages=USER, tools=tools, tool_choice=named)
+    assert caught.value.body["message"] == (  # type: ignore[index]
+        "Invalid value for 'tool_choice': function 'lookup' is not among 'tools'."
+    )
+
+
 def test_scripted_replies_come_first_in_order(server: StandIn, client: openai.OpenAI) -> None:
     server.enqueue(
         "scripted text",
@@ -639,9 +656,15 @@ def json_schema(**spec: Any) -> dict[str, Any]:
         ),
         (
             body_with(tools=[RAW_FUNCTION], tool_choice={"type": "function", "function": {}}),
-            "tool_choice",
-            "invalid_value",
+            "tool_choice.function.name",
+            "missing_required_parameter",
         ),
+        (
+            body_with(tools=[RAW_FUNCTION], tool_choice={"type": "function"}),
+            "tool_choice.function",
+            "missing_required_parameter",
+        ),
+        (body_with(tools=[RAW_FUNCTION], tool_choice=3), "tool_choice", "invalid_type"),
     ],
 )
 def test_malformed_requests_are_a_400_naming_the_parameter(

@@ -408,12 +408,28 @@ def _forced_tool(req: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str |
         return None
     if choice == "required":
         return next(iter(tools))
-    function = choice.get("function") if isinstance(choice, dict) else None
-    name = function.get("name") if isinstance(function, dict) else None
+    if isinstance(choice, str):  # OpenAI's wording for a value outside an enum
+        raise Rejected(
+            f"Invalid value: '{choice}'. Supported values are: 'none', 'auto', and 'required'.",
+            param="tool_choice",
+            code="invalid_value",
+        )
+    if not isinstance(choice, dict):
+        raise Rejected(
+            "Invalid type for 'tool_choice': expected one of a string or an object.",
+            param="tool_choice",
+            code="invalid_type",
+        )
+    function = choice.get("function")
+    if not isinstance(function, dict):
+        raise _missing("tool_choice.function")
+    name = function.get("name")
+    if not isinstance(name, str):
+        raise _missing("tool_choice.function.name")
     if name in tools:
-        return str(name)
+        return name
     raise Rejected(
-        f"Invalid value for 'tool_choice': function {json.dumps(name)} is not among 'tools'.",
+        f"Invalid value for 'tool_choice': function '{name}' is not among 'tools'.",
         param="tool_choice",
         code="invalid_value",
     )
