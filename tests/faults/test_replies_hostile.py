@@ -148,6 +148,7 @@ IDS: dict[str, list[Any]] = {
     "the same id twice": ["a", "a"],
     "an id that is an object, then a number": [{"x": 1}, 5],
     "a made-up id taken by the model": ["call_1_2", None],
+    "no ids at all": [None, None],
 }
 
 

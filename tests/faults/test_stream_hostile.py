@@ -259,3 +259,59 @@ def test_a_streamed_context_overflow_moves_a_fallback_chain_on() -> None:
         for lm in lms:
             lm.close()
     assert events[-1].outputs.answer == "from the longer window"
+
+
+def test_calls_that_share_index_0_without_ids_are_each_run() -> None:
+    """A server that numbers every call 0 and sends no ids: a name after a call's arguments
+    are a whole JSON object starts the next call (ADR-101); a name repeated in every piece of
+    one call (with its argument text) does not."""
+    first = Reply.sse(
+        [
+            calls_event((0, None, "search", '{"query": ')),
+            calls_event((0, None, "search", '"x"}')),  # the name again, in the same call
+            calls_event((0, None, "search", "")),
+            calls_event((0, None, "search", '{"query": "y"}')),
+            calls_event((0, None, "lookup", '{"query": "z"}')),
+            CALLS_END,
+        ]
+    )
+    done = Reply.sse([calls_event((0, None, "finish", '{"answer": "done"}')), CALLS_END])
+    with FaultServer(first, done) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        events: list[Any] = list(
+            ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3).stream(question="q")
+        )
+        lm.close()
+    assert events[-1].answer == "done"
+    messages = server.requests[1].json()["messages"]
+    (asked,) = [m for m in messages if m.get("tool_calls")]
+    # main: one call 'lookup' with '{"query": "x"}{"query": "y"}{"query": "z"}'
+    assert [
+        (c["id"], c["function"]["name"], c["function"]["arguments"]) for c in asked["tool_calls"]
+    ] == [
+        ("call_1_1", "search", '{"query": "x"}'),
+        ("call_1_2", "search", '{"query": "y"}'),
+        ("call_1_3", "lookup", '{"query": "z"}'),
+    ]
+    assert [m["content"] for m in messages if m["role"] == "tool"][:2] == ["found x", "found y"]
+
+
+def test_another_name_before_a_calls_arguments_end_is_a_typed_error() -> None:
+    """Without ids, a second name while the first call's arguments are unfinished cannot be
+    read: an LMResponseError naming both calls, not one call of merged arguments."""
+    reply = Reply.sse(
+        [
+            calls_event((0, None, "search", '{"query": ')),
+            calls_event((0, None, "lookup", '{"query": "y"}')),
+            CALLS_END,
+        ]
+    )
+    with FaultServer(reply) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        with pytest.raises(
+            ts.errors.LMResponseError,
+            match="named 'lookup' without an id at index 0, where the call to 'search' had not finished",
+        ):
+            list(ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3).stream(question="q"))
+        lm.close()
+    assert len(server.requests) == 1

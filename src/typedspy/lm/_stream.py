@@ -12,7 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from typedspy._json import loads
+from typedspy._text import bounded
 from typedspy._types import Usage
+from typedspy.errors import LMResponseError
 from typedspy.lm._messages import LMResponse, ToolCall, _content_text, _usage
 
 __all__ = [
@@ -161,6 +164,12 @@ class StreamAccumulator:
         a new call: Ollama numbers every call 0 (ollama/ollama#15457), and Gemini sends none
         (read as its position in the chunk). A new id without a name continues the call, as a
         server that changes the id between a call's pieces (poolsideai/pool#9) means it.
+        Without a new id, a name after the call's arguments are a whole JSON object starts a
+        new call too, unless it repeats the call's name with no arguments (ADR-101).
+
+        Raises:
+            LMResponseError: Without a new id, another name before the call's arguments are a
+                whole JSON object: which call the pieces belong to cannot be read.
         """
         if chunk.text:
             self._text.append(chunk.text)
@@ -172,7 +181,7 @@ class StreamAccumulator:
         renumbered = False
         for piece in chunk.tool_calls:
             at = self._at.get(piece.index)
-            if at is None or (piece.name and piece.id and self._calls[at].id not in ("", piece.id)):
+            if at is None or self._starts_call(self._calls[at], piece):
                 at = self._at[piece.index] = len(self._calls)
                 self._calls.append(_CallParts())
             if at != piece.index:
@@ -190,6 +199,26 @@ class StreamAccumulator:
         if chunk.model:
             self.model = chunk.model
         return dataclasses.replace(chunk, tool_calls=tuple(pieces)) if renumbered else chunk
+
+    @staticmethod
+    def _starts_call(parts: _CallParts, piece: ToolCallDelta) -> bool:
+        """Whether ``piece``, at the wire index of ``parts``'s call, starts another call."""
+        if not piece.name:
+            return False
+        if piece.id and parts.id not in ("", piece.id):
+            return True
+        if not parts.name:
+            return False
+        whole = _whole_object("".join(parts.arguments))
+        if piece.name == parts.name:  # a server may repeat the name in each piece of a call
+            return whole and bool(piece.arguments)
+        if whole:
+            return True
+        raise LMResponseError(
+            f"the stream sent a tool call named {bounded(piece.name, 100)!r} without an id at "
+            f"index {piece.index}, where the call to {bounded(parts.name, 100)!r} had not "
+            "finished its arguments: the calls' pieces cannot be told apart"
+        )
 
     def response(self) -> LMResponse:
         """The completion the chunks add up to (as `LMResponse.from_completion` would read it)."""
@@ -209,6 +238,17 @@ class StreamAccumulator:
             model=self.model,
             reasoning="".join(self._reasoning) or None,
         )
+
+
+def _whole_object(text: str) -> bool:
+    """Whether ``text`` is a whole JSON object (the arguments of one call, all arrived)."""
+    text = text.strip()
+    if not (text.startswith("{") and text.endswith("}")):  # most pieces stop here, cheaply
+        return False
+    try:
+        return isinstance(loads(text), dict)
+    except ValueError:
+        return False
 
 
 def chunk_of(response: LMResponse) -> LMChunk:
