@@ -53,33 +53,43 @@ def test_one_message_with_many_calls_runs_at_most_the_default(
     router: respx.MockRouter, ping: Tool, runs: Counter[str]
 ) -> None:
     route = router.post("/chat/completions").mock(
-        side_effect=[calls_reply(*_pings(1000)), finish_reply(answer="done")]
+        side_effect=[calls_reply(*_pings(50_000)), finish_reply(answer="done")]
     )
     pred = ts.ReAct(Ask, tools=[ping], lm=make_lm())(question="ping a lot")
 
     assert runs["ping"] == 8  # the default max_tool_calls
-    answered = bodies(route)[1]["messages"][3:]
-    assert len(answered) == 1000  # every call still gets its tool message
-    assert answered[7]["content"] == "pong 7"
-    assert answered[8]["content"].startswith(
-        "Error: not run: this step made 1000 tool calls and at most 8 run per step."
+    # The calls past the bound are left out, said once: main sent back all 50,000 calls, each
+    # answered "not run", in every later request (12 MB; ADR-101).
+    assistant, *answered, told = bodies(route)[1]["messages"][2:]
+    assert [c["id"] for c in assistant["tool_calls"]] == [f"call_{n}" for n in range(8)]
+    assert [m["content"] for m in answered] == [f"pong {n}" for n in range(8)]
+    assert told["role"] == "user"
+    assert told["content"].endswith(
+        "This reply made 50000 calls; 49992 of them were left out and not run (at most 8 tool "
+        "calls and 8 finish calls are read per step). Make those still needed in later steps."
     )
+    assert len(route.calls[1].request.content) < 5_000
     assert pred.answer == "done"
-    assert sum(c.observation.startswith("Error: not run") for c in pred.trajectory.calls) == 992
+    assert len(pred.trajectory.calls) == 9
 
 
 def test_the_bound_is_configurable_and_finish_is_not_a_tool_run(
     router: respx.MockRouter, ping: Tool, runs: Counter[str]
 ) -> None:
-    router.post("/chat/completions").mock(
-        side_effect=[calls_reply(*_pings(3), ("call_f", "finish", {"answer": "ok"}))]
-    )
+    finishes = [
+        ("call_f0", "finish", {"answer": 0}),  # invalid: the next finish is read
+        ("call_f1", "finish", {"answer": "ok"}),
+        ("call_f2", "finish", {"answer": "late"}),
+    ]
+    router.post("/chat/completions").mock(side_effect=[calls_reply(*_pings(3), *finishes)])
     pred = ts.ReAct(Ask, tools=[ping], lm=make_lm(), max_tool_calls=2)(question="?")
 
     assert runs["ping"] == 2
+    # The first two calls of each kind are kept, in order.
+    assert [c.id for c in pred.trajectory[0].calls] == ["call_0", "call_1", "call_f0", "call_f1"]
+    assert pred.trajectory[0].note is not None
+    assert "2 of them were left out" in pred.trajectory[0].note
     assert pred.answer == "ok"
-    assert pred.trajectory[0].calls[2].observation is not None
-    assert "at most 2 run per step" in pred.trajectory[0].calls[2].observation
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5])

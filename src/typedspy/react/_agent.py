@@ -544,17 +544,18 @@ class NativeStep:
         run, response = self.run, reply.response
         number = run.step + 1  # the step's, not the attempt's
         if response.tool_calls:
+            kept, note = run.kept_calls(response.tool_calls)
             # A call without an id, or with one an earlier call of the reply has, gets one made
             # up: each tool message answers one call, and events and approvals name it.
             calls: list[TrajectoryCall] = []
             ids: set[str] = set()
-            for n, c in enumerate(response.tool_calls, 1):
+            for n, c in enumerate(kept, 1):
                 made = c.id if c.id and c.id not in ids else f"call_{number}_{n}"
                 while made in ids:  # the model's own id was this: at most one turn per id
                     made += "_"
                 ids.add(made)
                 calls.append(TrajectoryCall(id=made, name=c.name, arguments=c.arguments))
-            step = TrajectoryStep(reasoning=response.text or None, calls=calls)
+            step = TrajectoryStep(reasoning=response.text or None, calls=calls, note=note)
         elif response.text and self._content:
             # An answer in content, shaped by the step's response_format: like `finish`.
             answer, thought = split_reasoning(response.text, run.lm.profile.reasoning_tags)

@@ -40,7 +40,7 @@ from typedspy.errors import (
     check_instance,
 )
 from typedspy.limits import Spent, spending
-from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, counted_stream
+from typedspy.lm import BaseLM, ChatMessage, LMResponse, RequestBound, ToolCall, counted_stream
 from typedspy.modules import History, Predict, history_messages
 from typedspy.parse import parse_outputs
 from typedspy.prediction import Prediction
@@ -352,6 +352,30 @@ class Run(Generic[SigT]):
         yield self.prediction(dict(pred), finished=False, attempts=pred.attempts, raw=pred.raw)
 
     # -- running the calls of a step --
+
+    def kept_calls(self, calls: Sequence[ToolCall]) -> tuple[list[ToolCall], str | None]:
+        """The calls of a reply a step keeps, and the note for those it leaves out (if any).
+
+        At most ``max_tool_calls`` tool calls and as many ``finish`` calls are kept, in order;
+        the others are never run nor sent back (ADR-101): a reply of 50,000 calls made every
+        later request carry 50,000 calls and their answers.
+        """
+        limit = self.agent.max_tool_calls
+        counts = {True: 0, False: 0}  # by whether the call is `finish`
+        kept: list[ToolCall] = []
+        for call in calls:
+            kind = call.name == FINISH
+            counts[kind] += 1
+            if counts[kind] <= limit:
+                kept.append(call)
+        left = len(calls) - len(kept)
+        if not left:
+            return kept, None
+        return kept, (
+            f"This reply made {len(calls)} calls; {left} of them were left out and not run "
+            f"(at most {limit} tool calls and {limit} finish calls are read per step). Make "
+            "those still needed in later steps."
+        )
 
     async def run_calls(self, step: TrajectoryStep, start: int) -> AsyncIterator[StreamEvent]:
         """Run ``step.calls[start:]`` in order, with an event before and after each tool call.

@@ -71,7 +71,8 @@ class TrajectoryStep(BaseModel):
         reasoning: The model's text for this turn, if it wrote any.
         calls: The tool calls of the turn, in order.
         note: Set when the turn produced no usable call (plain text instead of a tool call, or
-            a reply that could not be read): the feedback the model is shown for it.
+            a reply that could not be read), or calls past ReAct's bound that were left out:
+            the feedback the model is shown for it.
     """
 
     reasoning: str | None = None
@@ -109,8 +110,8 @@ class Trajectory(list[TrajectoryStep]):
 
         Each step with calls is an assistant message with ``tool_calls`` followed by one
         ``role: tool`` message per call, answering it by ``tool_call_id``; a name OpenAI refuses
-        is sent as `sent_name` makes it (the observation names the model's own). A step without
-        calls is the assistant's text followed by a user turn holding the note.
+        is sent as `sent_name` makes it (the observation names the model's own). A step's note
+        is a user turn after them (a step without calls: after the assistant's text).
         """
         messages: list[ChatMessage] = [{"role": "user", "content": _cut_note(cut)}] if cut else []
         for step in self[cut:]:
@@ -136,6 +137,8 @@ class Trajectory(list[TrajectoryStep]):
                 {"role": "tool", "tool_call_id": c.id, "content": c.observation or ""}
                 for c in step.calls
             )
+            if step.note:
+                messages.append({"role": "user", "content": f"{FEEDBACK_LABEL}\n{step.note}"})
         return messages
 
     def to_text(self, cut: int = 0) -> str:
