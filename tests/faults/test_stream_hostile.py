@@ -310,7 +310,7 @@ def test_another_name_before_a_calls_arguments_end_is_a_typed_error() -> None:
         lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
         with pytest.raises(
             ts.errors.LMResponseError,
-            match="named 'lookup' without an id at index 0, where the call to 'search' had not finished",
+            match="named 'lookup' without an id at index 0, where the call to 'search' had not",
         ):
             list(ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3).stream(question="q"))
         lm.close()

@@ -79,3 +79,55 @@ def test_a_valid_name_no_tool_has_is_sent_as_the_model_wrote_it(
     ReAct(Answer, tools=[lookup], lm=make_lm())(question="q")
     assistant = bodies(route)[1]["messages"][-2]
     assert assistant["tool_calls"][0]["function"]["name"] == "Search-Web"
+
+
+def test_a_finish_after_a_call_that_failed_in_its_reply_is_not_the_answer(
+    router: respx.MockRouter,
+) -> None:
+    # The model sends an email and, in the same reply, answers that it was sent. The person
+    # rejected the email: main took that finish as the answer ("Sent."), a lie (ADR-101).
+    sent: list[str] = []
+
+    @ts.confirm_first
+    @ts.tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return "sent"
+
+    route = router.post("/chat/completions").mock(
+        side_effect=[
+            calls_reply(("c1", "send_email", {"to": "bob"}), ("c2", "finish", {"answer": "Sent."})),
+            finish_reply(answer="Not sent: the user declined."),
+        ]
+    )
+    agent = ReAct(Answer, tools=[send_email], lm=make_lm())
+    with pytest.raises(ts.tools.ConfirmationRequired) as info:
+        agent(question="Email Bob.")
+    pred = agent(question="Email Bob.", resume_state=ts.tools.ResumeState(info.value, "no"))
+
+    assert sent == []
+    assert pred.answer == "Not sent: the user declined."
+    rejected, blind = pred.trajectory[0].calls
+    assert rejected.failed and blind.failed
+    assert blind.observation is not None and blind.observation.startswith("Error: not accepted")
+    told = bodies(route)[1]["messages"][-1]
+    assert told["tool_call_id"] == "c2" and "call finish again" in told["content"]
+
+
+def test_a_finish_after_calls_that_succeeded_in_its_reply_is_still_the_answer(
+    router: respx.MockRouter,
+) -> None:
+    router.post("/chat/completions").mock(
+        side_effect=[
+            calls_reply(
+                ("c1", "lookup", {"key": "k"}),
+                ("c2", "finish", {"answer": "done"}),
+                ("c3", "lookup", {"key": "after"}),
+            )
+        ]
+    )
+    pred = ReAct(Answer, tools=[lookup], lm=make_lm())(question="q")
+    assert pred.answer == "done"
+    assert [c.failed for c in pred.trajectory.calls] == [False, False, False]
+    assert pred.trajectory.calls[2].observation == "Not run: `finish` was called before it."

@@ -110,6 +110,12 @@ TRAJECTORY_FIELD = "trajectory"
 _SKIPPED = "Not run: `finish` was called before it."
 
 
+_BLIND = (
+    "Error: not accepted: a tool call before this finish in the same reply failed, so these "
+    "outputs were written without its result. Read the results above, then call finish again."
+)
+
+
 _MAX_FINISH_ERRORS = 10
 
 
@@ -380,8 +386,10 @@ class Run(Generic[SigT]):
     async def run_calls(self, step: TrajectoryStep, start: int) -> AsyncIterator[StreamEvent]:
         """Run ``step.calls[start:]`` in order, with an event before and after each tool call.
 
-        A valid ``finish`` among them sets `answer`; the calls after it are skipped; calls past
-        the agent's ``max_tool_calls`` are answered with an error observation and not run.
+        A valid ``finish`` among them sets `answer`; the calls after it are skipped. A
+        ``finish`` after a call of the step that failed is not accepted (ADR-101): the model
+        wrote it without that result. Calls past the agent's ``max_tool_calls`` (in a state
+        saved under a larger bound) are answered with an error observation and not run.
 
         Raises:
             ConfirmationRequired: A tool paused the run (its state is in ``context``); its
@@ -393,9 +401,12 @@ class Run(Generic[SigT]):
         for call in step.calls[start:]:
             if self.answer is not None:
                 call.observation = _SKIPPED
+            elif call.name == FINISH and any(c.failed and c.name != FINISH for c in step.calls):
+                call.observation, call.failed = _BLIND, True
             elif call.name == FINISH:
                 self.answer = self.finish(call)
             elif ran >= limit:
+                call.failed = True
                 call.observation = (
                     f"Error: not run: this step made {made} tool calls and at most "
                     f"{limit} run per step. Make the others in later steps."
@@ -403,8 +414,8 @@ class Run(Generic[SigT]):
             else:
                 ran += 1
                 yield started(call)
-                call.observation, failed = await self.run_checked(call)
-                yield finished(call, failed)
+                call.observation, call.failed = await self.run_checked(call)
+                yield finished(call, call.failed)
 
     def finish(self, call: TrajectoryCall) -> dict[str, Any] | None:
         """The outputs ``finish`` was called with, or None (its observation says why)."""
@@ -574,7 +585,7 @@ class Run(Generic[SigT]):
             observation, failed = known.observation, known.failed
         if edited is not None:
             call.arguments = edited["arguments"]
-        call.observation = observation
+        call.observation, call.failed = observation, failed
         yield finished(call, failed)
         async with closing(self.run_calls(step, point.call + 1)) as calls:
             async for event in calls:

@@ -56,12 +56,15 @@ class TrajectoryCall(BaseModel):
             them before approving the call).
         observation: What the tool returned, or the error, as the model reads it; ``None``
             while the call waits for a confirmation.
+        failed: Whether the observation reports that a tool call failed or was refused (not
+            run, rejected by the person, invalid arguments, no such tool, the tool raised).
     """
 
     id: str
     name: str
     arguments: str
     observation: str | None = None
+    failed: bool = False
 
 
 class TrajectoryStep(BaseModel):
