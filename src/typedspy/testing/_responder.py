@@ -17,7 +17,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from typedspy.errors import SchemaError
 from typedspy.schema import (
@@ -420,10 +420,10 @@ def _forced_tool(req: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str |
             param="tool_choice",
             code="invalid_type",
         )
-    function = choice.get("function")
+    function: object = cast("dict[str, Any]", choice).get("function")
     if not isinstance(function, dict):
         raise _missing("tool_choice.function")
-    name = function.get("name")
+    name: object = cast("dict[str, Any]", function).get("name")
     if not isinstance(name, str):
         raise _missing("tool_choice.function.name")
     if name in tools:
