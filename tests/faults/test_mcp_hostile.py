@@ -307,6 +307,130 @@ def test_pattern_and_additional_properties_check_objects_on_re2_and_pass_other_v
     assert call(server, "t", {"o": 5}) == {"result": "ran"}  # no object: nothing to match
 
 
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"
+
+
+@pytest.mark.parametrize("draft", [DRAFT_2020, DRAFT_07])
+def test_a_subschema_naming_its_own_draft_still_matches_its_pattern_on_re2(
+    draft: str, hang_guard: None
+) -> None:
+    # jsonschema picks a subschema's validator by its $schema: the stock one used `re`.
+    nested = {"$schema": draft, "type": "string", "pattern": EVIL}
+    server = hostile({"t": {"inputSchema": {"type": "object", "properties": {"x": nested}}}})
+
+    refused = call(server, "t", {"x": LONG})
+
+    assert isinstance(refused, ts.errors.ToolArgumentsError), refused
+    assert [e.path for e in refused.errors] == [("x",)]
+    assert call(server, "t", {"x": "aaa"}) == {"result": "ran"}
+
+
+def test_unique_items_over_thousands_of_objects_answers_at_once(hang_guard: None) -> None:
+    # jsonschema compared every pair of unhashable items: 20,000 objects took minutes,
+    # on arguments a model writes and on enums a server lists (draft 4's metaschema).
+    unique = {"type": "array", "uniqueItems": True}
+    enum = {"enum": [{"id": i} for i in range(20_000)]}
+    draft_4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"}
+    server = hostile(
+        {
+            "t": {"inputSchema": {"type": "object", "properties": {"x": unique}}},
+            "e": {"inputSchema": {**draft_4, "properties": {"x": enum}}},
+        }
+    )
+    items: list[Any] = [{"id": i} for i in range(20_000)]
+
+    assert call(server, "t", {"x": items}) == {"result": "ran"}
+    repeated = call(server, "t", {"x": [*items, {"id": 7}]})
+    assert isinstance(repeated, ts.errors.ToolArgumentsError), repeated
+    assert "has non-unique elements" in str(repeated)
+    # Equal as JSON Schema says: 1 and 1.0 are equal, true and 1 are not, key order is not.
+    assert isinstance(call(server, "t", {"x": [1, 1.0]}), ts.errors.ToolArgumentsError)
+    assert call(server, "t", {"x": [True, 1, [1], {"a": 1, "b": 2}]}) == {"result": "ran"}
+    swapped = call(server, "t", {"x": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]})
+    assert isinstance(swapped, ts.errors.ToolArgumentsError)
+    assert call(server, "e", {"x": {"id": 5}}) == {"result": "ran"}
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer"}
+    for _ in range(levels):
+        schema = {"not": schema}
+    return {"type": "object", "properties": {"x": schema}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "named"),
+    [
+        (_deep(99), "t's inputSchema: properties.x" + ".not" * 99 + " is nested 101 objects"),
+    ],
+)
+def test_a_schema_jsonschema_cannot_take_is_a_schema_error_when_listed(
+    schema: dict[str, Any], named: str
+) -> None:
+    # This raised RecursionError out of the listing.
+    failed = call(hostile({"t": {"inputSchema": schema}, "fine": {"inputSchema": OBJECT}}), "t", {})
+
+    assert isinstance(failed, ts.SchemaError), failed
+    assert named in str(failed)
+    assert "include=['fine']" in str(failed)
+    assert call(hostile({"t": {"inputSchema": _deep(98)}}), "t", {"x": 1}) == {"result": "ran"}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "$ref": "#"},
+        {"type": "object", "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"},
+        {
+            "type": "object",
+            "properties": {"x": {"$ref": "#/$defs/a"}},
+            "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+        },
+    ],
+)
+def test_a_ref_cycle_that_never_moves_into_the_value_is_a_schema_error_when_called(
+    schema: dict[str, Any],
+) -> None:
+    failed = call(hostile({"t": {"inputSchema": schema}}), "t", {"x": 1})  # was RecursionError
+
+    assert isinstance(failed, ts.SchemaError), failed
+    assert str(failed).startswith("t's inputSchema: checking a value recursed without end")
+    # A recursive schema that moves into the value checks values as deep as arguments go.
+    tree = {"type": "object", "properties": {"c": {"$ref": "#"}}}
+    value: dict[str, Any] = {}
+    for _ in range(190):
+        value = {"c": value}
+    assert call(hostile({"t": {"inputSchema": tree}}), "t", value) == {"result": "ran"}
+
+
+def test_properties_whose_made_up_field_names_collide_each_keep_their_argument() -> None:
+    # "a b" is no identifier: its field was named field_1, the name of the first property,
+    # and the first property's argument was dropped.
+    received: list[dict[str, Any]] = []
+    listing = [
+        types.Tool(
+            name="t",
+            input_schema={
+                "type": "object",
+                "properties": {"field_1": {"type": "integer"}, "a b": {"type": "string"}},
+            },
+        )
+    ]
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: Any) -> types.CallToolResult:
+        received.append(params.arguments)
+        return types.CallToolResult(content=[types.TextContent(type="text", text="ran")])
+
+    server = Server("colliding", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    assert call(server, "t", {"field_1": 1, "a b": "two"}) == {"result": "ran"}
+    assert received == [{"field_1": 1, "a b": "two"}]
+
+
 # Observations: a broken listing, an unreadable reply, the served error's URL.
 
 

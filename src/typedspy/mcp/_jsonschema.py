@@ -6,6 +6,9 @@ from the server, so checking with them must not do what the server asks (ADR-053
 
 - nothing is retrieved: a ``$ref`` resolves within the schema itself (an empty
   ``referencing.Registry``), and one that does not is a `SchemaError` when the tool is listed;
+- checking is bounded: nesting past 100 objects and arrays is a `SchemaError` when the tool
+  is listed, a ``$ref`` cycle that never moves into the value one when it is reached, and
+  ``uniqueItems`` hashes the items (jsonschema compared every pair of objects);
 - patterns run on RE2 (``google-re2``, in the ``mcp`` extra): ``pattern``,
   ``patternProperties`` and ``additionalProperties`` beside them are replaced with keywords
   that match in linear time, and a pattern RE2 cannot compile is a `SchemaError` when the tool
@@ -27,9 +30,6 @@ import re2  # type: ignore[import-untyped]
 import referencing.jsonschema
 from jsonschema import validators  # type: ignore[import-untyped]
 from jsonschema.exceptions import (  # type: ignore[import-untyped]
-    SchemaError as _MetaError,
-)
-from jsonschema.exceptions import (
     ValidationError as _Violation,
 )
 from referencing import Registry
@@ -43,6 +43,7 @@ __all__ = ["Checker", "violation_errors"]
 _MAX_ERRORS = 20
 _MAX_MESSAGE = 300
 _MAX_MEMORY = 8 << 20  # bytes one compiled pattern may use (RE2's default): bounds compiling too
+_MAX_NESTING = 100  # objects and arrays in a schema; checking recurses about 8 frames a level
 # Where a schema holds subschemas (every draft's applicators): one, a map of, a list of.
 _ONE = (
     "additionalItems",
@@ -111,10 +112,12 @@ class Checker:
                 pattern cannot run on RE2; ``where`` and the schema path name it.
         """
         cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-        try:
-            cls.check_schema(schema)
-        except _MetaError as exc:
-            raise SchemaError(f"{where} is not valid JSON Schema: {exc.message}") from exc
+        _check_nesting(schema, where)
+        meta = validators.validator_for(cls.META_SCHEMA, default=cls)
+        checker = _on_re2(meta)(cls.META_SCHEMA, format_checker=meta.FORMAT_CHECKER)
+        invalid = next(checker.iter_errors(schema), None)
+        if invalid is not None:
+            raise SchemaError(f"{where} is not valid JSON Schema: {invalid.message}")
         _check_evaluable(schema, cls, where)
         self._where = where
         self._validator = _on_re2(cls)(schema, registry=Registry())
@@ -132,6 +135,11 @@ class Checker:
             raise SchemaError(f"{self._where}: {_unresolved(str(exc.ref), None)}") from None
         except PatternError as exc:
             raise SchemaError(f"{self._where}: a pattern {_cannot_run(exc)}") from None
+        except RecursionError:
+            raise SchemaError(
+                f"{self._where}: checking a value recursed without end: a $ref cycle that never "
+                "moves into the value (such as {'$ref': '#'})"
+            ) from None
         return [_field_error(err) for err in found[:_MAX_ERRORS]]
 
 
@@ -160,6 +168,16 @@ def _check_evaluable(schema: dict[str, Any], cls: Any, where: str) -> None:
             f"patternProperties (at {format_path(patterned)}) is not supported: its patterns "
             "would run on Python's backtracking `re`"
         )
+
+
+def _check_nesting(schema: dict[str, Any], where: str) -> None:
+    """No object or array in ``schema`` lies within more than `_MAX_NESTING` others."""
+    for path, depth in _depths(schema):
+        if depth > _MAX_NESTING:
+            raise SchemaError(
+                f"{where}: {format_path(path)} is nested {depth} objects and arrays deep, "
+                f"more than the limit of {_MAX_NESTING} (checking it would recurse too deeply)"
+            )
 
 
 def _check_refs(sub: dict[str, Any], path: Path, resolver: Any, where: str) -> None:
@@ -211,6 +229,21 @@ def _subschemas(
                 pending += [((*path, key, i), v, resolver) for i, v in enumerate(children)]
 
 
+def _depths(schema: object) -> Iterator[tuple[Path, int]]:
+    """Each object and array in ``schema`` with its path and how many enclose it."""
+    pending: list[tuple[Path, object, int]] = [((), schema, 0)]
+    while pending:  # a stack: the depth is what is being bounded
+        path, value, depth = pending.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value)  # type: ignore[arg-type]
+        yield path, depth
+        if depth <= _MAX_NESTING:
+            pending += [
+                ((*path, key), item, depth + 1)
+                for key, item in items
+                if isinstance(item, dict | list)
+            ]
+
+
 def _unresolved(ref: str, located: str | None) -> str:
     at = f" at {located}" if located else ""
     return (
@@ -228,13 +261,33 @@ def _cannot_run(exc: PatternError) -> str:
 
 @functools.cache
 def _on_re2(cls: Any) -> Any:
-    """``cls`` with the keywords that match patterns replaced by RE2 ones."""
+    """``cls`` with the keywords that match patterns replaced by RE2 ones.
+
+    jsonschema picks a subschema's validator class by its ``$schema`` (``evolve``): the stock
+    class would run that subschema's patterns on ``re``, so the class chosen is put on RE2 too.
+    """
+    extended = _extended(cls)
+
+    def evolve(self: Any, **changes: Any) -> Any:
+        schema = changes.setdefault("schema", self.schema)
+        chosen = _on_re2(validators.validator_for(schema, default=cls))
+        for field in type(self).__attrs_attrs__:
+            if field.init and field.alias not in changes:
+                changes[field.alias] = getattr(self, field.name)
+        return chosen(**changes)
+
+    extended.evolve = evolve
+    return extended
+
+
+def _extended(cls: Any) -> Any:
     return validators.extend(
         cls,
         {
             "pattern": _pattern,
             "patternProperties": _pattern_properties,
             "additionalProperties": _additional_properties,
+            "uniqueItems": _unique_items,
         },
     )
 
@@ -279,6 +332,23 @@ def _additional_properties(
         else:
             verb = "was" if len(extras) == 1 else "were"
             yield _Violation(f"Additional properties are not allowed ({shown} {verb} unexpected)")
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """Items compared by hashing: jsonschema compares every pair of unhashable ones."""
+    if unique and validator.is_type(instance, "array"):
+        keys = [_equality_key(item) for item in instance]
+        if len(set(keys)) < len(keys):
+            yield _Violation(f"{instance!r} has non-unique elements")
+
+
+def _equality_key(value: Any) -> Any:
+    """A hashable key equal for values JSON Schema calls equal (1 == 1.0, true != 1)."""
+    if isinstance(value, dict):
+        return ("object", frozenset((k, _equality_key(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("array", tuple(_equality_key(v) for v in value))
+    return (type(value) is bool, value)
 
 
 def _depth(err: Any) -> int:

@@ -293,9 +293,13 @@ def _fields(schema: Mapping[str, Any]) -> dict[str, tuple[Any, FieldInfo]]:
         return {}
     required = set(schema.get("required") or ())
     fields: dict[str, tuple[Any, FieldInfo]] = {}
+    taken = set(properties)  # a made-up name must not be another property's
     for index, (wire, sub) in enumerate(properties.items()):
         usable = wire.isidentifier() and not keyword.iskeyword(wire) and not wire.startswith("_")
         name = wire if usable and not hasattr(Signature, wire) else f"field_{index}"
+        while name != wire and name in taken:
+            name += "_"
+        taken.add(name)
         shown = sub if isinstance(sub, dict) else {}
         annotation = Annotated[Any, WithJsonSchema(_inlined(shown, schema))]
         alias = None if name == wire else wire
