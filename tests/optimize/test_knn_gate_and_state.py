@@ -202,3 +202,40 @@ def test_a_knn_program_whose_examples_json_cannot_hold_is_refused_saving(
 def test_a_knn_program_needs_one_vector_per_example() -> None:
     with pytest.raises(ts.ConfigurationError, match="KNNProgram: 1 vectors for 2 examples"):
         ts.optimize.KNNProgram(ts.Predict(RouteTicket), TRAIN[:2], [[1.0, 0.0]])
+
+
+# -- vectors that are not unit length ---------------------------------------------------------
+
+
+class Ask(ts.Signature):
+    """Answer."""
+
+    question: str = ts.InputField()
+    answer: str = ts.OutputField()
+
+
+def test_vectors_of_any_length_rank_by_cosine_given_or_loaded(tmp_path: Path) -> None:
+    # Vectors from elsewhere (another embedder, a file) need not be unit length: a long one
+    # outranked the exact match when similarity was the dot product.
+    import asyncio
+
+    from typedspy.testing import embed_text
+
+    examples = [
+        ts.Example(Ask, question="gamma", answer="far"),  # cosine 0.5 to the query
+        ts.Example(Ask, question="beta", answer="near"),  # cosine 1
+    ]
+    vectors = [[5 * v for v in embed_text("question: gamma")], embed_text("question: beta")]
+    given = ts.optimize.KNNProgram(ts.Predict(Ask), examples, vectors, k=1)
+    path = tmp_path / "knn.json"
+    given.save(path)
+    saved = json.loads(path.read_text())
+    saved["knn"]["vectors"][0] = vectors[0]  # a file written by other code
+    path.write_text(json.dumps(saved))
+    loaded = ts.optimize.KNNProgram(ts.Predict(Ask))
+    loaded.load(path)
+
+    with served():
+        for program in (given, loaded):
+            [first] = asyncio.run(program.neighbours({"question": "beta"}))
+            assert first.answer == "near"

@@ -63,12 +63,18 @@ async def embedded(lm: BaseLM, model: str | None, texts: list[str], what: str) -
     Raises:
         LMResponseError: Vectors that are not finite, of different widths, or not one per text.
     """
-    np_ = _numpy()  # before the request: without numpy nothing is sent
+    _numpy()  # before the request: without numpy nothing is sent
     rows, problem = matrix(await pipeline.embed(lm, texts, model=model))
     if problem is None and len(rows) != len(texts):
         problem = f"{len(rows)} vectors for {len(texts)} texts"
     if problem is not None:
         raise LMResponseError(f"{model or lm.model}: the embeddings of {what}: {problem}")
+    return unit(rows)
+
+
+def unit(rows: Any) -> Any:
+    """``rows`` (a float matrix) scaled to unit length, so a dot product is cosine (0 stays 0)."""
+    np_ = _numpy()
     norms = np_.linalg.norm(rows, axis=1, keepdims=True)
     return rows / np_.where(norms == 0, 1.0, norms)
 
@@ -145,7 +151,7 @@ class KNNProgram(Module):
     Args:
         program: The program run with the chosen demos.
         examples: The training examples (empty until compiled or loaded).
-        vectors: Their unit-length embeddings, one row per example.
+        vectors: Their embeddings, one row per example (scaled to unit length here).
         k: Demos per call.
         lm: The `LM` whose endpoint embeds (default: the configured LM at call time).
         embedding_model: The embedding model name (default: the LM's model).
@@ -178,7 +184,7 @@ class KNNProgram(Module):
         rows, problem = matrix(vectors if vectors is not None else [])
         if problem is not None and len(self.examples):
             raise ConfigurationError(f"KNNProgram: vectors: {problem}")
-        self._vectors = rows
+        self._vectors = unit(rows) if problem is None else rows
         if len(self._vectors) != len(self.examples):
             raise ConfigurationError(
                 f"KNNProgram: {len(self._vectors)} vectors for {len(self.examples)} examples"
@@ -262,7 +268,7 @@ class KNNProgram(Module):
         ):
             raise state_error(source, problems)
         examples = [Example(**row.values).with_inputs(*row.inputs) for row in knn.examples]
-        vectors = _numpy().asarray(knn.vectors, dtype=float)
+        vectors = unit(_numpy().asarray(knn.vectors, dtype=float))
         super()._load(state, source)
         self.k, self.examples, self._vectors = knn.k, examples, vectors
         self.stratify = knn.stratify
