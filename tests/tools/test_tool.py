@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import datetime
 import functools
 import threading
 from typing import Annotated, Any
@@ -192,6 +193,29 @@ def test_positional_only_and_underscore_parameters_are_rejected() -> None:
         Tool.from_function(positional)
     with pytest.raises(ToolError, match="cannot start with '_'"):
         Tool.from_function(private)
+
+
+_UNSET = object()
+_BY_LEN: Any = Field(default=len)
+
+
+def test_a_default_that_is_no_json_value_is_refused_at_build_naming_the_parameter() -> None:
+    # Such a default built, then every schema of the tool warned (an error under -W error, as
+    # in pytest) that it leaves the default out: at the first call, not at build.
+    def sentinel(city: str, units: Any = _UNSET) -> str:
+        return city
+
+    def field(city: str, sort: Any = _BY_LEN) -> str:
+        return city
+
+    for fn, shown in ((sentinel, "units"), (field, "sort")):
+        with pytest.raises(ToolError, match=f"parameter '{shown}': its default .* is not a JSON"):
+            tool(fn)
+
+    def fine(when: datetime.date = datetime.date(2026, 1, 2), tags: set[str] = {"a"}) -> str:  # noqa: B006
+        return str(when)
+
+    assert tool(fine).to_mcp_tool()["inputSchema"]["properties"]["when"]["default"] == "2026-01-02"
 
 
 def unreadable_signature(x: int) -> int:

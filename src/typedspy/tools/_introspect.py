@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticSerializationError, PydanticUndefined, to_jsonable_python
 
 from typedspy.errors import SchemaError, ToolError
 from typedspy.signature import InputField, OutputField, Signature, build_signature, without_role
@@ -176,7 +177,17 @@ def _inputs(
         if param.name.startswith("_"):
             raise ToolError(f"parameter {param.name!r}: tool parameter names cannot start with '_'")
         annotation = hints.get(param.name, Any)
-        inputs[param.name] = (annotation, _input_field(param, docs.params.get(param.name)))
+        field = _input_field(param, docs.params.get(param.name))
+        if field.default is not PydanticUndefined:
+            try:  # as the schema shows it: Pydantic warns and leaves out what fails here
+                to_jsonable_python(field.default)
+            except PydanticSerializationError:
+                raise ToolError(
+                    f"{getattr(fn, '__name__', fn)!r}: parameter {param.name!r}: its default "
+                    f"{field.default!r} is not a JSON value, so the model could not be shown "
+                    "it; give a JSON default (None, a number, a string, a list, ...)"
+                ) from None
+        inputs[param.name] = (annotation, field)
     return inputs
 
 
