@@ -431,6 +431,47 @@ def test_properties_whose_made_up_field_names_collide_each_keep_their_argument()
     assert received == [{"field_1": 1, "a b": "two"}]
 
 
+def _objects(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(_objects(v) for v in value.values())
+    return sum(_objects(v) for v in value) if isinstance(value, list) else 0
+
+
+def test_definitions_that_each_name_the_next_many_times_are_listed_in_bounded_size() -> None:
+    # Each definition names the next one 4 times: inlining the references for the signature
+    # made 4^9 = 262,144 objects (8^9 hung the listing, holding gigabytes).
+    defs: dict[str, Any] = {
+        f"d{i}": {
+            "type": "object",
+            "properties": {f"p{j}": {"$ref": f"#/$defs/d{i + 1}"} for j in range(4)},
+        }
+        for i in range(9)
+    }
+    defs["d9"] = {"type": "integer"}
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+    server = hostile({"t": {"inputSchema": schema}})
+
+    async def body() -> Any:
+        async with ts.mcp.tools(server) as remote:
+            [tool] = list(remote)
+            try:
+                await remote.acall("t", {"x": {"p0": {"p1": 5}}})
+            except ts.errors.ToolArgumentsError as exc:
+                return tool, exc
+            return tool, None
+
+    tool, refused = outcome(body)
+
+    shown = [
+        m.json_schema
+        for m in tool.signature.input_fields["x"].metadata
+        if hasattr(m, "json_schema")
+    ]
+    assert 1_000 < _objects(shown) <= 5_001
+    assert isinstance(refused, ts.errors.ToolArgumentsError)  # the remote schema still checks
+    assert [e.path for e in refused.errors] == [("x", "p0", "p1")]
+
+
 # Observations: a broken listing, an unreadable reply, the served error's URL.
 
 

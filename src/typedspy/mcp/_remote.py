@@ -47,6 +47,7 @@ Caller = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
 
 _RESULT = "result"
 _MAX_DEPTH = 200  # argument nesting; the SDK's serializer stops near 250 levels with its envelope
+_MAX_INLINED = 5_000  # objects in a tool's signature schemas once references are inlined
 
 
 class RemoteToolError(ToolError):
@@ -292,6 +293,7 @@ def _fields(schema: Mapping[str, Any]) -> dict[str, tuple[Any, FieldInfo]]:
     if not isinstance(properties, Mapping):
         return {}
     required = set(schema.get("required") or ())
+    budget = [_MAX_INLINED]
     fields: dict[str, tuple[Any, FieldInfo]] = {}
     taken = set(properties)  # a made-up name must not be another property's
     for index, (wire, sub) in enumerate(properties.items()):
@@ -301,7 +303,7 @@ def _fields(schema: Mapping[str, Any]) -> dict[str, tuple[Any, FieldInfo]]:
             name += "_"
         taken.add(name)
         shown = sub if isinstance(sub, dict) else {}
-        annotation = Annotated[Any, WithJsonSchema(_inlined(shown, schema))]
+        annotation = Annotated[Any, WithJsonSchema(_inlined(shown, schema, budget))]
         alias = None if name == wire else wire
         description = shown.get("description")
         default: Any = ... if wire in required else None  # `...`: required
@@ -310,20 +312,30 @@ def _fields(schema: Mapping[str, Any]) -> dict[str, tuple[Any, FieldInfo]]:
     return fields
 
 
-def _inlined(sub: dict[str, Any], root: Mapping[str, Any], refs: int = 0) -> dict[str, Any]:
-    """``sub`` with local ``#/$defs/...`` references replaced by their targets (8 deep at most)."""
+def _inlined(
+    sub: dict[str, Any], root: Mapping[str, Any], budget: list[int], refs: int = 0
+) -> dict[str, Any]:
+    """``sub`` with local ``#/$defs/...`` references replaced by their targets.
+
+    At most 8 references deep, and `_MAX_INLINED` objects for the whole tool (``budget``
+    counts down): definitions that each name the next several times would otherwise grow
+    exponentially (9 levels of 8 properties: 8^9 objects). Past either bound, any value.
+    """
+    budget[0] -= 1
     ref = sub.get("$ref")
     if isinstance(ref, str):
         target = (root.get("$defs") or {}).get(ref.removeprefix("#/$defs/"))
-        if refs < 8 and ref.startswith("#/$defs/") and isinstance(target, dict):
-            return _inlined(target, root, refs + 1)
-        return {}  # a recursive or foreign reference: any value (the remote schema still checks)
+        if refs < 8 and budget[0] > 0 and ref.startswith("#/$defs/") and isinstance(target, dict):
+            return _inlined(target, root, budget, refs + 1)
+        return {}  # recursive, foreign, or past the bound (the remote schema still checks)
     out: dict[str, Any] = {}
     for key, value in sub.items():
         if isinstance(value, dict):
-            out[key] = _inlined(value, root, refs)
+            out[key] = _inlined(value, root, budget, refs)
         elif isinstance(value, list):
-            out[key] = [_inlined(v, root, refs) if isinstance(v, dict) else v for v in value]
+            out[key] = [
+                _inlined(v, root, budget, refs) if isinstance(v, dict) else v for v in value
+            ]
         else:
             out[key] = value
     return out
