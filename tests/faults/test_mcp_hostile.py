@@ -494,6 +494,37 @@ def test_a_listing_with_unusable_tools_names_every_one_and_the_way_to_use_the_re
     assert call(server, "ok", {"x": 1}, include=["ok"]) == {"result": "ran"}
 
 
+def test_tool_names_no_endpoint_takes_or_listed_twice_are_named_with_the_way_to_the_rest() -> None:
+    # Such a name was a bare ToolError without the include= that uses the other tools, and
+    # for a name listed twice it said to rename the tool with @ts.tool(name=...).
+    server = hostile({"a tool": {"inputSchema": OBJECT}, "ok": {"inputSchema": OBJECT}})
+    twice = [types.Tool.model_validate({"name": n, "inputSchema": OBJECT}) for n in "tto"]
+
+    async def list_twice(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=twice)
+
+    listed_twice = Server("twice", on_list_tools=list_twice)
+
+    failed = call(server, "ok", {"x": 1})
+    doubled = call(listed_twice, "o", {"x": 1})
+    picked = call(listed_twice, "t", {"x": 1}, include=["t"])
+
+    assert isinstance(failed, ts.errors.ToolError), failed
+    assert str(failed) == (
+        "a tool of the MCP server cannot be used: invalid tool name 'a tool': use 1 to 64 "
+        "characters from [A-Za-z0-9_-] (for example 'a_tool'); to use the others, pass "
+        "include=['ok']"
+    )
+    assert isinstance(doubled, ts.errors.ToolError), doubled
+    assert str(doubled) == (
+        "a tool of the MCP server cannot be used: 't': the server lists 2 tools of this name; "
+        "to use the others, pass include=['o']"
+    )
+    assert isinstance(picked, ts.errors.ToolError)  # not one of the two, silently
+    assert "the server lists 2 tools of this name" in str(picked)
+    assert call(server, "ok", {"x": 1}, include=["ok"]) == {"result": "ran"}
+
+
 def test_a_listing_of_thousands_of_tools_is_refused_unless_include_picks_some() -> None:
     # Each tool is a schema check run on the event loop: 10,000 blocked it for about 17 s, and
     # a missing include= name listed every tool the server has in its message.

@@ -14,6 +14,7 @@ and a line the server sends that is not JSON-RPC fails the calls waiting for rep
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, TypeAlias, cast
@@ -133,6 +134,8 @@ class RemoteTools:
             ToolError: A tool named in ``include`` does not exist.
             SchemaError: Chosen tools whose schemas cannot be used (invalid, a ``$ref`` outside
                 the schema, a pattern RE2 cannot run); the message names each one.
+            ToolError: As for SchemaError, when a chosen tool's name is at fault too (one no
+                endpoint takes, or listed twice).
         """
         self._loop = asyncio.get_running_loop()
         if self._own:
@@ -247,11 +250,16 @@ class RemoteTools:
             )
         chosen = [by_name[n] for n in self._include] if self._include is not None else listed
         built: list[RemoteTool] = []
-        unusable: list[SchemaError] = []
-        for tool in chosen:
+        unusable: list[SchemaError | ToolError] = []
+        counts = collections.Counter(tool.name for tool in listed)
+        for name, tool in {tool.name: tool for tool in chosen}.items():  # a name: reported once
             try:
+                if counts[name] > 1:
+                    raise ToolError(
+                        f"{name!r}: the server lists {counts[name]} tools of this name", tool=name
+                    )
                 built.append(RemoteTool(tool, self._call, max_result_chars=self._max_result_chars))
-            except SchemaError as exc:
+            except (SchemaError, ToolError) as exc:  # a schema, or a name no endpoint takes
                 unusable.append(exc)
         if unusable:
             raise _unusable(unusable, [tool.name for tool in built])
@@ -329,8 +337,11 @@ async def _checked_by_remote_tool(name: str, result: types.CallToolResult) -> No
     """Stands in for ``ClientSession.validate_tool_result``: `RemoteTool` checks the result."""
 
 
-def _unusable(errors: list[SchemaError], usable: list[str]) -> SchemaError:
-    """One error for every listed tool whose schemas cannot be used, with the way around."""
+def _unusable(errors: list[SchemaError | ToolError], usable: list[str]) -> Exception:
+    """One error for every listed tool that cannot be used, with the way around.
+
+    A `SchemaError` when only schemas are at fault, else a `ToolError` (a name).
+    """
     shown = "; ".join(str(e) for e in errors)
     hint = f"; to use the others, pass include={usable!r}" if usable else ""
     count = (
@@ -339,7 +350,10 @@ def _unusable(errors: list[SchemaError], usable: list[str]) -> SchemaError:
         else "a tool of the MCP server"
     )
 
-    return SchemaError(f"{count} cannot be used: {shown}{hint}")
+    message = f"{count} cannot be used: {shown}{hint}"
+    if all(isinstance(e, SchemaError) for e in errors):
+        return SchemaError(message)
+    return ToolError(message)
 
 
 def _lost(name: str, exc: Exception) -> RemoteToolError:
