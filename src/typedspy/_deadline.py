@@ -161,7 +161,7 @@ def _stream_bound(seconds: float | None, owner: str) -> Bound | None:
     if seconds is None:
         return None
     bound = Bound("stream_deadline", seconds, owner)
-    bound.stage = "streaming the reply"
+    bound.requests, bound.stage = 1, "streaming the reply"  # it bounds one request, sent
     return bound
 
 
@@ -232,8 +232,9 @@ def note_request(stage: str = "waiting for a response") -> None:
 
 
 def note_streamed(characters: int) -> None:
-    """Characters of streamed output arrived."""
-    for bound in _chain():
+    """Characters of streamed output arrived (counted by the streamed request's bound too)."""
+    stream = current().stream_deadline
+    for bound in [*_chain(), *([stream] if stream is not None else [])]:
         bound.streamed += characters
         bound.stage = "streaming the reply"
 

@@ -102,13 +102,46 @@ def test_a_stream_that_never_ends_is_stopped_by_the_stream_deadline() -> None:
     # No call deadline: the per-stream bound (600 s by default) is what ends it.
     with drip_server(("endless", "x", 0.01)) as server, lm_for(server.base_url) as lm:
         predict = ts.Predict("question -> answer", mode="prompt")
+        seen: list[OutputDelta] = []
         with ts.context(lm=lm, stream_deadline=0.3):
             with pytest.raises(ts.DeadlineExceededError) as caught:
-                for _ in predict.stream(question="hi"):
-                    pass
+                for event in predict.stream(question="hi"):
+                    assert isinstance(event, OutputDelta)
+                    seen.append(event)
     assert caught.value.limit == "stream_deadline" and caught.value.seconds == 0.3
     assert "stream_deadline of 0.3 s" in str(caught.value)
     assert ts.settings.get_settings().stream_deadline == 600.0  # the default
+    # It names the one request it bounds, and what of it arrived (on the code before: "0
+    # request(s) sent" and nothing streamed, as if it had not been sent at all).
+    assert (caught.value.requests, caught.value.streamed) == (1, sum(len(e.text) for e in seen))
+    assert caught.value.streamed > 0
+    assert f"1 request(s) sent, {caught.value.streamed:,} characters streamed" in str(caught.value)
+
+
+@pytest.mark.parametrize("cut", ["consumer stops", "deadline", "stream_deadline"])
+def test_a_budget_counts_a_stream_cut_midway(cut: str) -> None:
+    # The endpoint read the prompt and generated what arrived (and more, until it saw the client
+    # go), but reports usage only at a stream's end. On the code before, a cut stream counted
+    # nothing, so a budget was never passed by calls that kept being cut.
+    budget = ts.limits.Budget(total_tokens=1_000_000)
+    seen: list[OutputDelta] = []
+    with drip_server(("endless", "xxxx", 0.01)) as server, lm_for(server.base_url) as lm:
+        predict = ts.Predict("question -> answer", mode="prompt")
+        limits = {"deadline": 0.5} if cut == "deadline" else {}
+        limits |= {"stream_deadline": 0.5} if cut == "stream_deadline" else {}
+        with ts.context(lm=lm, budget=budget, **limits):
+            try:
+                for event in predict.stream(question="hi"):
+                    assert isinstance(event, OutputDelta)
+                    seen.append(event)
+                    if cut == "consumer stops" and len(seen) == 5:
+                        break
+            except ts.DeadlineExceededError as exc:
+                assert exc.limit == cut
+    assert len(seen) >= 5 if cut == "consumer stops" else seen
+    assert budget.usage.prompt_tokens > 0  # its estimate: none was reported
+    assert budget.usage.completion_tokens >= len("".join(e.text for e in seen)) // 4 > 0
+    assert budget.requests == 1
 
 
 def test_a_stalled_tool_step_in_react_ends_at_the_deadline() -> None:

@@ -51,6 +51,7 @@ class Exchange:
         streamed: Whether the reply streams.
         attempt: The attempt of the call this request is (1 for the first; 0: not known).
         response: The reply, once there is one.
+        partial: What arrived of a stream that failed or was abandoned midway (else ``None``).
         cached: Whether the reply came from the response cache.
         started: When the exchange began (``time.monotonic``).
         built: The JSON body, once `body` built it.
@@ -62,6 +63,7 @@ class Exchange:
     streamed: bool = False
     attempt: int = 0
     response: LMResponse | None = None
+    partial: LMResponse | None = None
     cached: bool = False
     started: float = field(default_factory=time.monotonic)
     built: dict[str, Any] | None = None
@@ -177,6 +179,7 @@ async def stream(
     """
     exchange = _exchange(lm, request, streamed=True, attempt=attempt)
     entered: list[Stage] = []
+    arrived = False  # whether a chunk came from the endpoint (then a cut stream cost tokens)
     try:
         hit = await _enter(exchange, entered)
         if hit is not None:
@@ -185,26 +188,32 @@ async def stream(
             yield chunk
         else:
             sent = stream_bounded(
-                lm.asend_stream(request, exchange.body),
+                _noted(lm.asend_stream(request, exchange.body)),
                 exchange.settings.stream_deadline,
                 f"{lm.model} stream",
             )
             async with closing(counted_stream(requests, sent)) as chunks:
                 async for sent_chunk in chunks:
-                    chunk = accumulator.add(sent_chunk)  # its tool calls numbered as the reply's
-                    streamed = len(chunk.text)
-                    if chunk.tool_calls:
-                        streamed += sum(len(c.arguments) for c in chunk.tool_calls)
-                    note_streamed(streamed)
-                    yield chunk
+                    arrived = True
+                    yield accumulator.add(sent_chunk)  # its tool calls numbered as the reply's
     except GeneratorExit:  # the consumer stopped early: not a failure of the request
+        exchange.partial = accumulator.response() if arrived else None
         _fail(entered, exchange, None)
         raise
     except BaseException as exc:
+        exchange.partial = accumulator.response() if arrived else None
         _fail(entered, exchange, exc)
         raise
     exchange.response = accumulator.response()
     await _leave(entered, exchange)
+
+
+async def _noted(chunks: AsyncIterator[LMChunk]) -> AsyncIterator[LMChunk]:
+    """``chunks``, each one's characters noted inside the bounds' step (so the stream's own)."""
+    async with closing(chunks):
+        async for chunk in chunks:
+            note_streamed(len(chunk.text) + sum(len(c.arguments) for c in chunk.tool_calls))
+            yield chunk
 
 
 def _exchange(lm: BaseLM, request: LMRequest, *, streamed: bool, attempt: int) -> Exchange:

@@ -5,6 +5,7 @@ Embedding requests (`KNNFewShot`, `embed`) pass the same cache, budget and rate 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import uuid
@@ -13,7 +14,7 @@ from typing import TypeVar
 
 from typedspy._deadline import note_request
 from typedspy.cache import Cache, cache_key, embedding_key
-from typedspy.errors import CacheMissError, LMRateLimitError
+from typedspy.errors import CacheMissError, ConfigurationError, LMRateLimitError
 from typedspy.limits import (
     Budget,
     RateLimit,
@@ -252,6 +253,12 @@ class Admit(Stage):
             self.hold.settle(usage, calibrates=reported)
 
     def fail(self, exchange: Exchange, error: BaseException | None) -> None:
+        if self.hold is not None and exchange.partial is not None:
+            # A stream cut midway (deadline, consumer stopped, connection lost) still cost
+            # its prompt and what was generated: it counts what arrived, at its estimate.
+            usage, reported = usage_counted(exchange.partial, self.estimate)
+            with contextlib.suppress(ConfigurationError):  # no price: the hold is released
+                self.hold.settle(usage, calibrates=reported)
         self.failed(error)
 
     def failed(self, error: BaseException | None) -> None:
