@@ -150,3 +150,25 @@ def test_a_streamed_step_is_re_asked_the_same_way() -> None:
     assert events[-1].answer == "shipped"
     assert [r.get("stream") for r in server.requests] == [True, True]
     assert server.requests[1]["frequency_penalty"] == 1.0
+
+
+def test_a_step_looping_in_paragraphs_as_a_real_engine_sent_it_gets_the_re_ask(
+    router: respx.MockRouter,
+) -> None:
+    # What SmolLM2-135M on a real llama-server wrote in a native step (tool_choice "required"
+    # not enforced): content, one sentence over and over with paragraph breaks, cut at the token
+    # limit right after one. On the code before it was a "genuinely long" answer, so the run
+    # ended with TruncatedOutputError advising to raise max_tokens, and no re-ask.
+    sentence = "I'm afraid that the response format is not compatible with the client's service."
+    looping = "\n\n".join(" ".join([sentence] * n) for n in (9, 3, 10, 4)) + "\n\nI'm afraid"
+    cut = httpx.Response(200, json=chat_completion(looping, finish_reason="length"))
+    route = router.post("/chat/completions").mock(side_effect=[cut, finish_reply(answer="36")])
+
+    agent = ts.ReAct(Ask, tools=[lookup], lm=make_lm("llama.cpp"), mode="tools")
+    pred = agent(question="How old was Ada?")
+
+    assert pred.answer == "36"
+    first, again = bodies(route)
+    assert "frequency_penalty" not in first
+    assert again["frequency_penalty"] == 1.0
+    assert "repeated itself" in again["messages"][-1]["content"]

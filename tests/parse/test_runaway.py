@@ -7,6 +7,12 @@ import pytest
 from typedspy.parse import runaway_kind, split_reasoning
 
 PROSE = " ".join(f"item {i} is {'odd' if i % 2 else 'even'}" for i in range(200))
+# SmolLM2-135M on a real llama-server, cut at 512 tokens in a ReAct step: one sentence over and
+# over, a paragraph break now and then, cut right after one (read as a long answer before).
+SENTENCE = "I'm afraid that the response format is not compatible with the client's service."
+PARAGRAPHED = (
+    "\n\n".join(" ".join([SENTENCE] * n) for n in (9, 3, 10, 4)) + "\n\nI'm afraid that the"
+)
 
 
 @pytest.mark.parametrize(
@@ -17,6 +23,8 @@ PROSE = " ".join(f"item {i} is {'odd' if i % 2 else 'even'}" for i in range(200)
         ('{"a": "' + "the cat sat. " * 20, "repetition_loop"),
         ('{"a": "' + "\U0001f389" * 60, "repetition_loop"),
         ('{"a": "' + "ab" * 40, "repetition_loop"),
+        (PARAGRAPHED, "repetition_loop"),
+        ("[" + ",\n    ".join(["{}"] * 20), "repetition_loop"),  # copies with new lines
         ('{"a": "' + PROSE, None),  # a long answer, no loop
         ('{"a": "short', None),
         ('{"a": "ab' + "ab" * 5, None),  # too little to call it a loop

@@ -8,6 +8,7 @@ the cap). Only the tail is examined, so the cost is bounded for any input.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 __all__ = ["RunawayKind", "runaway_kind"]
@@ -18,6 +19,7 @@ _TAIL = 4000  # characters examined at most
 _MAX_PERIOD = 200  # the longest repeated unit looked for (a sentence or two)
 _MIN_RUN = 48  # a loop covers at least this many characters past its first copy
 _MIN_WHITESPACE = 32
+_SPACES = re.compile(r"\s+")
 
 
 def runaway_kind(text: str) -> RunawayKind | None:
@@ -26,14 +28,16 @@ def runaway_kind(text: str) -> RunawayKind | None:
     Returns:
         ``"whitespace_loop"`` when the tail is only whitespace (at least 32 characters, or four
         line breaks); ``"repetition_loop"`` when the tail repeats one unit of up to 200
-        characters at least three times over 48 characters or more; else ``None`` (a long
-        answer, or too little to tell).
+        characters at least three times over 48 characters or more, its copies compared with
+        each run of whitespace as one space (a small model's loop breaks into paragraphs now
+        and then); else ``None`` (a long answer, or too little to tell).
     """
     tail = text[-_TAIL:]
     stripped = tail.rstrip()
     trailing = tail[len(stripped) :]
     if len(trailing) >= _MIN_WHITESPACE or trailing.count("\n") >= 4:
         return "whitespace_loop"
+    tail = _SPACES.sub(" ", tail)
     end = len(tail)
     for period in range(1, min(_MAX_PERIOD, end // 3) + 1):
         run = 0
