@@ -23,6 +23,7 @@ from tasks import REVIEWS, TEXTS, Classify, Company, Extract, Person
 import typedspy as ts
 from typedspy.pipeline import last_exchanges
 from typedspy.settings import get_settings
+from typedspy.streaming import OutputDelta
 
 pytestmark = pytest.mark.real_engine
 LONG = 4096  # completion tokens a generation the deadline cuts would otherwise run to
@@ -508,3 +509,39 @@ def test_a_react_run_past_the_context_window_leaves_its_oldest_steps_out(lm: ts.
         pytest.skip("the model read no page: the window was never passed")
     assert any("context" in e for e in errors)  # the engine refused one step, the run went on
     assert len(pred.trajectory) >= 2  # every step kept in the prediction
+
+
+@pytest.mark.parametrize("cut", ["consumer stops", "stream_deadline"])
+def test_a_stream_cut_midway_counts_in_the_budget_and_frees_the_slot(
+    engine: Engine, base_url: str, cut: str
+) -> None:
+    # llama-server reports usage only in a stream's last chunk: a stream cut before it counted
+    # nothing in a Budget, and the stream_deadline's error said "0 request(s) sent" (ADR-103).
+    lm = _lm(engine, base_url, timeout=TIMEOUT)
+    essay = ts.Predict(
+        Essay, lm=lm, mode="prompt", max_tokens=LONG, extra_body={"ignore_eos": True}
+    )
+    budget = ts.limits.Budget(total_tokens=1_000_000)
+    text: list[str] = []
+    if engine == "llama-server":
+        _idle(base_url)
+    try:
+        with ts.context(budget=budget, stream_deadline=3 if cut == "stream_deadline" else 600):
+            try:
+                for event in essay.stream(topic="rivers"):
+                    if isinstance(event, OutputDelta):
+                        text.append(event.text)
+                    if cut == "consumer stops" and len(text) == 20:
+                        break
+            except ts.DeadlineExceededError as exc:
+                assert exc.limit == cut
+                assert (exc.requests, exc.streamed) == (1, len("".join(text)))
+        if text:  # llama-cpp-python drops ignore_eos: its reply may end before the cut
+            assert budget.usage.prompt_tokens > 0
+            assert budget.usage.completion_tokens >= len("".join(text)) // 4 > 0
+        if engine == "llama-server":  # the engine stopped the cut stream's slot
+            _idle(base_url)
+        after = ts.Predict(Classify, lm=lm).try_call(review=REVIEWS[0])
+        assert isinstance(after, ts.Prediction | ts.TypedspyError), repr(after)
+    finally:
+        lm.close()
