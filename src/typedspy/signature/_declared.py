@@ -3,12 +3,15 @@
 Pydantic accepts, at class definition, types a signature cannot use: a forward reference it
 cannot resolve (the class is left "not fully defined" and fails at first use with an error that
 names neither the signature nor the field), and, as outputs, types no JSON can hold (a
-``Callable``, a ``type[...]``: Pydantic fails on them only when the schema is built). Each is a
-`SchemaError` here, naming the field, when the class statement runs.
+``Callable``, a ``type[...]``: Pydantic fails on them only when the schema is built). It also
+misreads malformed generics (``list[int, str]`` is read as ``list[int]``) or fails on them and on
+a misplaced discriminator with a raw ``TypeError`` naming no field. Each is a `SchemaError` here,
+naming the field, when the class statement runs.
 """
 
 from __future__ import annotations
 
+import collections
 import collections.abc
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -16,17 +19,20 @@ from typing import Annotated, Any, ForwardRef, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
+    Field,
     PydanticInvalidForJsonSchema,
     PydanticSchemaGenerationError,
     PydanticUndefinedAnnotation,
+    PydanticUserError,
     TypeAdapter,
 )
 from pydantic.fields import FieldInfo
 
 from typedspy.errors import SchemaError
-from typedspy.signature._dispatch import is_model
+from typedspy.signature._dispatch import is_model, user_discriminated
 
 __all__ = [
+    "check_forms",
     "check_output_types",
     "check_resolved",
     "field_type_error",
@@ -156,3 +162,106 @@ def field_type_error(
         except error:
             return SchemaError(f"{name}.{field}: {message}", path=(field,))
     return SchemaError(f"{name}: {message}")
+
+
+# How many type arguments each generic takes (``tuple`` has its own rule, below).
+_ONE = (list, set, frozenset, collections.deque, collections.Counter, collections.abc.Sequence)
+_ONE_ABC = (
+    collections.abc.MutableSequence,
+    collections.abc.Set,
+    collections.abc.MutableSet,
+    collections.abc.Collection,
+    collections.abc.Iterable,
+)
+_TWO = (dict, collections.OrderedDict, collections.defaultdict, collections.abc.Mapping)
+_ARITY: dict[Any, tuple[int, str]] = {
+    **dict.fromkeys((*_ONE, *_ONE_ABC), (1, "the item type")),
+    **dict.fromkeys(
+        (*_TWO, collections.abc.MutableMapping), (2, "the key type and the value type")
+    ),
+}
+
+
+def _form_problem(tp: Any) -> str | None:
+    """What is malformed in the generic ``tp`` itself (not its arguments), if anything."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in _ARITY and args:
+        count, what = _ARITY[origin]
+        if len(args) != count:
+            name = getattr(origin, "__name__", str(origin))
+            hint = f"; for items of either type write {name}[{' | '.join(map(_shown, args))}]"
+            return (
+                f"{_shown(tp)} gives {len(args)} type argument{'s' * (len(args) > 1)}; {name} "
+                f"takes {count} ({what}){hint if count == 1 else ''}"
+            )
+    if origin is tuple and Ellipsis in args and (len(args) != 2 or args[0] is Ellipsis):
+        return (
+            f"{_shown(tp)}: '...' goes only second, after one type: tuple[int, ...] is a tuple "
+            "of any length; tuple[int, str] is a pair"
+        )
+    if origin is Literal:
+        bad = next((a for a in args if isinstance(a, type) or get_origin(a) is not None), None)
+        if bad is not None:
+            return (
+                f"{_shown(tp)}: Literal takes values (strings, numbers, True/False, None, enum "
+                f"members), not {_shown(bad)}; for any {_shown(bad)} write the type alone"
+            )
+    return None
+
+
+def _shown(tp: Any) -> str:
+    return (
+        tp.__name__
+        if isinstance(tp, type) and not get_args(tp)
+        else repr(tp).replace("typing.", "")
+    )
+
+
+def _discriminated(tp: Any) -> bool:
+    """Whether a discriminator is declared anywhere inside ``tp``."""
+    stack = [tp]
+    while stack:
+        current = stack.pop()
+        if get_origin(current) is Annotated and user_discriminated(current.__metadata__):
+            return True
+        if get_origin(current) is not Literal:
+            stack.extend(get_args(current))
+    return False
+
+
+def check_forms(name: str, fields: Mapping[str, tuple[Any, FieldInfo | None]]) -> None:
+    """Refuse malformed type forms in ``fields`` (name to annotation and its `FieldInfo`).
+
+    Run before Pydantic builds the class: a generic with the wrong number of arguments
+    (Pydantic reads ``list[int, str]`` as ``list[int]``, fails on ``dict[str]`` with a bare
+    ``TypeError``), ``...`` anywhere but ``tuple[T, ...]``, a type given as a ``Literal`` value,
+    and a discriminator on something that is not a union of models (a bare ``TypeError``).
+
+    Raises:
+        SchemaError: Naming the field (and the path inside its models) and the form.
+    """
+    seen: set[type[BaseModel]] = set()
+    for field, (annotation, info) in fields.items():
+        for part, path in walk_types(annotation, (field,), seen):
+            problem = _form_problem(part)
+            if problem is not None:
+                raise SchemaError(f"{name}.{'.'.join(path)}: {problem}", path=path)
+        if info is not None and info.discriminator is not None:
+            annotation = Annotated[annotation, Field(discriminator=info.discriminator)]
+        if _discriminated(annotation):
+            _check_discriminator(name, field, annotation)
+
+
+def _check_discriminator(name: str, field: str, annotation: Any) -> None:
+    try:
+        TypeAdapter(annotation)
+    except (TypeError, PydanticUserError) as exc:
+        reason = str(exc).split("\n", 1)[0].split(". If you are", 1)[0].rstrip(".")
+        raise SchemaError(
+            f"{name}.{field}: {reason}; a discriminator picks a member of a union of models by "
+            "a Literal field each declares: Annotated[A | B, Field(discriminator='kind')] "
+            "(or leave it out: typedspy tags the members of a union itself)",
+            path=(field,),
+        ) from None
+    except PydanticUndefinedAnnotation:
+        return  # a forward reference: check_resolved names it

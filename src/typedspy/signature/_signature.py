@@ -20,15 +20,24 @@ from pydantic import (
     PydanticUserError,
     create_model,
 )
-from pydantic._internal._model_construction import ModelMetaclass, build_lenient_weakvaluedict
-from pydantic._internal._typing_extra import parent_frame_namespace
+from pydantic._internal._model_construction import (
+    ModelMetaclass,
+    build_lenient_weakvaluedict,
+    unpack_lenient_weakvaluedict,
+)
+from pydantic._internal._typing_extra import parent_frame_namespace, try_eval_type
 from pydantic.fields import FieldInfo
 from pydantic_core import SchemaError as CoreSchemaError
 from typing_extensions import dataclass_transform
 
 from typedspy._text import encodable
 from typedspy.errors import SchemaError
-from typedspy.signature._declared import check_output_types, check_resolved, field_type_error
+from typedspy.signature._declared import (
+    check_forms,
+    check_output_types,
+    check_resolved,
+    field_type_error,
+)
 from typedspy.signature._dispatch import (
     TYPE_KEY,
     decode_json_once,
@@ -64,14 +73,15 @@ class _SignatureMeta(ModelMetaclass):
     def __new__(
         mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
     ) -> type:
-        if any(isinstance(b, _SignatureMeta) for b in bases):
-            _check_field_names(name, namespace.get("__annotations__", {}), namespace)
         if kwargs.get("__pydantic_reset_parent_namespace__", True):
             # Pydantic reads the defining frame's locals (forward references) two frames up
             # from its own __new__; this override adds one, so hand them over ourselves.
             parent = parent_frame_namespace()
             namespace["__pydantic_parent_namespace__"] = build_lenient_weakvaluedict(parent)
             kwargs["__pydantic_reset_parent_namespace__"] = False
+        if any(isinstance(b, _SignatureMeta) for b in bases):
+            _check_field_names(name, namespace.get("__annotations__", {}), namespace)
+            check_forms(name, _own_fields(namespace))
         try:
             cls: type = super().__new__(mcs, name, bases, namespace, **kwargs)
         except CoreSchemaError as exc:  # a constraint Pydantic cannot build: pattern="(", 10**30
@@ -143,6 +153,26 @@ def _check_field_names(name: str, annotations: Any, namespace: dict[str, Any]) -
                 f"(BaseModel.{field}); rename the field",
                 path=(field,),
             )
+
+
+def _own_fields(namespace: dict[str, Any]) -> dict[str, tuple[Any, FieldInfo | None]]:
+    """The class body's field annotations, evaluated where they can be (as Pydantic will)."""
+    annotations = namespace.get("__annotations__")
+    if not isinstance(annotations, dict):
+        return {}
+    module = sys.modules.get(str(namespace.get("__module__")))
+    globalns = vars(module) if module is not None else {}
+    localns = unpack_lenient_weakvaluedict(namespace.get("__pydantic_parent_namespace__"))
+    fields: dict[str, tuple[Any, FieldInfo | None]] = {}
+    for field, annotation in annotations.items():
+        try:
+            tp, evaluated = try_eval_type(annotation, globalns, localns)
+        except Exception:  # Pydantic reports it below, naming the annotation
+            continue
+        if evaluated and not field.startswith("_") and get_origin(tp) is not ClassVar:
+            value = namespace.get(field)
+            fields[field] = (tp, value if isinstance(value, FieldInfo) else None)
+    return fields
 
 
 # What a signature class answers itself (``Sig.instructions``): a field of that name would be

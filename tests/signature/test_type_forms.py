@@ -1,0 +1,134 @@
+"""Malformed type forms are a `SchemaError` naming the field when the signature is defined.
+
+Pydantic reads ``list[int, str]`` as ``list[int]`` (the second argument silently dropped), fails
+on ``dict[str]`` or on a discriminator put on something that is not a union of models with a
+bare ``TypeError`` naming no field, and fails on ``Literal[int]`` only when the schema is
+serialised. Both the string form and the class form are checked, before Pydantic builds the class.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import pytest
+from pydantic import BaseModel, Discriminator, Field
+
+from typedspy.errors import SchemaError
+from typedspy.signature import InputField, OutputField, Signature, make_signature
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    good: bool
+
+
+@pytest.mark.parametrize(
+    ("type_text", "match"),
+    [
+        (
+            "list[int, str]",
+            r"list\[int, str\] gives 2 type arguments; list takes 1 .*list\[int \| str\]",
+        ),
+        ("set[int, str]", r"set takes 1"),
+        ("frozenset[int, str]", r"frozenset takes 1"),
+        ("dict[str]", r"dict\[str\] gives 1 type argument; dict takes 2"),
+        ("dict[str, int, int]", r"gives 3 type arguments; dict takes 2"),
+        ("list[dict[str, int, int]]", r"dict takes 2"),
+        ("tuple[int, ..., str]", r"'\.\.\.' goes only second"),
+        ("tuple[..., int]", r"'\.\.\.' goes only second"),
+        ("tuple[int, int, ...]", r"'\.\.\.' goes only second"),
+        ("Literal[int]", r"Literal takes values .* not int"),
+        ("Optional[int, str]", r"Optional requires a single type"),
+        ("List[int, str]", r"Too many arguments"),
+    ],
+)
+def test_string_form_malformed_generics_name_the_field(type_text: str, match: str) -> None:
+    with pytest.raises(SchemaError, match=match) as info:
+        make_signature(f"q -> a: {type_text}")
+    assert info.value.path == ("a",)
+
+
+@pytest.mark.parametrize(
+    "type_text",
+    ["tuple[int, ...]", "tuple[int, str]", "tuple[()]", "dict[str, list[int]]", "Literal['a', 1]"],
+)
+def test_string_form_well_formed_neighbours_still_build(type_text: str) -> None:
+    assert make_signature(f"q -> a: {type_text}").output_fields["a"].annotation is not None
+
+
+def test_class_form_list_with_two_arguments_is_refused() -> None:
+    with pytest.raises(SchemaError, match=r"Pairs\.a: list\[int, str\]") as info:
+
+        class Pairs(Signature):
+            q: str = InputField()
+            a: list[int, str] = OutputField()  # type: ignore[type-arg]
+
+    assert info.value.path == ("a",)
+
+
+def test_malformed_generic_inside_a_model_names_the_path() -> None:
+    class Inner(BaseModel):
+        items: list[int, str]  # type: ignore[type-arg]
+
+    with pytest.raises(SchemaError, match=r"Outer\.inner\.items: list\[int, str\]") as info:
+
+        class Outer(Signature):
+            q: str = InputField()
+            inner: Inner = OutputField()
+
+    assert info.value.path == ("inner", "items")
+
+
+def test_input_dict_with_one_argument_is_refused_not_a_type_error() -> None:
+    with pytest.raises(SchemaError, match=r"Lookup\.table: dict\[str\]") as info:
+
+        class Lookup(Signature):
+            table: dict[str] = InputField()  # type: ignore[type-arg]
+            a: str = OutputField()
+
+    assert info.value.path == ("table",)
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        Annotated[int, Field(discriminator="kind")],
+        Annotated[int, Discriminator("kind")],
+        Annotated[Cat | int, Field(discriminator="kind")],
+        Annotated[list[Cat], Field(discriminator="kind")],
+        list[Annotated[int, Field(discriminator="kind")]],
+        Annotated[Cat | Dog, Field(discriminator="missing")],
+    ],
+)
+def test_discriminator_on_no_union_of_models_is_a_schema_error(annotation: object) -> None:
+    namespace = {
+        "__annotations__": {"q": str, "pet": annotation},
+        "q": InputField(),
+        "pet": OutputField(),
+    }
+    with pytest.raises(SchemaError, match=r"Pets\.pet: .*a discriminator picks") as info:
+        type("Pets", (Signature,), namespace)
+    assert info.value.path == ("pet",)
+
+
+def test_field_discriminator_on_an_int_is_a_schema_error() -> None:
+    with pytest.raises(SchemaError, match=r"Count\.n: .*not a valid discriminated union"):
+
+        class Count(Signature):
+            q: str = InputField()
+            n: int = OutputField(discriminator="kind")
+
+
+def test_discriminated_union_of_models_still_builds() -> None:
+    class Pets(Signature):
+        q: str = InputField()
+        pet: Annotated[Cat | Dog, Field(discriminator="kind")] = OutputField()
+        maybe: Annotated[Cat | Dog | None, Discriminator("kind")] = OutputField()
+
+    out = Pets.output_model.model_validate({"pet": {"kind": "dog", "good": True}, "maybe": None})
+    assert isinstance(out.pet, Dog)  # type: ignore[attr-defined]
