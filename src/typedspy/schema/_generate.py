@@ -113,7 +113,19 @@ def neutral_schema(model: type[BaseModel]) -> JSONSchema:
 
     def tag_node(node: JSONSchema) -> None:
         wire = node[_MARKER]
-        # A tagged member is always a model, and Pydantic always puts a model in `$defs`.
+        if not isinstance(node.get("$ref"), str):  # `Annotated[Model, WithJsonSchema(...)]`
+            member = {k: v for k, v in copy.deepcopy(node).items() if k != _MARKER}
+            _check_taggable(
+                member,
+                wire,
+                "own schema (WithJsonSchema) is",
+                "give it an object schema, or drop the custom schema",
+            )
+            _prepend_type(member, wire)
+            node.clear()
+            node.update(member)
+            return
+        # Pydantic puts a model in `$defs`; `Annotated[Model, Field(...)]` adds siblings.
         source = node["$ref"][len(_DEFS) :]
         key = tagged.get((source, wire))
         if key is None:
@@ -122,14 +134,13 @@ def neutral_schema(model: type[BaseModel]) -> JSONSchema:
             # Copy before this node loses its marker: in a recursive model the node may sit
             # inside the very definition being copied, and the copy must refer to itself tagged.
             member = copy.deepcopy(defs[source])
-            if member.get("type") != "object":  # a RootModel: no keys to hold the tag
-                shown = member.get("type") or "not an object"
-                raise SchemaError(
-                    f"{source} is a union member whose values are no JSON object ({shown}), so "
-                    f"it cannot carry the {TYPE_KEY!r} tag typedspy adds to every model of a "
-                    "union: put its root type in the union instead (`int | Cat`)",
-                    path=(source,),
-                )
+            # A RootModel: no keys to hold the tag.
+            _check_taggable(
+                member,
+                source,
+                "values are",
+                "put its root type in the union instead (`int | Cat`)",
+            )
             _prepend_type(member, wire)
             defs[key] = member
         del node[_MARKER]
@@ -146,6 +157,18 @@ def neutral_schema(model: type[BaseModel]) -> JSONSchema:
                 if _MARKER in node:
                     tag_node(node)
     return _tidy_defs(schema, {key: wire for (_, wire), key in tagged.items()})
+
+
+def _check_taggable(member: JSONSchema, name: str, what: str, instead: str) -> None:
+    """Refuse a union member whose schema is no JSON object: it has no keys to hold `_type`."""
+    if member.get("type") != "object" or not isinstance(member.get("properties", {}), dict):
+        shown = member.get("type") or "not an object"
+        raise SchemaError(
+            f"{name} is a union member whose {what} no JSON object ({shown}), so it cannot carry "
+            f"the {TYPE_KEY!r} tag typedspy adds to every model of a union (replies name "
+            f"their member by it): {instead}",
+            path=(name,),
+        )
 
 
 def _prepend_type(member: JSONSchema, wire: str) -> None:

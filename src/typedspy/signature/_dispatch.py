@@ -30,6 +30,7 @@ __all__ = [
     "decode_json_once",
     "is_model",
     "is_union",
+    "member_model",
     "pairs_to_dict",
     "qualified_name",
     "resolve_name",
@@ -52,6 +53,13 @@ _MISSING = object()
 def is_model(tp: object) -> bool:
     """Whether ``tp`` is a Pydantic model class."""
     return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def member_model(tp: object) -> type[BaseModel] | None:
+    """The model a union member is, also written ``Annotated[Model, ...]``; else None."""
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    return tp if is_model(tp) else None  # type: ignore[return-value]
 
 
 def is_union(tp: object) -> bool:
@@ -282,7 +290,8 @@ def user_discriminated(metadata: list[Any] | tuple[Any, ...]) -> bool:
 def union_models(annotation: Any) -> list[type[BaseModel]]:
     """The models of union ``annotation`` when it has two or more non-null members (tagged)."""
     args = [a for a in get_args(annotation) if a is not type(None)]
-    return [a for a in args if is_model(a)] if len(args) >= 2 else []
+    models = [member_model(a) for a in args] if len(args) >= 2 else []
+    return [m for m in models if m is not None]
 
 
 def _member_annotation(annotation: Any, value: Any) -> Any:

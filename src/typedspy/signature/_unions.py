@@ -44,6 +44,7 @@ from typedspy.signature._dispatch import (
     UnionInfo,
     is_model,
     is_union,
+    member_model,
     pairs_to_dict,
     qualified_name,
     strip_type_key,
@@ -138,7 +139,9 @@ class TypeRewriter:
     def _rewrite_union(self, tp: Any, args: tuple[Any, ...], discriminated: bool) -> Any:
         non_null = [a for a in args if a is not type(None)]
         nullable = len(non_null) != len(args)
-        models = [a for a in non_null if is_model(a)]
+        # A member written `Annotated[Model, ...]` (a description, a schema) is a model member.
+        members = [a for a in non_null if member_model(a) is not None]
+        models = [m for m in map(member_model, members) if m is not None]
         if discriminated or len(non_null) < 2 or not models:
             new_args = tuple(self._rewrite(a) for a in args)
             unchanged = all(n is o for n, o in zip(new_args, args, strict=True))
@@ -146,8 +149,8 @@ class TypeRewriter:
         for model in models:
             _check_no_type_field(model)
         names = wire_names(models)
-        others = [self._rewrite(a) for a in non_null if not is_model(a)]
-        choice_types = [self._rewrite(m) for m in models]
+        others = [self._rewrite(a) for a in non_null if member_model(a) is None]
+        choice_types = [self._rewrite(m) for m in members]
         info = UnionInfo(
             names=names,
             classes=models,
