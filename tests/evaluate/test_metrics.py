@@ -250,8 +250,6 @@ def test_field_metric_scores_a_missing_output_0_and_skips_what_has_no_label() ->
     assert metric(EXAMPLE, {"summary": "The app crashes."}) == 0.25
     assert metric(EXAMPLE, None) == 0.0  # no prediction at all: every field 0
     assert metric(ts.Example(Triage, text="unlabelled"), pred()) == 0.0  # nothing to score
-    weightless = metrics.FieldMetric(only=["summary"], weights={"summary": 0})
-    assert weightless(EXAMPLE, pred()) == 0.0  # no weight to average by
     assert repr(metrics.FieldMetric({"tags": metrics.f1()})) == "FieldMetric(tags=f1())"
 
 
@@ -278,3 +276,32 @@ def test_f1_compares_list_items_that_are_models_or_mappings_by_value() -> None:
     assert metrics.f1()(bugs, [Bug(component="app", severity=0.3)]) == pytest.approx(2 / 3)
     assert metrics.f1()([{"a": 1, "b": 2}], [{"b": 2, "a": 1}]) == 1.0  # key order aside
     assert metrics.f1()([[1, 2], 3], [[2, 1], 4]) == 0.0  # nothing in common
+
+
+def test_field_metric_weights_that_leave_nothing_to_average_are_refused() -> None:
+    # Every scored field weighing 0 scored every example 0.0, silently.
+    with pytest.raises(ts.ConfigurationError, match=r"every field scored \(summary\) has weight 0"):
+        metrics.FieldMetric(only=["summary"], weights={"summary": 0})
+    with pytest.raises(ts.ConfigurationError, match=r"only=\[\] scores no field"):
+        metrics.FieldMetric(only=[])
+    with pytest.raises(ts.ConfigurationError, match=r"weights name \['sumary'\], which are not"):
+        metrics.FieldMetric(only=["summary"], weights={"sumary": 2})
+    with pytest.raises(ts.ConfigurationError, match=r"composite: every metric has weight 0"):
+        metrics.composite(
+            {"a": metrics.FieldMetric(), "b": metrics.FieldMetric()}, weights={"a": 0, "b": 0}
+        )
+    zero = metrics.FieldMetric(weights={"label": 0, "tags": 0, "summary": 0})
+    with pytest.raises(ts.ConfigurationError, match=r"every field scored \(.*\) has weight 0"):
+        zero(EXAMPLE, pred())
+    partly = metrics.FieldMetric(only=["summary", "tags"], weights={"tags": 0})
+    assert partly(EXAMPLE, {"summary": "The app crashes."}) == 1.0  # tags left out: weight 0
+
+
+def test_an_all_zero_weight_metric_fails_each_item_visibly_in_evaluate() -> None:
+    class Fixed(ts.Module):
+        async def aforward(self, **inputs: object) -> ts.Prediction[Triage]:
+            return pred()
+
+    zero = metrics.FieldMetric(weights={"label": 0, "tags": 0, "summary": 0})
+    report = ts.evaluate(Fixed(), [EXAMPLE], zero)
+    assert report.failures and "has weight 0" in str(report.items[0].error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import reprlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from typedspy.errors import ConfigurationError
@@ -50,7 +50,12 @@ class FieldMetric:
             any ``(expected, predicted) -> float``).
         default: The comparer for labelled fields not in ``comparers``.
         only: Score only these fields (default: every labelled output field).
-        weights: Field name to weight (default 1.0 each).
+        weights: Field name to weight (default 1.0 each); a weight of 0 leaves a field out.
+
+    Raises:
+        ConfigurationError: A weight that is no finite number >= 0, ``only=[]``, weights
+            naming a field outside ``only``, or every field of ``only`` weighing 0. Scoring
+            raises it too when every field an example scores weighs 0 (no weighted mean).
     """
 
     def __init__(
@@ -65,6 +70,15 @@ class FieldMetric:
         self.default = default or exact(rel_tol=1e-6)
         self.only = list(only) if only is not None else None
         self.weights = checked_weights("FieldMetric", weights or {})
+        if self.only is not None:
+            if not self.only:
+                raise ConfigurationError("FieldMetric: only=[] scores no field; name one")
+            unknown = sorted(set(self.weights) - set(self.only))
+            if unknown:
+                raise ConfigurationError(
+                    f"FieldMetric: weights name {unknown}, which are not among only={self.only}"
+                )
+            self._check_some_weight(self.only)
 
     def per_field(self, example: Example, prediction: Any) -> dict[str, float]:
         """Each scored field's score (a field missing from the prediction scores 0.0)."""
@@ -85,10 +99,24 @@ class FieldMetric:
 
     def __call__(self, example: Example, prediction: Any) -> float:
         scores = self.per_field(example, prediction)
-        total = sum(self.weights.get(n, 1.0) for n in scores)
-        if not scores or total == 0:
+        if not scores:
             return 0.0
+        self._check_some_weight(scores)
+        total = sum(self.weights.get(n, 1.0) for n in scores)
         return sum(s * self.weights.get(n, 1.0) for n, s in scores.items()) / total
+
+    def _check_some_weight(self, names: Iterable[str]) -> None:
+        """Refuse fields that all weigh 0: their weighted mean is no number (it read as 0.0).
+
+        Raises:
+            ConfigurationError: Naming the fields and their weights.
+        """
+        names = list(names)
+        if all(self.weights.get(n, 1.0) == 0 for n in names):
+            raise ConfigurationError(
+                f"FieldMetric: every field scored ({', '.join(names)}) has weight 0 (weights="
+                f"{self.weights}), so there is no weighted mean; give one a weight > 0"
+            )
 
     def __repr__(self) -> str:
         parts = [f"{k}={getattr(v, '__qualname__', repr(v))}" for k, v in self.comparers.items()]
@@ -136,10 +164,15 @@ class _Composite:
                 f"{sorted(self.metrics)}"
             )
         self.weights = {n: given.get(n, 1.0) for n in self.metrics}
+        if not any(self.weights.values()):
+            raise ConfigurationError(
+                f"composite: every metric has weight 0 (weights={self.weights}), so there is no "
+                "weighted mean; give one a weight > 0"
+            )
 
     def combine(self, parts: Mapping[str, float]) -> float:
-        total = sum(self.weights.values())
-        return sum(parts[n] * self.weights[n] for n in parts) / total if total else 0.0
+        total = sum(self.weights.values())  # > 0: checked when built
+        return sum(parts[n] * self.weights[n] for n in parts) / total
 
     async def ascore(self, example: Example, prediction: Any) -> float:
         return self.combine(await self.aper_field(example, prediction))
@@ -161,6 +194,10 @@ def composite(
     Args:
         metrics: Name to metric.
         weights: Name to weight (default 1.0 each).
+
+    Raises:
+        ConfigurationError: No metric, a weight that is no finite number >= 0 or names no
+            metric, or every metric weighing 0.
     """
     if not metrics:
         raise ConfigurationError("composite needs at least one metric")
