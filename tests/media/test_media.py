@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -129,14 +130,53 @@ def test_too_big_is_refused_before_sending() -> None:
         Tiny.from_bytes(PNG)
 
 
-def test_base64_whose_padding_hides_a_byte_is_still_held_to_max_bytes() -> None:
+def test_base64_whose_padding_hides_a_byte_is_refused_and_max_bytes_still_holds() -> None:
     class Tiny(ts.Image):
         max_bytes = 2
 
-    # Five characters, one of them padding, decode to three bytes: more than the count of
-    # characters suggests, so the bound is checked again on the decoded bytes.
-    with pytest.raises(ValidationError, match="3 bytes is more than the 2 bytes accepted"):
+    # Five characters, one of them padding after a full group: Python's strict decoder reads
+    # three bytes from it, where the count of characters suggests two; it is no base64.
+    with pytest.raises(ValidationError, match=r"'J1Y/=' is not valid base64: 1 '=' of padding"):
         Tiny.model_validate({"data": "J1Y/=", "mime_type": "image/png"})
+    with pytest.raises(ValidationError, match="4 characters of base64 is more than the 2 bytes"):
+        Tiny.model_validate({"data": "J1Y/", "mime_type": "image/png"})
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ("aGk===", r"3 '=' of padding where 1 belong"),
+        ("aGk", r"0 '=' of padding where 1 belong"),
+        ("YWJj=", r"1 '=' of padding where 0 belong"),
+        ("aGk=aGk=", r"'=' at character 3 is padding inside the data"),
+        ("aGk=\n", r"whitespace at character 4"),
+        ("iVBO\nRw0K", r"whitespace at character 4"),
+        ("a-_=", r"'-' at character 1 is the URL-safe alphabet"),
+        ("aGk%3D", r"character 3 \('%'\) is not in the base64 alphabet"),
+        ("Y", r"1 characters of data cannot be base64"),
+    ],
+)
+def test_malformed_base64_is_a_media_error_naming_the_data_and_why(data: str, reason: str) -> None:
+    with pytest.raises(
+        ts.errors.MediaError,
+        match=rf"^Image: data {re.escape(repr(data))} is not valid base64: {reason}",
+    ):
+        ts.Image.from_url(f"data:image/png;base64,{data}")
+
+
+def test_long_malformed_base64_is_named_by_its_start_and_length() -> None:
+    data = base64.b64encode(PNG).decode() + "="
+    with pytest.raises(
+        ts.errors.MediaError, match=rf"data '{data[:16]}'\.\.\. \({len(data)} characters\)"
+    ):
+        ts.Image.from_url(f"data:image/png;base64,{data}")
+
+
+def test_empty_content_is_refused() -> None:
+    with pytest.raises(ts.errors.MediaError, match=r"^Image: the content is empty \(0 bytes\)$"):
+        ts.Image.from_url("data:image/png;base64,")
+    with pytest.raises(ts.errors.MediaError, match=r"^File: the content is empty"):
+        ts.File.from_bytes(b"", mime_type="text/plain")
 
 
 def test_a_tampered_saved_image_fails_its_hash_naming_the_field() -> None:

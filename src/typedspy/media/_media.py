@@ -296,7 +296,7 @@ def _validated(cls: type[Media], fields: dict[str, Any]) -> Any:
     except ValidationError as exc:
         detail = "; ".join(
             (f"{format_path(tuple(e['loc']))}: " if e["loc"] else "")
-            + str(e["msg"]).removeprefix("Value error, ")
+            + str(e["msg"]).removeprefix("Value error, ").removeprefix(f"{cls.__name__}: ")
             for e in exc.errors()
         )
         raise MediaError(f"{cls.__name__}: {detail}", kind=cls.kind) from exc
@@ -410,6 +410,49 @@ def _http_url(cls: type[Media], url: str) -> SplitResult:
     return parts
 
 
+_NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/=]")
+
+
+def _base64_problem(data: str) -> str | None:
+    """Why ``data`` is not standard, padded base64 (as a ``data:`` URL carries it), or None.
+
+    Endpoints decode the URL's data strictly: whitespace, the URL-safe alphabet, missing or
+    excess padding are refused there (or misread), so they are refused here, before sending.
+    """
+    bad = _NOT_BASE64.search(data)
+    if bad is not None:
+        at, char = bad.start(), bad.group()
+        if char in "-_":
+            return (
+                f"{char!r} at character {at} is the URL-safe alphabet; encode with "
+                "base64.b64encode (standard: '+' and '/'), or pass the bytes"
+            )
+        if char.isspace():
+            return (
+                f"whitespace at character {at} (a line break of wrapped base64?); remove it, "
+                "or pass the bytes"
+            )
+        return f"character {at} ({char!r}) is not in the base64 alphabet"
+    body = data.rstrip("=")
+    padding = len(data) - len(body)
+    if "=" in body:
+        return f"'=' at character {body.index('=')} is padding inside the data"
+    if len(body) % 4 == 1:
+        return f"{len(body)} characters of data cannot be base64 (one too many or too few)"
+    needed = -len(body) % 4
+    if padding != needed:
+        return (
+            f"{padding} '=' of padding where {needed} belong (base64 comes in groups of 4 "
+            "characters)"
+        )
+    return None
+
+
+def _excerpt(data: str) -> str:
+    """``data`` as named in a message: short as is, long by its start and length."""
+    return repr(data) if len(data) <= 24 else f"{data[:16]!r}... ({len(data):,} characters)"
+
+
 def _checked_mapping(cls: type[Media], value: dict[str, Any]) -> dict[str, Any]:
     """A saved value: decode its data, check size and hash (fill the hash when absent).
 
@@ -424,10 +467,18 @@ def _checked_mapping(cls: type[Media], value: dict[str, Any]) -> dict[str, Any]:
         return value
     if len(data) // 4 * 3 - data[-2:].count("=") > cls.max_bytes:  # before decoding it
         raise _too_big(cls, f"{len(data):,} characters of base64")
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise MediaError(f"{cls.__name__}: data is not valid base64", kind=cls.kind) from exc
+    problem = _base64_problem(data)
+    if problem is None:
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError) as exc:  # not expected after the check: say so
+            problem = str(exc)
+    if problem is not None:
+        raise MediaError(
+            f"{cls.__name__}: data {_excerpt(data)} is not valid base64: {problem}", kind=cls.kind
+        )
+    if not raw:
+        raise MediaError(f"{cls.__name__}: the content is empty (0 bytes)", kind=cls.kind)
     if len(raw) > cls.max_bytes:
         raise _too_big(cls, f"{len(raw):,} bytes")
     digest = hashlib.sha256(raw).hexdigest()
