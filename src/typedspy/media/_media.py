@@ -467,7 +467,7 @@ def _checked_mapping(cls: type[Media], value: dict[str, Any]) -> dict[str, Any]:
         return value
     if len(data) // 4 * 3 - data[-2:].count("=") > cls.max_bytes:  # before decoding it
         raise _too_big(cls, f"{len(data):,} characters of base64")
-    problem = _base64_problem(data)
+    problem, raw = _base64_problem(data), b""
     if problem is None:
         try:
             raw = base64.b64decode(data, validate=True)

@@ -8,7 +8,17 @@ import re
 import sys
 from dataclasses import dataclass
 from types import UnionType
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+)
 
 from pydantic import (
     BaseModel,
@@ -157,9 +167,10 @@ def _check_field_names(name: str, annotations: Any, namespace: dict[str, Any]) -
 
 def _own_fields(namespace: dict[str, Any]) -> dict[str, tuple[Any, FieldInfo | None]]:
     """The class body's field annotations, evaluated where they can be (as Pydantic will)."""
-    annotations = namespace.get("__annotations__")
-    if not isinstance(annotations, dict):
+    given: object = namespace.get("__annotations__")
+    if not isinstance(given, dict):
         return {}
+    annotations = cast("dict[str, Any]", given)
     module = sys.modules.get(str(namespace.get("__module__")))
     globalns = vars(module) if module is not None else {}
     localns = unpack_lenient_weakvaluedict(namespace.get("__pydantic_parent_namespace__"))
