@@ -132,3 +132,38 @@ def test_discriminated_union_of_models_still_builds() -> None:
 
     out = Pets.output_model.model_validate({"pet": {"kind": "dog", "good": True}, "maybe": None})
     assert isinstance(out.pet, Dog)  # type: ignore[attr-defined]
+
+
+class Frozen(BaseModel, frozen=True):
+    x: int
+
+
+@pytest.mark.parametrize(
+    ("type_text", "match"),
+    [
+        (
+            "set[Cat]",
+            r"set\[Cat\]: a set holds hashable items and Cat is not.*make the model frozen",
+        ),
+        ("frozenset[dict[str, int]]", r"hashable items and dict\[str, int\] is not"),
+        ("set[list[int]]", r"hashable items and list\[int\] is not"),
+        ("dict[list[int], str]", r"JSON object keys are text, which no list\[int\] is read from"),
+        ("dict[tuple[int, int], str]", r"no tuple\[int, int\] is read from"),
+        ("dict[Cat, int]", r"no Cat is read from"),
+    ],
+)
+def test_an_output_no_reply_can_be_read_as_is_refused(type_text: str, match: str) -> None:
+    # Each was accepted, and every reply refused ('Set items should be hashable', 'Input should
+    # be a valid list' at a key), each retry the same.
+    with pytest.raises(SchemaError, match=match) as info:
+        make_signature(f"q -> a: {type_text}", types={"Cat": Cat})
+    assert info.value.path == ("a",)
+
+
+def test_sets_of_hashable_items_and_text_keys_still_build_and_inputs_are_not_checked() -> None:
+    sig = make_signature(
+        "q: set[list[int]] -> a: set[Frozen], b: frozenset[tuple[int, str]], c: dict[int, str]",
+        types={"Frozen": Frozen},
+    )
+    out = sig.output_model.model_validate({"a": [{"x": 1}], "b": [[1, "s"]], "c": {"1": "x"}})
+    assert out.a == {Frozen(x=1)}  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, ForwardRef, Literal, get_args, get_origin
@@ -129,6 +130,44 @@ def check_output_types(name: str, outputs: Mapping[str, FieldInfo]) -> None:
                     "Literal of names, a model, a str, ...)",
                     path=path,
                 )
+            never = _never_read(part)
+            if never is not None:
+                raise SchemaError(f"{name}.{'.'.join(path)}: {never}", path=path)
+
+
+def _bare(tp: Any) -> Any:
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    return tp
+
+
+def _unhashable(tp: Any) -> bool:
+    tp = _bare(tp)
+    if get_origin(tp) in (typing.Union, types.UnionType):
+        return any(_unhashable(arg) for arg in get_args(tp))
+    origin = get_origin(tp) or tp
+    return isinstance(origin, type) and origin.__hash__ is None
+
+
+def _never_read(tp: Any) -> str | None:
+    """Why no JSON reply can be read as ``tp`` (so every one would be refused), if so."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (set, frozenset, collections.abc.Set, collections.abc.MutableSet) and args:
+        if _unhashable(args[0]):
+            frozen = ", or make the model frozen" if is_model(_bare(args[0])) else ""
+            return (
+                f"{_shown(tp)}: a set holds hashable items and {_shown(_bare(args[0]))} is not, "
+                f"so every reply would be refused; output a list instead{frozen}"
+            )
+    if origin in _TWO and len(args) == 2:
+        key = _bare(args[0])
+        if is_model(key) or (get_origin(key) or key) in (list, tuple, dict, set, frozenset):
+            return (
+                f"{_shown(tp)}: JSON object keys are text, which no {_shown(key)} is read from, "
+                "so every reply would be refused; key by str, int, an enum or a Literal, or "
+                "output a list of models"
+            )
+    return None
 
 
 def field_type_error(
@@ -210,11 +249,15 @@ def _form_problem(tp: Any) -> str | None:
 
 
 def _shown(tp: Any) -> str:
-    return (
-        tp.__name__
-        if isinstance(tp, type) and not get_args(tp)
-        else repr(tp).replace("typing.", "")
-    )
+    """``tp`` as written in code: ``set[Cat]``, not ``set[__main__.Cat]``."""
+    origin, args = get_origin(tp), get_args(tp)
+    if tp is Ellipsis:
+        return "..."
+    if isinstance(tp, type) and not args:
+        return tp.__name__
+    if isinstance(origin, type) and args:
+        return f"{origin.__name__}[{', '.join(map(_shown, args))}]"
+    return repr(tp).replace("typing.", "")
 
 
 def _discriminated(tp: Any) -> bool:
