@@ -220,3 +220,37 @@ def test_a_password_in_the_base_url_is_in_no_tracing_span() -> None:
     text = "\n".join(span.to_json() for span in spans)
     assert "127.0.0.1" in text
     assert PASSWORD not in text and KEY not in text
+
+
+def authorization(seen: Seen) -> str:
+    """The ``Authorization`` header the server saw, a basic one decoded."""
+    value = seen.headers.get("authorization", "")
+    return f"Basic {basic_credentials(seen)}" if value.startswith("Basic ") else value
+
+
+@pytest.mark.parametrize(
+    ("userinfo", "api_key", "expected"),
+    [
+        ("", KEY, f"Bearer {KEY}"),
+        ("ad%3Amin:p%40ss%3Aword@", KEY, "Basic ad:min:p@ss:word"),  # basic replaces the key
+        ("admin:p@ss@", None, "Basic admin:p@ss"),  # a raw @ in the password: the last one ends it
+        ("admin:@", KEY, "Basic admin:"),
+        ("admin@", KEY, "Basic admin:"),
+        (":@", KEY, f"Bearer {KEY}"),  # no user, no password: no basic auth, the key goes
+        ("@", KEY, f"Bearer {KEY}"),
+    ],
+)
+def test_the_authorization_header_a_base_url_sends(
+    userinfo: str, api_key: str | None, expected: str
+) -> None:
+    # Was: an empty userinfo (`http://:@host`, as `http://${USER}:${PASS}@host` with neither
+    # set gives) was sent as `Basic Og==` in place of the API key (401); the HTTP library sends
+    # basic auth only when there is a user or a password, and so does LM now.
+    with FaultServer(Reply.completion('{"answer": "4"}')) as server:
+        url = server.url.replace("http://", f"http://{userinfo}")
+        lm = ts.LM("m", base_url=url, api_key=api_key, max_retries=0, profile="generic")
+        with ts.context(lm=lm):
+            assert ts.Predict(Answer)(question="q").answer == "4"
+        lm.close()
+    assert [authorization(seen) for seen in server.requests] == [expected]
+    assert lm.endpoint == server.url  # the URL requests went to: no userinfo, no `@`

@@ -83,7 +83,8 @@ def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     """``url`` without its ``user:password@`` part, and that part percent-decoded (or ``None``).
 
     The HTTP library logs every request's URL at INFO: a base URL keeping its userinfo would
-    put the password in the log, so it is sent as basic auth instead (as the library would).
+    put the password in the log, so it is sent as basic auth instead (as the library would:
+    only when there is a user or a password, so an empty ``:@`` leaves the API key in place).
     """
     try:
         parts = urlsplit(url)
@@ -92,8 +93,8 @@ def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     userinfo, at, host = parts.netloc.rpartition("@")
     if not at:
         return url, None
-    user, _, password = userinfo.partition(":")
-    return urlunsplit(parts._replace(netloc=host)), (unquote(user), unquote(password))
+    user, _, password = (unquote(part) for part in userinfo.partition(":"))
+    return urlunsplit(parts._replace(netloc=host)), (user, password) if user or password else None
 
 
 def url_secrets(url: str | None) -> list[str | None]:
