@@ -254,3 +254,23 @@ def test_the_authorization_header_a_base_url_sends(
         lm.close()
     assert [authorization(seen) for seen in server.requests] == [expected]
     assert lm.endpoint == server.url  # the URL requests went to: no userinfo, no `@`
+
+
+@pytest.mark.parametrize("userinfo", ["tok-0123456789SECRET@", ":pw123@", "u:pw1@", "u:p@ss1@"])
+def test_a_base_url_userinfo_of_any_shape_is_shown_redacted(
+    userinfo: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Was: only `user:password@` with a user and a password of 6 characters or more was
+    # redacted: a token given as the user name (`https://TOKEN@host`, sent as basic auth), or a
+    # short password with no user, was shown in repr(lm), in errors and in the log.
+    secret = userinfo.removesuffix("@").rpartition(":")[2] or userinfo.removesuffix("@")
+    failing = Reply.json({"error": {"message": "down"}}, status=500)
+    with FaultServer(failing) as server:
+        url = server.url.replace("http://", f"http://{userinfo}")
+        lm = ts.LM("m", base_url=url, api_key=KEY, max_retries=0)  # identified: a log line
+        with caplog.at_level(logging.DEBUG), ts.context(lm=lm), pytest.raises(ts.LMError) as caught:
+            ts.Predict(Answer)(question="q")
+        lm.close()
+    shown = everything_shown(caught.value) + repr(lm) + logged(caplog.records)
+    assert f"[redacted]@127.0.0.1:{server.port}" in repr(lm)
+    assert secret not in shown

@@ -14,7 +14,8 @@ __all__ = ["context_overflow", "redact_patterns", "unsupported_feature"]
 _SECRET_PATTERNS = (
     (re.compile(r"\bsk-[A-Za-z0-9*_.\-]{2,}"), "[redacted]"),  # OpenAI-style keys, masked too
     (re.compile(r"(?i)(api key provided:\s*)\S+?(?=[.,;]?(?:\s|$))"), r"\1[redacted]"),
-    (re.compile(r"(?<=//)[^/@\s:]+:[^/@\s]+@"), "[redacted]@"),  # user:password@ in URLs
+    # A URL's userinfo, whatever its shape (a user alone may be a token): up to its last @.
+    (re.compile(r"(?<=//)[^/?#\s]+@"), "[redacted]@"),
 )
 
 # Provider knowledge: how OpenAI-compatible endpoints say "I don't support <feature>" in a 400.
