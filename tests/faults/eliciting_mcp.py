@@ -4,7 +4,8 @@ Raw JSON-RPC lines, no SDK: it answers ``initialize`` with ``2025-06-18`` (whate
 asks), lists one tool, ``ask``, and on ``tools/call`` sends an ``elicitation/create`` request
 first, whether the client declared elicitation or not (as a careless server may), then answers
 the call with what came back: the client's result, or its error, as JSON text. Run as
-``python eliciting_mcp.py``; it ends when its stdin closes.
+``python eliciting_mcp.py``; it ends when its stdin closes. With ``--refuse`` it fails the call
+instead when the client answered with an error, as a server whose tool needed the answer does.
 """
 
 from __future__ import annotations
@@ -42,8 +43,13 @@ def main() -> None:
             send({"id": question, "method": "elicitation/create", "params": QUESTION})
         elif method is None and ident in asked:  # the client's answer to a question
             answer = {k: v for k, v in message.items() if k in ("result", "error")}
-            text = {"type": "text", "text": json.dumps(answer, sort_keys=True)}
-            send({"id": asked.pop(ident), "result": {"content": [text]}})
+            said = json.dumps(answer, sort_keys=True)
+            if "--refuse" in sys.argv and "error" in answer:
+                error = {"code": -32603, "message": f"the tool needed an answer: {said}"}
+                send({"id": asked.pop(ident), "error": error})
+            else:
+                text = {"type": "text", "text": said}
+                send({"id": asked.pop(ident), "result": {"content": [text]}})
         elif ident is not None and method is not None:
             send({"id": ident, "error": {"code": -32601, "message": f"no method {method}"}})
 

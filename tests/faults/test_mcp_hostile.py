@@ -927,3 +927,22 @@ def test_an_elicitation_is_answered_by_the_callback_given() -> None:
 
     assert json.loads(outcome(body)["result"]) == {"result": {"action": "decline"}}
     assert questions == ["Delete everything?"]
+
+
+def test_a_call_the_server_fails_after_an_undeclared_elicitation_is_a_remote_tool_error() -> None:
+    # The server's tool needed the answer and fails the call with the client's error: the
+    # caller gets a typed RemoteToolError quoting it, from either road, not an exception group.
+    script = [str(HERE / "eliciting_mcp.py"), "--refuse"]
+    params = StdioServerParameters(command=sys.executable, args=script)
+
+    async def body() -> Any:
+        async with ts.mcp.tools(params, timeout=30) as remote:
+            return await remote.acall("ask", {})
+
+    failed = outcome(body)
+    assert isinstance(failed, RemoteToolError)
+    assert "the tool needed an answer" in str(failed) and "Elicitation not supported" in str(failed)
+
+    with ts.mcp.tools(params, timeout=30) as remote, pytest.raises(RemoteToolError) as caught:
+        remote.get("ask")()
+    assert str(caught.value) == str(failed)
