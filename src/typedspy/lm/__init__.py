@@ -36,6 +36,9 @@ from typedspy.lm._params import (
 from typedspy.lm._scrub import (
     scrub_chain as scrub_chain,
 )
+from typedspy.lm._scrub import (
+    split_userinfo as split_userinfo,
+)
 from typedspy.lm._stream import (
     LMChunk as LMChunk,
 )

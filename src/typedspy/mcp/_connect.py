@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Iterable
+import contextlib
+from collections.abc import AsyncGenerator, Iterable
 from types import TracebackType
 from typing import Any, TypeAlias, cast
 
 import anyio
+import httpx2
 import mcp_types as types
 import pydantic
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ElicitationFnT
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -36,6 +39,7 @@ from typedspy.errors import (
     check_int,
     check_number,
 )
+from typedspy.lm import split_userinfo
 from typedspy.mcp._jsonschema import violation_errors
 from typedspy.mcp._remote import RemoteResultError, RemoteTool, RemoteToolError
 from typedspy.tools import Toolset
@@ -111,7 +115,7 @@ class RemoteTools:
             source
             if isinstance(source, Client)
             else Client(
-                source,
+                _without_userinfo(source),
                 elicitation_callback=elicitation_callback,
                 read_timeout_seconds=timeout,
                 message_handler=self._on_message,
@@ -331,6 +335,29 @@ class RemoteTools:
 
 tools = RemoteTools
 """`RemoteTools`: ``ts.mcp.tools(source)`` opens the block that connects to the server."""
+
+
+def _without_userinfo(source: Source) -> Any:
+    """``source``; a URL with ``user:password@`` as a transport sending them as basic auth.
+
+    The HTTP library logs each request's URL at INFO: the password stays out of it (ADR-108).
+    """
+    if not isinstance(source, str):
+        return source
+    url, auth = split_userinfo(source)
+    return source if auth is None else _basic_auth(url, auth)
+
+
+@contextlib.asynccontextmanager
+async def _basic_auth(url: str, auth: tuple[str, str]) -> AsyncGenerator[Any, None]:
+    # The SDK's client for a URL (create_mcp_http_client): 30 s to connect and write, 300 s to
+    # read (a held stream).
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(auth=httpx2.BasicAuth(*auth), timeout=timeout) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
 
 
 async def _checked_by_remote_tool(name: str, result: types.CallToolResult) -> None:
