@@ -55,7 +55,7 @@ def test_a_password_in_an_mcp_url_goes_as_basic_auth_and_into_no_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # Was: the SDK's HTTP library logged every request's URL at INFO with `user:password@`
-    # in it ("HTTP Request: POST http://us%40er:<password>@host/mcp"), as LM did (ADR-108).
+    # in it ("HTTP Request: POST http://us%40er:<password>@host/mcp"), as LM did (ADR-106).
     server = ts.mcp.serve(*tools, name="pets")
     app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     seen: list[str] = []

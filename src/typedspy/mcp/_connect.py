@@ -340,7 +340,7 @@ tools = RemoteTools
 def _without_userinfo(source: Source) -> Any:
     """``source``; a URL with ``user:password@`` as a transport sending them as basic auth.
 
-    The HTTP library logs each request's URL at INFO: the password stays out of it (ADR-108).
+    The HTTP library logs each request's URL at INFO: the password stays out of it (ADR-106).
     """
     if not isinstance(source, str):
         return source
