@@ -14,6 +14,7 @@ from typedspy.signature._dispatch import to_jsonable_fields as to_jsonable_field
 from typedspy.signature._dispatch import unsendable as unsendable
 from typedspy.signature._dispatch import wire_names as wire_names
 from typedspy.signature._fields import InputField, OutputField
+from typedspy.signature._fields import copy_field as copy_field
 from typedspy.signature._fields import without_role as without_role
 from typedspy.signature._parse import make_signature
 from typedspy.signature._returns import Returns

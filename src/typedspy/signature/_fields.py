@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
 from typedspy.errors import SchemaError
 
-__all__ = ["FieldRole", "InputField", "OutputField", "role_of", "without_role"]
+__all__ = ["FieldRole", "InputField", "OutputField", "copy_field", "role_of", "without_role"]
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,19 @@ def role_of(info: FieldInfo) -> set[str]:
     return {m.kind for m in info.metadata if isinstance(m, FieldRole)}
 
 
+def copy_field(info: FieldInfo, *changes: FieldInfo) -> FieldInfo:
+    """A copy of ``info`` with the keywords set in ``changes`` (``Field(description=...)``) on top.
+
+    Pydantic's public merge of ``Annotated`` metadata (``FieldInfo.merge_field_infos`` is
+    deprecated); a field with no annotation yet (a bare ``Field(5, ge=1)``) is read as ``Any``.
+    """
+    annotation = Any if info.annotation is None else info.annotation
+    form: Any = Annotated[(annotation, info, *changes)]  # a type form, not a `type`
+    return FieldInfo.from_annotation(form)
+
+
 def without_role(info: FieldInfo) -> FieldInfo:
     """A copy of ``info`` without its role marker, for building plain Pydantic models."""
-    merged = FieldInfo.merge_field_infos(info)
+    merged = copy_field(info)
     merged.metadata = [m for m in info.metadata if not isinstance(m, FieldRole)]
     return merged

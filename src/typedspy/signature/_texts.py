@@ -20,6 +20,7 @@ from typedspy._types import FieldError
 from typedspy.errors import ConfigurationError
 from typedspy.signature._declared import walk_types
 from typedspy.signature._dispatch import is_union, qualified_name, union_models
+from typedspy.signature._fields import copy_field
 from typedspy.signature._signature import Signature, set_member_docs
 
 __all__ = ["FieldTexts", "SignatureTexts", "texts_errors", "texts_of", "with_texts"]
@@ -149,4 +150,4 @@ def with_texts(sig: type[Signature], texts: FieldTexts) -> type[Signature]:
 def _described(info: FieldInfo, text: str) -> FieldInfo:
     # Pydantic's own merge: a copy whose description attribute alone is set is read back
     # without it by Pydantic 2.12 (it rebuilds fields from the attributes it saw set).
-    return FieldInfo.merge_field_infos(info, description=text or None)
+    return copy_field(info, Field(description=text or None))

@@ -31,7 +31,6 @@ from pydantic import (
     Tag,
     create_model,
 )
-from pydantic.fields import FieldInfo
 from pydantic.json_schema import SkipJsonSchema
 
 from typedspy.errors import SchemaError
@@ -52,6 +51,7 @@ from typedspy.signature._dispatch import (
     user_discriminated,
     wire_names,
 )
+from typedspy.signature._fields import copy_field
 
 _NO_SCHEMA_ANY: Any = cast(Any, SkipJsonSchema)[Any]  # the no-match choice: not in schemas
 
@@ -180,7 +180,7 @@ class TypeRewriter:
         for model in models:
             placeholders = {name: f"__ts_{id(model)}_{name}" for name in model.model_fields}
             fields: dict[str, Any] = {
-                name: (placeholders[name], _copy_info(info))
+                name: (placeholders[name], copy_field(info))
                 for name, info in model.model_fields.items()
             }
             shadow: type[BaseModel] = create_model(
@@ -218,10 +218,6 @@ def takes_objects(tp: Any) -> bool:
     if tp is Any or origin in (dict, Mapping) or tp in (dict, object):
         return True
     return dataclasses.is_dataclass(tp) or is_typeddict(tp)
-
-
-def _copy_info(info: FieldInfo) -> FieldInfo:
-    return FieldInfo.merge_field_infos(info)
 
 
 def _to_user(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:

@@ -15,12 +15,19 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError, PydanticUndefined, to_jsonable_python
 
 from typedspy.errors import SchemaError, ToolError
-from typedspy.signature import InputField, OutputField, Signature, build_signature, without_role
+from typedspy.signature import (
+    InputField,
+    OutputField,
+    Signature,
+    build_signature,
+    copy_field,
+    without_role,
+)
 
 __all__ = [
     "RESULT_FIELD",
@@ -153,7 +160,7 @@ def _input_field(param: inspect.Parameter, description: str | None) -> FieldInfo
     default = param.default
     if isinstance(default, FieldInfo):  # `limit: int = Field(5, ge=1)` keeps its constraints
         if default.description is None and description:
-            return FieldInfo.merge_field_infos(default, description=description)
+            return copy_field(default, Field(description=description))
         return default
     kwargs: dict[str, Any] = {"description": description} if description else {}
     field: FieldInfo = InputField(... if default is inspect.Parameter.empty else default, **kwargs)
