@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Literal, TypeVar
 
@@ -140,7 +140,7 @@ class Flights:
         return land
 
     @contextlib.asynccontextmanager
-    async def claim(self, key: str) -> AsyncIterator[None]:
+    async def claim(self, key: str) -> AsyncGenerator[None, None]:
         """Hold ``key``'s flight for the block, or wait for the one in flight to end first."""
         land = await self.hold(key)
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Generator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -66,7 +66,7 @@ class UsageMeter:
 
 
 @contextmanager
-def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
+def metering(meter: UsageMeter) -> Generator[UsageMeter, None, None]:
     """Count every request sent in this block (and in tasks it starts) on ``meter``.
 
     Blocks nest: a request is counted on every enclosing meter.

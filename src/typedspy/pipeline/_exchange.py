@@ -16,7 +16,7 @@ streamed reply is added up once, into the caller's `StreamAccumulator`.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,7 +117,7 @@ class Rendered(BaseException):
 
 
 @contextmanager
-def rendering() -> Iterator[None]:
+def rendering() -> Generator[None, None, None]:
     """In this block, the first request is not sent: `Rendered` is raised with its body."""
     saved = RENDERING.set(True)
     try:

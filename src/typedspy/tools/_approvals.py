@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -143,7 +143,7 @@ def record(state: ResumeState) -> None:
 
 
 @contextlib.contextmanager
-def resume(*states: ResumeState) -> Iterator[None]:
+def resume(*states: ResumeState) -> Generator[None, None, None]:
     """Resume paused calls: ``with ts.tools.resume(state): await tool.acall(args)``.
 
     Each state's answer is recorded on entry (`ResumeState.apply`); the call with the paused
