@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
+from pydantic import (
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    ValidationError,
+)
 
 from typedspy.errors import ConfigurationError, SchemaError
 from typedspy.schema import compile_schema
@@ -243,6 +251,37 @@ def test_union_member_declaring_type_validation_alias_is_a_schema_error() -> Non
 
         class Clash2(Signature):
             out: list[ByValidationAlias | _Plain] = OutputField()
+
+
+def test_union_member_reading_alias_choices_or_a_path_parses() -> None:
+    # `AliasChoices` and `AliasPath` are unhashable: the `_type` check put them in a set and
+    # the class statement raised a bare TypeError.
+    class Refund(BaseModel):
+        order_id: str = Field(validation_alias=AliasChoices("order_id", "orderId"))
+        note: str = Field(validation_alias=AliasPath("meta", "note"))
+
+    class Route(Signature):
+        out: Refund | _Plain = OutputField()
+
+    data = {"out": {"_type": "Refund", "orderId": "7", "meta": {"note": "late"}}}
+    out = Route.output_model.model_validate(data).out
+    assert isinstance(out, Refund)
+    assert (out.order_id, out.note) == ("7", "late")
+
+
+@pytest.mark.parametrize(
+    "read", [AliasChoices("kind", "_type"), AliasPath("_type", 0)], ids=["choices", "path"]
+)
+def test_union_member_reading_type_through_choices_or_a_path_is_a_schema_error(
+    read: AliasChoices | AliasPath,
+) -> None:
+    class Tagged(BaseModel):
+        tag: str = Field(validation_alias=read)
+
+    with pytest.raises(SchemaError, match=r"Tagged\.tag uses the name '_type'"):
+
+        class Clash4(Signature):
+            out: Tagged | _Plain = OutputField()
 
 
 def test_a_root_model_union_member_of_an_output_is_a_schema_error() -> None:

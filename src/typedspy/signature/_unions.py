@@ -24,6 +24,8 @@ from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin, i
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
+    AliasPath,
     BaseModel,
     BeforeValidator,
     Discriminator,
@@ -233,6 +235,13 @@ def _to_user(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:
     return convert
 
 
+def _read_keys(alias: str | AliasPath | AliasChoices | None) -> list[str | int | None]:
+    """The top-level keys a validation alias reads (an `AliasPath` reads its first)."""
+    if isinstance(alias, AliasChoices):
+        return [path[0] for path in alias.convert_to_aliases()]
+    return [alias.path[0]] if isinstance(alias, AliasPath) else [alias]
+
+
 def _check_no_type_field(model: type[BaseModel]) -> None:
     owner = qualified_name(model)
     if TYPE_KEY in model.__private_attributes__:  # `_type: str = "A"`: Pydantic's private name
@@ -244,8 +253,7 @@ def _check_no_type_field(model: type[BaseModel]) -> None:
             path=(owner, TYPE_KEY),
         )
     for name, info in model.model_fields.items():
-        aliases = {info.alias, info.validation_alias, info.serialization_alias}
-        if TYPE_KEY in aliases:
+        if TYPE_KEY in (info.alias, info.serialization_alias, *_read_keys(info.validation_alias)):
             raise SchemaError(
                 f"{owner}.{name} uses the name {TYPE_KEY!r}, which typedspy adds to "
                 f"every member of a union to tell them apart; rename it (e.g. 'kind') or declare "
