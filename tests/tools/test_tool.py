@@ -154,6 +154,30 @@ def test_field_default_keeps_constraints_and_gains_the_docstring_description() -
     assert [e.path for e in info.value.errors] == [("size",)]
 
 
+def test_field_default_and_annotated_field_keywords_are_both_kept() -> None:
+    # Both Pydantic spellings at once, and the docstring's description on top: the field is
+    # copied through Pydantic's Annotated merge (merge_field_infos is deprecated).
+    def page(size: Annotated[int, Field(le=50)] = Field(10, ge=1)) -> int:
+        """Page.
+
+        Args:
+            size: Items per page.
+        """
+        return size
+
+    tool_ = Tool.from_function(page)
+    assert tool_.to_mcp_tool()["inputSchema"]["properties"]["size"] == {
+        "type": "integer",
+        "default": 10,
+        "minimum": 1,
+        "maximum": 50,
+        "description": "Items per page.",
+    }
+    with pytest.raises(ToolArgumentsError) as info:
+        tool_.parse_arguments({"size": 51})
+    assert [e.path for e in info.value.errors] == [("size",)]
+
+
 def test_a_model_return_annotation_makes_its_fields_the_outputs() -> None:
     class Weather(BaseModel):
         temperature: float

@@ -414,7 +414,9 @@ def _system_prompt(sig: type[Signature]) -> str:
 def _member(name: str, doc: str, fields: Mapping[str, FieldInfo]) -> type[BaseModel]:
     # The class is named after the tool, so the union's `_type` tag is the tool's own name,
     # the same name the model sees for it in native tool calling.
-    plain: dict[str, Any] = {n: (i.annotation, without_role(i)) for n, i in fields.items()}
+    plain: dict[str, Any] = {
+        n: (i.annotation, without_role(i.annotation, i)) for n, i in fields.items()
+    }
     config = ConfigDict(protected_namespaces=())
     return create_model(name, __doc__=doc or None, __config__=config, **plain)
 

@@ -94,19 +94,20 @@ def role_of(info: FieldInfo) -> set[str]:
     return {m.kind for m in info.metadata if isinstance(m, FieldRole)}
 
 
-def copy_field(info: FieldInfo, *changes: FieldInfo) -> FieldInfo:
-    """A copy of ``info`` with the keywords set in ``changes`` (``Field(description=...)``) on top.
+def copy_field(annotation: Any, info: FieldInfo, *changes: FieldInfo) -> FieldInfo:
+    """``info`` as a field of type ``annotation``, with the keywords set in ``changes`` on top.
 
     Pydantic's public merge of ``Annotated`` metadata (``FieldInfo.merge_field_infos`` is
-    deprecated); a field with no annotation yet (a bare ``Field(5, ge=1)``) is read as ``Any``.
+    deprecated). The copy is complete: given as a default, its attributes win over those of an
+    ``Annotated`` type, so ``annotation`` is the one the field will have (its ``Field`` keywords
+    are folded in).
     """
-    annotation = Any if info.annotation is None else info.annotation
     form: Any = Annotated[(annotation, info, *changes)]  # a type form, not a `type`
     return FieldInfo.from_annotation(form)
 
 
-def without_role(info: FieldInfo) -> FieldInfo:
-    """A copy of ``info`` without its role marker, for building plain Pydantic models."""
-    merged = copy_field(info)
-    merged.metadata = [m for m in info.metadata if not isinstance(m, FieldRole)]
+def without_role(annotation: Any, info: FieldInfo) -> FieldInfo:
+    """``info`` as a field of type ``annotation`` without its role marker, for plain models."""
+    merged = copy_field(annotation, info)
+    merged.metadata = [m for m in merged.metadata if not isinstance(m, FieldRole)]
     return merged

@@ -368,7 +368,7 @@ def _fields_model(
         if decode_strings and _wants_container(info.annotation):
             # A model that double-encodes a nested value sends it as a JSON string: decode once.
             annotation = Annotated[annotation, BeforeValidator(decode_json_once)]
-        definitions[field_name] = (annotation, without_role(info))
+        definitions[field_name] = (annotation, without_role(info.annotation, info))
     model: type[_FieldsModel] = create_model(name, __base__=_FieldsModel, **definitions)
     return model
 
@@ -417,9 +417,9 @@ def build_signature(
     )
     for role, group in groups:
         for field_name, (annotation, info) in group.items():
-            marked = without_role(info)
+            marked = without_role(annotation, info)  # holds `annotation`'s own Field keywords
             marked.metadata.append(FieldRole(role))
-            definitions[field_name] = (annotation, marked)
+            definitions[field_name] = (marked.annotation, marked)
     cls: type[Signature] = create_model(
         name, __base__=base, __doc__=instructions, __module__=base.__module__, **definitions
     )

@@ -150,4 +150,4 @@ def with_texts(sig: type[Signature], texts: FieldTexts) -> type[Signature]:
 def _described(info: FieldInfo, text: str) -> FieldInfo:
     # Pydantic's own merge: a copy whose description attribute alone is set is read back
     # without it by Pydantic 2.12 (it rebuilds fields from the attributes it saw set).
-    return copy_field(info, Field(description=text or None))
+    return copy_field(info.annotation, info, Field(description=text or None))

@@ -182,7 +182,7 @@ class TypeRewriter:
         for model in models:
             placeholders = {name: f"__ts_{id(model)}_{name}" for name in model.model_fields}
             fields: dict[str, Any] = {
-                name: (placeholders[name], copy_field(info))
+                name: (placeholders[name], copy_field(info.annotation, info))
                 for name, info in model.model_fields.items()
             }
             shadow: type[BaseModel] = create_model(

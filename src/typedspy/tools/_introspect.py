@@ -13,7 +13,7 @@ import re
 import typing
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
@@ -25,7 +25,6 @@ from typedspy.signature import (
     OutputField,
     Signature,
     build_signature,
-    copy_field,
     without_role,
 )
 
@@ -156,15 +155,17 @@ def _class_name(name: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in words) or "Tool"
 
 
-def _input_field(param: inspect.Parameter, description: str | None) -> FieldInfo:
+def _input(
+    param: inspect.Parameter, annotation: Any, description: str | None
+) -> tuple[Any, FieldInfo]:
     default = param.default
     if isinstance(default, FieldInfo):  # `limit: int = Field(5, ge=1)` keeps its constraints
         if default.description is None and description:
-            return copy_field(default, Field(description=description))
-        return default
+            return Annotated[annotation, Field(description=description)], default
+        return annotation, default
     kwargs: dict[str, Any] = {"description": description} if description else {}
     field: FieldInfo = InputField(... if default is inspect.Parameter.empty else default, **kwargs)
-    return field
+    return annotation, field
 
 
 def _inputs(
@@ -184,7 +185,7 @@ def _inputs(
         if param.name.startswith("_"):
             raise ToolError(f"parameter {param.name!r}: tool parameter names cannot start with '_'")
         annotation = hints.get(param.name, Any)
-        field = _input_field(param, docs.params.get(param.name))
+        annotation, field = _input(param, annotation, docs.params.get(param.name))
         if field.default is not PydanticUndefined:
             try:  # as the schema shows it: Pydantic warns and leaves out what fails here
                 to_jsonable_python(field.default)
@@ -205,7 +206,7 @@ def _outputs(
     is_model = isinstance(returned, type) and issubclass(returned, BaseModel)
     if is_model and not issubclass(returned, Signature):
         fields = {
-            name: (info.annotation, without_role(info))
+            name: (info.annotation, without_role(info.annotation, info))
             for name, info in returned.model_fields.items()
         }
         # A parameter named like a field of the returned model (`get_weather(city) -> Weather`
