@@ -191,7 +191,8 @@ def path_at(text: str, offset: int, start: int = 0) -> tuple[str | int, ...]:
         elif token == ":" and stack and stack[-1][0] == "{":
             stack[-1][1] = json.loads(last)
         elif token == "," and stack:
-            stack[-1][1] = stack[-1][1] + 1 if stack[-1][0] == "[" else None
+            top = stack[-1]
+            top[1] = top[1] + 1 if top[0] == "[" else None
     return tuple(part for _, part in stack[:_MAX_PATH] if part is not None)
 
 

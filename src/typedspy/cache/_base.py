@@ -123,19 +123,20 @@ class Flights:
         loop = asyncio.get_running_loop()
         with self._lock:
             flying = self._flying.setdefault(loop, {})
-            ahead = flying.get(key)
-            if ahead is None:
-                flying[key] = landing = loop.create_future()
-        if ahead is not None:
-            await asyncio.wait((ahead,))  # a cancelled follower leaves the leader's future be
+            flight = flying.get(key)
+            leader = flight is None
+            if flight is None:
+                flying[key] = flight = loop.create_future()
+        if not leader:
+            await asyncio.wait((flight,))  # a cancelled follower leaves the leader's future be
             return None
 
         def land() -> None:
             with self._lock:
-                if flying.get(key) is landing:
+                if flying.get(key) is flight:
                     del flying[key]
-            if not landing.done():
-                landing.set_result(None)
+            if not flight.done():
+                flight.set_result(None)
 
         return land
 

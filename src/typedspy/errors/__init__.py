@@ -110,8 +110,13 @@ __all__ = [
     "VerificationError",
 ]
 
+
 # Pickles and reprs name the module users import from, not the private one defining the class
 # (``typedspy/__init__`` moves the top-level exports on to ``typedspy``).
-for _name in __all__:
-    globals()[_name].__module__ = __name__
-del _name
+def _from_here() -> None:
+    for name in __all__:
+        globals()[name].__module__ = __name__
+
+
+_from_here()
+del _from_here

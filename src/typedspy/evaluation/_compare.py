@@ -49,10 +49,10 @@ def _equal(a: Any, b: Any, rel: float, abs_: float) -> bool:
             return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
         except OverflowError:  # an int past a float (400 digits): equal only when equal
             return a == b
-    if isinstance(a, BaseModel) or isinstance(b, BaseModel):
-        if type(a) is not type(b):
-            return False
-        return _equal(dict(a), dict(b), rel, abs_)
+    if isinstance(a, BaseModel):
+        return type(a) is type(b) and _equal(dict(a), dict(b), rel, abs_)
+    if isinstance(b, BaseModel):
+        return False
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         return a.keys() == b.keys() and all(_equal(a[k], b[k], rel, abs_) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):

@@ -48,7 +48,7 @@ class Example(Mapping[str, Any], Generic[SigT]):
     __slots__ = ("_input_keys", "_values", "signature")
 
     @overload
-    def __init__(self: Example[SigT], signature: type[SigT], /, **values: Any) -> None: ...
+    def __init__(self, signature: type[SigT], /, **values: Any) -> None: ...
 
     @overload
     def __init__(self: Example[Signature], signature: None = None, /, **values: Any) -> None: ...
@@ -85,7 +85,7 @@ class Example(Mapping[str, Any], Generic[SigT]):
                 f"with_inputs: {unknown} are not values of this example "
                 f"(it has {sorted(self._values)})"
             )
-        return Example._make(self.signature, self._values, frozenset(keys))
+        return self._make(self.signature, self._values, frozenset(keys))
 
     def inputs(self) -> dict[str, Any]:
         """The input values, to call a program with (``program(**ex.inputs())``).
@@ -140,7 +140,7 @@ class Example(Mapping[str, Any], Generic[SigT]):
         values = {**self._values, **changes}
         if self.signature is not None:
             values = typed_values(self.signature, values)
-        return Example._make(self.signature, values, self._input_keys)
+        return self._make(self.signature, values, self._input_keys)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

@@ -13,7 +13,7 @@ from typedspy.signature import Signature, to_jsonable
 
 __all__ = ["LLMJudge"]
 
-_SCORE_TYPES = (bool, int, float)
+_SCORE_TYPES: tuple[object, ...] = (bool, int, float)
 
 
 class LLMJudge:

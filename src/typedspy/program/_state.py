@@ -167,7 +167,7 @@ def _validated(model: type[StateT], value: object, source: str) -> StateT:
         found = type(value).__name__
         raise state_error(source, [FieldError((), f"expected an object, got {found}")])
     version = value.get("version")
-    if version != FORMAT_VERSION or isinstance(version, bool):
+    if version != FORMAT_VERSION:  # True == 1, never 2
         found = (
             f"format version {version!r}"
             if "version" in value

@@ -55,7 +55,7 @@ def check_arguments(
     try:
         model = signature.input_model.model_validate(given)
     except ValidationError as exc:
-        errors.extend(field_errors(exc))
+        raise _arguments_error(tool, [*errors, *field_errors(exc)]) from None
     if errors:
         raise _arguments_error(tool, errors)
     return {name: getattr(model, name) for name in fields}

@@ -428,5 +428,11 @@ def _dumps(value: object) -> str:
 def _json_kind(value: object) -> str:
     if isinstance(value, bool) or value is None:
         return "boolean" if value is not None else "null"
-    names = {int: "number", float: "number", str: "string", list: "array", tuple: "array"}
+    names: dict[type, str] = {
+        int: "number",
+        float: "number",
+        str: "string",
+        list: "array",
+        tuple: "array",
+    }
     return names.get(type(value), type(value).__name__)
