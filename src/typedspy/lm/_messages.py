@@ -181,11 +181,11 @@ class LMResponse:
             raise LMResponseError("the endpoint returned a choice without a message")
         served = completion.get("model")
         return cls(
-            text=_content_text(message.get("content"), "choices[0].message.content"),
+            text=content_text(message.get("content"), "choices[0].message.content"),
             refusal=_non_empty(message.get("refusal")),
             finish_reason=_non_empty(choice.get("finish_reason")),
             tool_calls=_tool_calls(message.get("tool_calls")),
-            usage=_usage(completion.get("usage")),
+            usage=usage_of(completion.get("usage")),
             model=served if isinstance(served, str) and served else model,
             raw=completion,
             reasoning=_reasoning(message),
@@ -205,7 +205,7 @@ def _non_empty(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _content_text(content: object, where: str) -> str | None:
+def content_text(content: object, where: str) -> str | None:
     """The text of a message's content: a string, ``None``, or content parts (joined).
 
     Raises:
@@ -253,7 +253,7 @@ def _tool_calls(calls: object) -> tuple[ToolCall, ...]:
     return tuple(found)
 
 
-def _usage(usage: object) -> Usage:
+def usage_of(usage: object) -> Usage:
     if not isinstance(usage, dict):
         return Usage()
     prompt = _count(usage.get("prompt_tokens"))
@@ -275,7 +275,7 @@ def _count(value: object) -> int:
     return int(value) if value >= 0 else 0
 
 
-def _vectors(name: str, data: Any) -> list[list[float]]:
+def vectors_of(name: str, data: Any) -> list[list[float]]:
     """An embeddings reply's vectors in input order, each a list of finite numbers.
 
     Raises:

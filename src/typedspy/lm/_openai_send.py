@@ -72,7 +72,7 @@ from typedspy.errors import (
 )
 from typedspy.lm._bound import RequestBound
 from typedspy.lm._clients import LoopClients
-from typedspy.lm._messages import EmbeddingResponse, LMResponse, _usage, _vectors
+from typedspy.lm._messages import EmbeddingResponse, LMResponse, usage_of, vectors_of
 from typedspy.lm._openai_transport import ResponseBodyError, http_client
 from typedspy.lm._scrub import endpoint_redactor, scrub_chain, shown_endpoint, split_userinfo
 from typedspy.lm._stream import holds_first_choice
@@ -213,12 +213,12 @@ class Sender:
         kwargs = {"model": name, "input": texts, "encoding_format": "float"}
         raw = await self._home(lambda: self._send(kwargs, embeddings=True))
         reply = raw.parse()
-        vectors = _vectors(name, reply.data)
+        vectors = vectors_of(name, reply.data)
         if len(vectors) != len(texts):
             raise LMResponseError(f"{name}: {len(vectors)} embeddings for {len(texts)} texts")
         usage = getattr(reply, "usage", None)
         counts = {k: getattr(usage, k, None) for k in ("prompt_tokens", "total_tokens")}
-        return EmbeddingResponse(vectors, _usage(counts), name, rate_headers(raw.headers))
+        return EmbeddingResponse(vectors, usage_of(counts), name, rate_headers(raw.headers))
 
     def _home(self, send: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         """``send()``, on the background loop when the injected client is relayed (see module)."""

@@ -16,7 +16,7 @@ from typedspy._json import loads
 from typedspy._text import bounded
 from typedspy._types import Usage
 from typedspy.errors import LMResponseError
-from typedspy.lm._messages import LMResponse, ToolCall, _content_text, _usage
+from typedspy.lm._messages import LMResponse, ToolCall, content_text, usage_of
 
 __all__ = [
     "LMChunk",
@@ -76,7 +76,7 @@ class LMChunk:
         usage = chunk.get("usage")
         model = chunk.get("model")
         return cls(
-            text=_content_text(delta.get("content"), "choices[0].delta.content") or "",
+            text=content_text(delta.get("content"), "choices[0].delta.content") or "",
             refusal=_text(delta.get("refusal")),
             tool_calls=tuple(
                 _call_delta(tc, position)
@@ -84,7 +84,7 @@ class LMChunk:
                 if isinstance(tc, Mapping)
             ),
             finish_reason=_text(first.get("finish_reason")) or None,
-            usage=_usage(dict(usage)) if isinstance(usage, Mapping) else None,
+            usage=usage_of(dict(usage)) if isinstance(usage, Mapping) else None,
             model=model if isinstance(model, str) and model else None,
             reasoning=_text(delta.get("reasoning_content")) or _text(delta.get("reasoning")),
         )

@@ -205,7 +205,10 @@ class Profile:
         When the endpoint rejected every one, the first again (its refusal is the call's
         error): ``auto`` never leaves the profile's modes.
         """
-        return next((m for m in self.modes if not self.rejects(m)), self.modes[0])
+        for mode in self.modes:
+            if not self.rejects(mode):
+                return mode
+        return self.modes[0]
 
     def next_mode(self, rejected: Mode) -> Mode | None:
         """Record that ``rejected`` was refused; the mode ``auto`` steps down to, if any."""

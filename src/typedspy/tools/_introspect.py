@@ -121,8 +121,8 @@ def _entries(lines: list[str]) -> dict[str, str]:
             indent = depth
         match = _ARG_ENTRY.match(line.strip())
         if depth <= indent and match:
-            name = match.group(1)
-            out[name] = match.group(2).strip()
+            name = entry = match.group(1)
+            out[entry] = match.group(2).strip()
         elif name is not None:  # a continuation line of the entry above
             out[name] = f"{out[name]} {line.strip()}".strip()
     return out
