@@ -28,8 +28,8 @@ from typing import Any, Protocol
 
 import re2  # type: ignore[import-untyped]
 import referencing.jsonschema
-from jsonschema import validators  # type: ignore[import-untyped]
-from jsonschema.exceptions import (  # type: ignore[import-untyped]
+from jsonschema import validators
+from jsonschema.exceptions import (
     ValidationError as _Violation,
 )
 from referencing import Registry

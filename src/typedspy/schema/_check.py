@@ -31,8 +31,8 @@ def meta_schema_violation(schema: object) -> StrictViolation | None:
 
 @functools.lru_cache(maxsize=256)
 def _meta_violation(text: str) -> StrictViolation | None:
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-    from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
 
     meta = Draft202012Validator(Draft202012Validator.META_SCHEMA)
     error = best_match(meta.iter_errors(json.loads(text)))
