@@ -663,7 +663,7 @@ def _executing(cls: type[Module]) -> Any:
 
     async def aexecute(self: Module, *, stream: bool = False, **inputs: Any) -> AsyncIterator[Any]:
         del stream  # an `aforward` override returns the result only: nothing else to stream
-        forward = cast("Any", vars(cls)["aforward"])
+        forward = vars(cls)["aforward"]
         yield await forward(self, **inputs)
 
     aexecute.__qualname__ = f"{cls.__qualname__}.aexecute"
@@ -676,7 +676,7 @@ def _forwarding(cls: type[Module]) -> Any:
 
     async def aforward(self: Module, **inputs: Any) -> Any:
         result: Any = None
-        execute = cast("Any", vars(cls)["aexecute"])
+        execute = vars(cls)["aexecute"]
         async with closing(execute(self, stream=False, **inputs)) as events:
             async for event in events:
                 result = event
@@ -697,7 +697,7 @@ def _threaded(cls: type[Module]) -> Any:
     """
 
     async def aforward(self: Module, **inputs: Any) -> Any:
-        forward = cast("Any", vars(cls)["forward"])
+        forward = vars(cls)["forward"]
         return await in_thread(forward, self, **inputs)
 
     aforward.__qualname__ = f"{cls.__qualname__}.aforward"

@@ -77,8 +77,8 @@ def _output_model(obj: type) -> type[BaseModel]:
         return obj.output_model
     if isinstance(obj, type) and issubclass(obj, BaseModel):
         rewritten = TypeRewriter().rewrite(obj)
-        model = get_args(rewritten)[0] if get_args(rewritten) else rewritten
-        return model  # type: ignore[no-any-return]
+        model: type[BaseModel] = get_args(rewritten)[0] if get_args(rewritten) else rewritten
+        return model
     raise SchemaError(f"compile_schema takes a Signature subclass or a Pydantic model, not {obj!r}")
 
 

@@ -208,10 +208,10 @@ def _unbuildable(name: str, message: str) -> SchemaError:
 
 
 def _spec(cls: type) -> SignatureSpec:
-    spec = cls.__dict__.get("__typedspy_spec__")
+    spec: SignatureSpec | None = cls.__dict__.get("__typedspy_spec__")
     if spec is None:
         raise SchemaError(f"{cls.__name__} is the Signature base class, not a signature")
-    return spec  # type: ignore[no-any-return]
+    return spec
 
 
 class Signature(BaseModel, metaclass=_SignatureMeta):
