@@ -91,7 +91,7 @@ class FakeLM(BaseLM):
         return {k: v for k, v in self.__dict__.items() if k != "_lock"}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
+        vars(self).update(state)
         self._lock = threading.Lock()
 
 
