@@ -250,6 +250,14 @@ def test_a_backtracking_output_pattern_answers_at_once_and_the_loop_keeps_tickin
             {"patternProperties": {"^x": {}}, "unevaluatedProperties": False},
             "unevaluatedProperties (at <root>) in a schema with patternProperties",
         ),
+        (  # a $ref reaches patternProperties where no keyword walk looks: it still ran on `re`
+            {
+                "$ref": "#/hidden",
+                "unevaluatedProperties": False,
+                "hidden": {"patternProperties": {EVIL: {}}},
+            },
+            "unevaluatedProperties (at <root>) in a schema with patternProperties (at hidden)",
+        ),
     ],
 )
 def test_a_pattern_re2_cannot_run_is_a_schema_error_when_listed(
@@ -402,6 +410,29 @@ def test_a_ref_cycle_that_never_moves_into_the_value_is_a_schema_error_when_call
     for _ in range(190):
         value = {"c": value}
     assert call(hostile({"t": {"inputSchema": tree}}), "t", value) == {"result": "ran"}
+
+
+def test_references_that_multiply_are_a_schema_error_when_called_and_the_loop_keeps_ticking(
+    hang_guard: None,
+) -> None:
+    # Each definition names the next twice: checking one value applied 2^40 subschemas.
+    defs: dict[str, Any] = {
+        f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(40)
+    }
+    defs["d40"] = {"type": "object"}
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+    failed = call(hostile({"t": {"inputSchema": schema}}), "t", {"x": {}})
+
+    assert isinstance(failed, ts.SchemaError), failed
+    assert str(failed).startswith("t's inputSchema: checking a value applied more than 100,040 ")
+    # A value of many items gets more: 20,000 objects through a $ref and anyOf check in full.
+    rows = {"$ref": "#/$defs/row"}
+    row = {"anyOf": [{"type": "object", "properties": {"n": {"type": "integer"}}}, {}]}
+    listing = {"type": "object", "properties": {"r": {"type": "array", "items": rows}}}
+    server = hostile({"t": {"inputSchema": {**listing, "$defs": {"row": row}}}})
+    assert call(server, "t", {"r": [{"n": i} for i in range(20_000)]}) == {"result": "ran"}
 
 
 def test_properties_whose_made_up_field_names_collide_each_keep_their_argument() -> None:

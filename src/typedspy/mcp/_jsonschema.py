@@ -7,8 +7,10 @@ from the server, so checking with them must not do what the server asks (ADR-053
 - nothing is retrieved: a ``$ref`` resolves within the schema itself (an empty
   ``referencing.Registry``), and one that does not is a `SchemaError` when the tool is listed;
 - checking is bounded: nesting past 100 objects and arrays is a `SchemaError` when the tool
-  is listed, a ``$ref`` cycle that never moves into the value one when it is reached, and
-  ``uniqueItems`` hashes the items (jsonschema compared every pair of objects);
+  is listed, a ``$ref`` cycle that never moves into the value one when it is reached, so is
+  applying more than 100,000 subschemas (plus 20 a value) to one value (references that
+  multiply: each definition naming the next twice is 2^n for n of them), and ``uniqueItems``
+  hashes the items (jsonschema compared every pair of objects);
 - patterns run on RE2 (``google-re2``, in the ``mcp`` extra): ``pattern``,
   ``patternProperties`` and ``additionalProperties`` beside them are replaced with keywords
   that match in linear time, and a pattern RE2 cannot compile is a `SchemaError` when the tool
@@ -22,9 +24,10 @@ gives up (backreferences, lookaround) is refused: a pattern it cannot compile is
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import re2  # type: ignore[import-untyped]
 import referencing.jsonschema
@@ -44,6 +47,13 @@ _MAX_ERRORS = 20
 _MAX_MESSAGE = 300
 _MAX_MEMORY = 8 << 20  # bytes one compiled pattern may use (RE2's default): bounds compiling too
 _MAX_NESTING = 100  # objects and arrays in a schema; checking recurses about 8 frames a level
+# Subschemas applied in checking one value (jsonschema's evolve: descending, a $ref, anyOf...):
+# a base, and more for each value in it. About 10 µs each: 2^20 took minutes.
+_MAX_STEPS = 100_000
+_STEPS_PER_VALUE = 20
+_STEPS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "typedspy_schema_steps", default=None
+)
 # Where a schema holds subschemas (every draft's applicators): one, a map of, a list of.
 _ONE = (
     "additionalItems",
@@ -129,8 +139,16 @@ class Checker:
             SchemaError: The schema cannot be evaluated (a reference or pattern the listing
                 check did not reach); nothing is retrieved and nothing backtracks.
         """
+        steps = _MAX_STEPS + _STEPS_PER_VALUE * _values(instance)
+        token = _STEPS.set([steps])
         try:
             found = sorted(self._validator.iter_errors(instance), key=_depth, reverse=True)
+        except _TooManySteps:
+            raise SchemaError(
+                f"{self._where}: checking a value applied more than {steps:,} subschemas "
+                "(100,000 and 20 a value in it): references in the schema multiply (such as "
+                "definitions that each name the next twice)"
+            ) from None
         except Unresolvable as exc:
             raise SchemaError(f"{self._where}: {_unresolved(str(exc.ref), None)}") from None
         except PatternError as exc:
@@ -140,7 +158,26 @@ class Checker:
                 f"{self._where}: checking a value recursed without end: a $ref cycle that never "
                 "moves into the value (such as {'$ref': '#'})"
             ) from None
+        finally:
+            _STEPS.reset(token)
         return [_field_error(err) for err in found[:_MAX_ERRORS]]
+
+
+class _TooManySteps(Exception):
+    """Checking one value applied more subschemas than `_STEPS` allows."""
+
+
+def _values(instance: Any) -> int:
+    """How many JSON values ``instance`` holds, itself included."""
+    count, pending = 0, [instance]
+    while pending:
+        value = pending.pop()
+        count += 1
+        if isinstance(value, dict):
+            pending += value.values()
+        elif isinstance(value, list):
+            pending += value
+    return count
 
 
 def violation_errors(error: BaseException | None) -> list[FieldError]:
@@ -152,15 +189,18 @@ def _check_evaluable(schema: dict[str, Any], cls: Any, where: str) -> None:
     """Every reference resolves within ``schema`` and every pattern compiles on RE2."""
     specification = referencing.jsonschema.specification_with(cls.ID_OF(cls.META_SCHEMA))
     root = Registry().resolver_with_root(specification.create_resource(schema))
-    unevaluated: Path | None = None
-    patterned: Path | None = None
     for path, sub, resolver in _subschemas(schema, root, specification):
         _check_refs(sub, path, resolver, where)
         _check_patterns(sub, path, where)
-        if "unevaluatedProperties" in sub:
-            unevaluated = unevaluated or path
-        if isinstance(sub.get("patternProperties"), dict):
-            patterned = patterned or path
+    # Any object may be a subschema: a $ref points anywhere in the document (``#/x``).
+    unevaluated: Path | None = None
+    patterned: Path | None = None
+    for at, value, _ in _depths(schema):
+        keys = cast("dict[str, object]", value) if isinstance(value, dict) else {}
+        if "unevaluatedProperties" in keys:
+            unevaluated = unevaluated or at
+        if isinstance(keys.get("patternProperties"), dict):
+            patterned = patterned or at
     if unevaluated is not None and patterned is not None:
         # jsonschema matches patternProperties with `re` when it looks for unevaluated ones.
         raise SchemaError(
@@ -172,7 +212,7 @@ def _check_evaluable(schema: dict[str, Any], cls: Any, where: str) -> None:
 
 def _check_nesting(schema: dict[str, Any], where: str) -> None:
     """No object or array in ``schema`` lies within more than `_MAX_NESTING` others."""
-    for path, depth in _depths(schema):
+    for path, _, depth in _depths(schema):
         if depth > _MAX_NESTING:
             raise SchemaError(
                 f"{where}: {format_path(path)} is nested {depth} objects and arrays deep, "
@@ -229,13 +269,13 @@ def _subschemas(
                 pending += [((*path, key, i), v, resolver) for i, v in enumerate(children)]
 
 
-def _depths(schema: object) -> Iterator[tuple[Path, int]]:
+def _depths(schema: object) -> Iterator[tuple[Path, object, int]]:
     """Each object and array in ``schema`` with its path and how many enclose it."""
     pending: list[tuple[Path, object, int]] = [((), schema, 0)]
     while pending:  # a stack: the depth is what is being bounded
         path, value, depth = pending.pop()
         items = value.items() if isinstance(value, dict) else enumerate(value)  # type: ignore[arg-type]
-        yield path, depth
+        yield path, value, depth
         if depth <= _MAX_NESTING:
             pending += [
                 ((*path, key), item, depth + 1)
@@ -265,10 +305,16 @@ def _on_re2(cls: Any) -> Any:
 
     jsonschema picks a subschema's validator class by its ``$schema`` (``evolve``): the stock
     class would run that subschema's patterns on ``re``, so the class chosen is put on RE2 too.
+    Each subschema applied passes here, so here checking one value is counted (`_STEPS`).
     """
     extended = _extended(cls)
 
     def evolve(self: Any, **changes: Any) -> Any:
+        left = _STEPS.get()
+        if left is not None:
+            left[0] -= 1
+            if left[0] < 0:
+                raise _TooManySteps
         schema = changes.setdefault("schema", self.schema)
         chosen = _on_re2(validators.validator_for(schema, default=cls))
         for field in type(self).__attrs_attrs__:
