@@ -239,3 +239,23 @@ def test_vectors_of_any_length_rank_by_cosine_given_or_loaded(tmp_path: Path) ->
         for program in (given, loaded):
             [first] = asyncio.run(program.neighbours({"question": "beta"}))
             assert first.answer == "near"
+
+
+def test_vectors_of_huge_or_tiny_values_rank_by_cosine() -> None:
+    # A row of 1e200s overflowed its length (a RuntimeWarning, then a zero row); one of
+    # 1e-200s underflowed to length 0 and was left unscaled, so it ranked below a worse match.
+    import asyncio
+
+    from typedspy.testing import embed_text
+
+    examples = [
+        ts.Example(Ask, question="gamma", answer="far"),  # cosine 0.5 to the query
+        ts.Example(Ask, question="beta", answer="near"),  # cosine 1
+    ]
+    gamma, beta = embed_text("question: gamma"), embed_text("question: beta")
+    for scale in (1e200, 1e-200):
+        vectors = [gamma, [scale * v for v in beta]]
+        program = ts.optimize.KNNProgram(ts.Predict(Ask), examples, vectors, k=1)
+        with served():
+            [first] = asyncio.run(program.neighbours({"question": "beta"}))
+        assert first.answer == "near", scale

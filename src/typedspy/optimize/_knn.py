@@ -73,8 +73,14 @@ async def embedded(lm: BaseLM, model: str | None, texts: list[str], what: str) -
 
 
 def unit(rows: Any) -> Any:
-    """``rows`` (a float matrix) scaled to unit length, so a dot product is cosine (0 stays 0)."""
+    """``rows`` (a float matrix) scaled to unit length, so a dot product is cosine (0 stays 0).
+
+    Each row is first divided by its largest magnitude: the sum of squares of a row of 1e200s
+    overflows (a warning, then a zero row) and of 1e-200s underflows (the row left as it was).
+    """
     np_ = _numpy()
+    peaks = np_.abs(rows).max(axis=1, keepdims=True, initial=0.0)
+    rows = rows / np_.where(peaks == 0, 1.0, peaks)
     norms = np_.linalg.norm(rows, axis=1, keepdims=True)
     return rows / np_.where(norms == 0, 1.0, norms)
 
