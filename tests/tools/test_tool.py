@@ -232,7 +232,10 @@ def test_a_default_that_is_no_json_value_is_refused_at_build_naming_the_paramete
     def field(city: str, sort: Any = _BY_LEN) -> str:
         return city
 
-    for fn, shown in ((sentinel, "units"), (field, "sort")):
+    def raw(city: str, token: bytes = b"\xff") -> str:  # bytes JSON shows as UTF-8 text
+        return city
+
+    for fn, shown in ((sentinel, "units"), (field, "sort"), (raw, "token")):
         with pytest.raises(ToolError, match=f"parameter '{shown}': its default .* is not a JSON"):
             tool(fn)
 

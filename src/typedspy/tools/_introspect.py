@@ -189,7 +189,7 @@ def _inputs(
         if field.default is not PydanticUndefined:
             try:  # as the schema shows it: Pydantic warns and leaves out what fails here
                 to_jsonable_python(field.default)
-            except PydanticSerializationError:
+            except (PydanticSerializationError, ValueError):  # bytes not UTF-8: a ValueError
                 raise ToolError(
                     f"{getattr(fn, '__name__', fn)!r}: parameter {param.name!r}: its default "
                     f"{field.default!r} is not a JSON value, so the model could not be shown "
