@@ -4,7 +4,8 @@ A remote tool's schemas come from the server: checking with them must not fetch 
 (D11) nor run their patterns on a backtracking engine (D12). Each case drives the real SDK
 client against a real server (in process, or a stdio subprocess) and ends in a value or a typed
 error. The old code blocked the loop inside ``re`` for these inputs (for ever, in practice);
-`hang_guard` turns such a hang into a failure after 30 s, since ``re`` checks signals.
+`hang_guard` (conftest.py) turns such a hang into a failure after 30 s, since ``re`` checks
+signals.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import json
 import os
 import queue
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -76,20 +76,6 @@ def call(server: Any, name: str, arguments: dict[str, Any], **options: Any) -> A
             return await remote.acall(name, arguments)
 
     return outcome(body)
-
-
-@pytest.fixture
-def hang_guard() -> Iterator[None]:
-    def hung(signum: int, frame: object) -> None:
-        raise TimeoutError("still running after 30 s: the event loop was blocked")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.setitimer(signal.ITIMER_REAL, 30)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # D11: a $ref names what the client would fetch.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -315,3 +316,27 @@ def test_another_name_before_a_calls_arguments_end_is_a_typed_error() -> None:
             list(ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3).stream(question="q"))
         lm.close()
     assert len(server.requests) == 1
+
+
+def test_a_name_in_every_piece_of_a_long_call_is_read_in_linear_time(hang_guard: None) -> None:
+    """A server may name the call in each piece; whether the arguments were a whole object was
+    read from all of them at each piece: 8,000 pieces of 1 KB (8 MB, within the 64 MiB of a
+    reply) took about a minute on the event loop. Each character is read once now."""
+    pieces = [calls_event((0, None, "search", '{"query": "'))]
+    pieces += [calls_event((0, None, "search", "x" * 1000 + "}"))] * 8_000
+    pieces += [calls_event((0, None, "search", '"}')), CALLS_END]
+    done = Reply.sse([calls_event((0, None, "finish", '{"answer": "done"}')), CALLS_END])
+
+    async def run(lm: ts.LM) -> list[Any]:
+        agent = ts.ReAct(Answer, tools=[search], lm=lm, max_iters=3)
+        return [event async for event in agent.astream(question="q")]
+
+    with FaultServer(Reply.sse(pieces), done) as server:
+        lm = ts.LM("m", base_url=server.url, api_key="k", max_retries=0)
+        try:
+            events = asyncio.run(run(lm))
+        finally:
+            lm.close()
+    assert events[-1].answer == "done"
+    (asked,) = [m for m in server.requests[1].json()["messages"] if m.get("tool_calls")]
+    assert [len(c["function"]["arguments"]) for c in asked["tool_calls"]] == [8_008_013]
