@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_SHOWN_CHARS", "bounded", "encodable", "printable"]
+__all__ = ["MAX_SHOWN_CHARS", "bounded", "cut_middle", "encodable", "printable"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -33,6 +33,14 @@ def bounded(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
+
+
+def cut_middle(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``text`` cut to ``limit`` characters in its middle, saying so: its start and end kept."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} [... {len(text) - 2 * half} characters ...] {text[-half:]}"
 
 
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline

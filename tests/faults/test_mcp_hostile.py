@@ -542,6 +542,22 @@ def test_tool_names_no_endpoint_takes_or_listed_twice_are_named_with_the_way_to_
     assert call(server, "ok", {"x": 1}, include=["ok"]) == {"result": "ran"}
 
 
+def test_a_listing_error_shows_a_megabyte_tool_name_cut_in_its_middle() -> None:
+    # The error quoted each name whole: 2 MB of message (and of every log line with it).
+    tools = {"a" * 1_000_000: OBJECT, "b" * 1_000_000 + " ": OBJECT, "fine": OBJECT}
+    server = hostile({name: {"inputSchema": schema} for name, schema in tools.items()})
+
+    failed = call(server, "fine", {"x": 1})
+
+    assert isinstance(failed, ts.ToolError), failed
+    shown = str(failed)
+    assert len(shown) < 2_500
+    assert shown.startswith("2 of the MCP server's tools cannot be used: invalid tool name 'aaa")
+    assert shown.count("characters ...]") == 2  # each name cut in its middle, the reason kept
+    assert "bbbbb ': use 1 to 64 characters from [A-Za-z0-9_-]" in shown
+    assert shown.endswith("; to use the others, pass include=['fine']")
+
+
 def test_a_listing_of_thousands_of_tools_is_refused_unless_include_picks_some() -> None:
     # Each tool is a schema check run on the event loop: 10,000 blocked it for about 17 s, and
     # a missing include= name listed every tool the server has in its message.

@@ -32,6 +32,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from typedspy._runtime import await_on_thread, background_loop, run_in_background
+from typedspy._text import cut_middle
 from typedspy.errors import (
     ConfigurationError,
     SchemaError,
@@ -367,9 +368,10 @@ async def _checked_by_remote_tool(name: str, result: types.CallToolResult) -> No
 def _unusable(errors: list[SchemaError | ToolError], usable: list[str]) -> Exception:
     """One error for every listed tool that cannot be used, with the way around.
 
-    A `SchemaError` when only schemas are at fault, else a `ToolError` (a name).
+    A `SchemaError` when only schemas are at fault, else a `ToolError` (a name). Each tool's
+    part is cut to 1,000 characters in its middle: a server's tool name may be megabytes long.
     """
-    shown = "; ".join(str(e) for e in errors)
+    shown = "; ".join(cut_middle(str(e)) for e in errors)
     hint = f"; to use the others, pass include={usable!r}" if usable else ""
     count = (
         f"{len(errors)} of the MCP server's tools"

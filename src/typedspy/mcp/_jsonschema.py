@@ -38,6 +38,7 @@ from jsonschema.exceptions import (
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
+from typedspy._text import cut_middle
 from typedspy._types import FieldError, Path, format_path
 from typedspy.errors import SchemaError
 
@@ -402,10 +403,5 @@ def _depth(err: Any) -> int:
 
 
 def _field_error(err: Any) -> FieldError:
-    message = str(err.message)  # quotes the value first: a long one is cut in the middle
-    if len(message) > _MAX_MESSAGE:
-        half = _MAX_MESSAGE // 2
-        message = (
-            f"{message[:half]} [... {len(message) - 2 * half} characters ...] {message[-half:]}"
-        )
-    return FieldError(tuple(err.absolute_path), message)
+    # The message quotes the value first: a long one is cut in the middle.
+    return FieldError(tuple(err.absolute_path), cut_middle(str(err.message), _MAX_MESSAGE))
