@@ -421,6 +421,29 @@ def test_references_that_multiply_are_a_schema_error_when_called_and_the_loop_ke
     assert call(server, "t", {"r": [{"n": i} for i in range(20_000)]}) == {"result": "ran"}
 
 
+def test_a_result_past_max_result_chars_is_refused_before_its_schema_checks_it(
+    hang_guard: None,
+) -> None:
+    # A server's result and its outputSchema are both the server's: checking 300,000 items
+    # against references that multiply took the budget of 6 million subschemas (40 s on the
+    # loop) before the size was measured.
+    defs: dict[str, Any] = {
+        f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(30)
+    }
+    defs["d30"] = {}
+    items = {"type": "array", "items": {"$ref": "#/$defs/d0"}}
+    output = {"type": "object", "properties": {"r": items}, "$defs": defs}
+    server = hostile({"t": {"inputSchema": OBJECT, "outputSchema": output}}, {"r": [0] * 300_000})
+
+    failed = call(server, "t", {"x": 1})
+
+    assert isinstance(failed, RemoteResultError), failed
+    assert str(failed) == (
+        "t returned 900007 characters, more than the limit of 100000 (max_result_chars)"
+    )
+
+
 def test_properties_whose_made_up_field_names_collide_each_keep_their_argument() -> None:
     # "a b" is no identifier: its field was named field_1, the name of the first property,
     # and the first property's argument was dropped.

@@ -202,6 +202,7 @@ class RemoteTool(Tool):
         if result.is_error:
             raise _reported_error(self.name, result)
         outputs = self._outputs_of(result)
+        # Measured before it is checked: checking costs up to 20 subschemas a value (ADR-104).
         size = len(json.dumps(outputs, ensure_ascii=False, default=str))
         if size > self.max_result_chars:
             raise RemoteResultError(
@@ -209,6 +210,11 @@ class RemoteTool(Tool):
                 f"{self.max_result_chars} (max_result_chars)",
                 tool=self.name,
             )
+        errors = self._outputs.errors(outputs) if self._outputs is not None else []
+        if errors:
+            shown = "; ".join(str(e) for e in errors[:5])
+            message = f"{self.name} returned a result that violates its own outputSchema: {shown}"
+            raise RemoteResultError(message, tool=self.name, errors=errors)
         return outputs
 
     def _outputs_of(self, result: types.CallToolResult) -> dict[str, Any]:
@@ -220,11 +226,6 @@ class RemoteTool(Tool):
                 f"{self.name} declares an outputSchema but returned no structured object",
                 tool=self.name,
             )
-        errors = self._outputs.errors(structured)
-        if errors:
-            shown = "; ".join(str(e) for e in errors[:5])
-            message = f"{self.name} returned a result that violates its own outputSchema: {shown}"
-            raise RemoteResultError(message, tool=self.name, errors=errors)
         return structured
 
 
