@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import pytest
-from pydantic import BaseModel, Discriminator, Field
+from pydantic import BaseModel, Discriminator, Field, RootModel
 
+import typedspy as ts
 from typedspy.errors import SchemaError
 from typedspy.signature import InputField, OutputField, Signature, make_signature
+from typedspy.testing import StandIn
 
 
 class Cat(BaseModel):
@@ -167,3 +169,46 @@ def test_sets_of_hashable_items_and_text_keys_still_build_and_inputs_are_not_che
     )
     out = sig.output_model.model_validate({"a": [{"x": 1}], "b": [[1, "s"]], "c": {"1": "x"}})
     assert out.a == {Frozen(x=1)}  # type: ignore[attr-defined]
+
+
+class Sku(RootModel[str], frozen=True):
+    """A key read from text through its root: a frozen RootModel of str."""
+
+
+class Rank(RootModel[int], frozen=True):
+    pass
+
+
+class Loose(RootModel[str]):
+    pass
+
+
+class Listed(RootModel[list[int]], frozen=True):
+    pass
+
+
+def test_a_dict_keyed_by_a_frozen_root_model_of_text_still_builds_and_reads(
+    standin: tuple[StandIn, ts.LM],
+) -> None:
+    # A RootModel of str or int is read from a JSON key (its root is); frozen, it is hashable.
+    # It was refused as a model key ('no Sku is read from'), though every reply was read.
+    _, lm = standin
+
+    class Stock(Signature):
+        q: str = InputField()
+        stock: dict[Sku, int] = OutputField()
+        ranks: dict[Annotated[Rank, Field(description="a rank")], str] = OutputField()
+
+    pred = ts.Predict(Stock, lm=lm)(q="what is in stock?")
+    assert pred.stock and all(isinstance(k, Sku) for k in pred.stock)
+    assert pred.ranks and all(isinstance(k, Rank) for k in pred.ranks)
+    assert make_signature("q -> a: dict[Sku, int]", types={"Sku": Sku}).output_fields
+
+
+def test_a_dict_keyed_by_a_root_model_no_key_makes_is_refused() -> None:
+    # Neither was ever read: Loose is unhashable, and no JSON key is read as a list.
+    unhashable = r"dict\[Loose, int\]: a dict key is hashable and Loose is not.*frozen"
+    with pytest.raises(SchemaError, match=unhashable):
+        make_signature("q -> a: dict[Loose, int]", types={"Loose": Loose})
+    with pytest.raises(SchemaError, match=r"dict\[Listed, int\]: .*no list\[int\] is read from"):
+        make_signature("q -> a: dict[Listed, int]", types={"Listed": Listed})

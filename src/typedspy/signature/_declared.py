@@ -25,6 +25,7 @@ from pydantic import (
     PydanticSchemaGenerationError,
     PydanticUndefinedAnnotation,
     PydanticUserError,
+    RootModel,
     TypeAdapter,
 )
 from pydantic.fields import FieldInfo
@@ -160,13 +161,31 @@ def _never_read(tp: Any) -> str | None:
                 f"so every reply would be refused; output a list instead{frozen}"
             )
     if origin in _TWO and len(args) == 2:
-        key = _bare(args[0])
-        if is_model(key) or (get_origin(key) or key) in (list, tuple, dict, set, frozenset):
+        problem = _key_problem(args[0])
+        if problem is not None:
+            return f"{_shown(tp)}: {problem}"
+    return None
+
+
+def _key_problem(key: Any) -> str | None:
+    """Why no JSON object key (text) is read as a dict key of type ``key``, if so."""
+    seen: set[type[BaseModel]] = set()
+    key = _bare(key)
+    # A RootModel is read from what its root is read from (`RootModel[str]` from text).
+    while isinstance(key, type) and issubclass(key, RootModel) and key not in seen:
+        seen.add(key)
+        if _unhashable(key):
             return (
-                f"{_shown(tp)}: JSON object keys are text, which no {_shown(key)} is read from, "
-                "so every reply would be refused; key by str, int, an enum or a Literal, or "
-                "output a list of models"
+                f"a dict key is hashable and {_shown(key)} is not, so every reply would be "
+                "refused; make the model frozen"
             )
+        key = _bare(key.model_fields["root"].annotation)
+    if is_model(key) or (get_origin(key) or key) in (list, tuple, dict, set, frozenset):
+        return (
+            f"JSON object keys are text, which no {_shown(key)} is read from, so every reply "
+            "would be refused; key by str, int, an enum or a Literal (or a frozen RootModel of "
+            "one), or output a list of models"
+        )
     return None
 
 
