@@ -12,7 +12,7 @@ import json
 from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, Field, PlainSerializer, WithJsonSchema
 
 import typedspy as ts
 from typedspy.errors import SchemaError
@@ -114,3 +114,44 @@ def test_a_member_schema_that_is_no_object_is_refused_naming_it() -> None:
     ) as info:
         compile_schema(Scalar, "openai-strict")
     assert info.value.path == ("Refund",)
+
+
+def _refund_from_text(value: object) -> object:
+    if isinstance(value, str):  # "A1:5"
+        order_id, _, amount = value.partition(":")
+        return {"order_id": order_id, "amount": int(amount or 0)}
+    return value
+
+
+# A model the model writes as text: its own schema is a string, its validator reads one.
+RefundText = Annotated[
+    Refund,
+    BeforeValidator(_refund_from_text),
+    PlainSerializer(lambda r: f"{r.order_id}:{r.amount}", return_type=str),
+    WithJsonSchema({"type": "string", "pattern": "^[A-Z0-9]+:[0-9]+$"}),
+]
+
+
+class Written(ts.Signature):
+    """Handle the ticket."""
+
+    ticket: str = ts.InputField()
+    action: RefundText | Escalate = ts.OutputField()
+
+
+def test_a_member_written_as_text_by_its_own_validator_stays_a_plain_member() -> None:
+    # It was refused when the schema was built ('no JSON object (string)'); main read it as the
+    # text member it is declared to be, and so does this: only Escalate is tagged.
+    assert _member_types(Written) == ["Escalate"]
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-x")
+        try:
+            server.enqueue(json.dumps({"action": "A1:5"}))
+            server.enqueue(json.dumps({"action": {"_type": "Escalate", "reason": "angry"}}))
+            first = ts.Predict(Written, lm=lm)(ticket="refund please")
+            second = ts.Predict(Written, lm=lm)(ticket="help")
+        finally:
+            lm.close()
+    assert first.action == Refund(order_id="A1", amount=5)
+    assert second.action == Escalate(reason="angry")
+    assert server.schema_mismatches == []

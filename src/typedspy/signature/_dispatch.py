@@ -14,7 +14,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Union, cast, get_args, get_origin
 
-from pydantic import BaseModel, Discriminator, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Discriminator,
+    PlainValidator,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    WrapValidator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError, to_jsonable_python
 
@@ -56,10 +65,27 @@ def is_model(tp: object) -> bool:
 
 
 def member_model(tp: object) -> type[BaseModel] | None:
-    """The model a union member is, also written ``Annotated[Model, ...]``; else None."""
+    """The model a union member is, also written ``Annotated[Model, ...]``; else None.
+
+    A model written as something else (its ``WithJsonSchema`` no object, which a validator of
+    its own reads, ``Annotated[Cat, BeforeValidator(from_name), WithJsonSchema(text)]``) is
+    no model member: its replies carry no `_type`, and it is matched as the value it is.
+    """
     while get_origin(tp) is Annotated:
+        if _written_otherwise(getattr(tp, "__metadata__", ())):
+            return None
         tp = get_args(tp)[0]
     return tp if is_model(tp) else None  # type: ignore[return-value]
+
+
+def _written_otherwise(metadata: tuple[Any, ...]) -> bool:
+    shown = [
+        m.json_schema
+        for m in metadata
+        if isinstance(m, WithJsonSchema) and m.mode != "serialization"
+    ]
+    reads = any(isinstance(m, (BeforeValidator, PlainValidator, WrapValidator)) for m in metadata)
+    return reads and any((schema or {}).get("type") != "object" for schema in shown)
 
 
 def is_union(tp: object) -> bool:
