@@ -587,3 +587,48 @@ def test_a_sync_call_inside_a_running_loop_works_and_on_our_loop_points_to_acall
 
     with pytest.raises(ConfigurationError, match=r"await tool\.acall"):
         Outer()()
+
+
+def test_a_tool_returning_a_dict_keyed_by_tuples_builds_and_its_result_reaches_the_model() -> None:
+    # A tool's return comes from Python, never from a reply: a dict keyed by tuples or frozen
+    # models is a fine return value, shown to the model with text keys. ADR-100's check of
+    # outputs no reply can be read as refused the tool ('JSON object keys are text ...').
+    from typedspy.react import ReAct
+    from typedspy.testing import Reply, StandIn
+
+    class Cell(BaseModel, frozen=True):
+        row: int
+
+    @tool
+    def grid(size: int) -> dict[tuple[int, int], str]:
+        """Label a grid's cells."""
+        return {(r, c): f"{r}{c}" for r in range(size) for c in range(size)}
+
+    @tool
+    def cells(size: int) -> dict[Cell, int]:
+        """Count per row."""
+        return {Cell(row=r): size for r in range(size)}
+
+    with StandIn() as server:
+        lm = ts.LM("m", base_url=server.base_url, api_key="k", max_retries=0, profile="openai")
+        try:
+            server.enqueue(
+                Reply(
+                    tool_calls=[
+                        {"id": "c1", "name": "grid", "arguments": '{"size": 1}'},
+                        {"id": "c2", "name": "cells", "arguments": '{"size": 1}'},
+                    ],
+                    finish_reason="tool_calls",
+                ),
+                Reply(
+                    tool_calls=[{"id": "c3", "name": "finish", "arguments": '{"answer": "ok"}'}],
+                    finish_reason="tool_calls",
+                ),
+            )
+            agent = ReAct("question -> answer", tools=[grid, cells], lm=lm, mode="tools")
+            assert agent(question="label it").answer == "ok"
+        finally:
+            lm.close()
+    observations = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert "(0, 0)" in observations[0] and "00" in observations[0]
+    assert "row=0" in observations[1]

@@ -114,8 +114,10 @@ def _not_json(tp: Any) -> str | None:
     return None
 
 
-def check_output_types(name: str, outputs: Mapping[str, FieldInfo]) -> None:
+def check_output_types(name: str, outputs: Mapping[str, FieldInfo], *, replied: bool) -> None:
     """Refuse output fields holding a type the model cannot write as JSON.
+
+    With ``replied`` (the outputs are read from a reply) also a type no reply is read as.
 
     Raises:
         SchemaError: Naming the field (and the path inside its models) and the type.
@@ -131,7 +133,7 @@ def check_output_types(name: str, outputs: Mapping[str, FieldInfo]) -> None:
                     "Literal of names, a model, a str, ...)",
                     path=path,
                 )
-            never = _never_read(part)
+            never = _never_read(part) if replied else None
             if never is not None:
                 raise SchemaError(f"{name}.{'.'.join(path)}: {never}", path=path)
 

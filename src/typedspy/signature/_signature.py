@@ -83,6 +83,9 @@ class _SignatureMeta(ModelMetaclass):
     def __new__(
         mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
     ) -> type:
+        replied = kwargs.pop("replied", None)  # `build_signature(..., replied=False)`
+        if replied is not None:
+            namespace["__typedspy_replied__"] = replied
         if kwargs.get("__pydantic_reset_parent_namespace__", True):
             # Pydantic reads the defining frame's locals (forward references) two frames up
             # from its own __new__; this override adds one, so hand them over ourselves.
@@ -243,6 +246,8 @@ class Signature(BaseModel, metaclass=_SignatureMeta):
     __typedspy_member_docs__: ClassVar[dict[type[BaseModel], str]] = {}
     # Made by `with_texts`: saved state carries its field descriptions and members' docstrings.
     __typedspy_worded__: ClassVar[bool] = False
+    # False for a tool's signature: its outputs are what the function returns, never a reply.
+    __typedspy_replied__: ClassVar[bool] = True
 
     if TYPE_CHECKING:
         # Static only: a signature held as `type[Signature]` (make_signature, strings) takes
@@ -298,7 +303,7 @@ def _build_spec(cls: type[Signature]) -> SignatureSpec:
             path=(reserved[0],),
         )
     check_resolved(cls, {**inputs, **outputs})
-    check_output_types(cls.__name__, outputs)
+    check_output_types(cls.__name__, outputs, replied=cls.__typedspy_replied__)
     rewriter = TypeRewriter(cls.__typedspy_member_docs__)
     try:
         input_model = _fields_model(f"{cls.__name__}Inputs", inputs, rewriter, decode_strings=False)
@@ -391,6 +396,7 @@ def build_signature(
     instructions: str | None = None,
     *,
     base: type[Signature] = Signature,
+    replied: bool = True,
 ) -> type[Signature]:
     """Create a signature class from field definitions (used by `make_signature` and modules).
 
@@ -400,6 +406,8 @@ def build_signature(
         outputs: Output field name to ``(annotation, FieldInfo)``.
         instructions: The docstring; a default is derived from the fields when None.
         base: The class to derive from.
+        replied: False when the outputs come from code (a tool's return), never from a reply:
+            a type no reply is read as (``dict[tuple[int, int], str]``) is then accepted.
 
     Raises:
         SchemaError: A name among both the inputs and the outputs.
@@ -421,7 +429,12 @@ def build_signature(
             marked.metadata.append(FieldRole(role))
             definitions[field_name] = (marked.annotation, marked)
     cls: type[Signature] = create_model(
-        name, __base__=base, __doc__=instructions, __module__=base.__module__, **definitions
+        name,
+        __base__=base,
+        __doc__=instructions,
+        __module__=base.__module__,
+        __cls_kwargs__=None if replied else {"replied": False},
+        **definitions,
     )
     return cls
 

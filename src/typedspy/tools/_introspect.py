@@ -247,7 +247,9 @@ def signature_from_function(fn: Callable[..., Any], *, name: str) -> FunctionSig
             path=(RESULT_FIELD,),
         )
     try:
-        signature = build_signature(_class_name(name), inputs, outputs, docs.description or None)
+        signature = build_signature(
+            _class_name(name), inputs, outputs, docs.description or None, replied=False
+        )
     except (SchemaError, TypeError, ValueError) as exc:
         raise ToolError(f"cannot build a signature for {name!r}: {exc}", tool=name) from exc
     return FunctionSignature(signature, docs.description, result_model)
