@@ -25,7 +25,6 @@ from pydantic import (
     PydanticSchemaGenerationError,
     PydanticUndefinedAnnotation,
     PydanticUserError,
-    RootModel,
     TypeAdapter,
 )
 from pydantic.fields import FieldInfo
@@ -171,10 +170,10 @@ def _never_read(tp: Any) -> str | None:
 
 def _key_problem(key: Any) -> str | None:
     """Why no JSON object key (text) is read as a dict key of type ``key``, if so."""
-    seen: set[type[BaseModel]] = set()
+    seen: set[object] = set()
     key = _bare(key)
     # A RootModel is read from what its root is read from (`RootModel[str]` from text).
-    while isinstance(key, type) and issubclass(key, RootModel) and key not in seen:
+    while is_model(key) and key.__pydantic_root_model__ and key not in seen:
         seen.add(key)
         if _unhashable(key):
             return (
