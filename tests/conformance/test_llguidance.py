@@ -15,11 +15,18 @@ from engine import samples
 import typedspy as ts
 
 CASES = compiled_schemas()
-# Gaps the engine found that typedspy does not close (issue 8): case id prefix -> reason.
+# Gaps the engine found that typedspy does not close (issue 8): a case id, or its prefix before
+# the target, -> reason.
 KNOWN_GAPS = {
     "test_engine_patterns.test_a_users_own_pattern_is_kept.Sig": (
         "a user's own `pattern` is sent beside a `format` (json_schema_extra) it contradicts; "
         "Pydantic checks only the pattern, an engine enforces both: no value fits"
+    ),
+    "test_type_forms.test_a_dict_keyed_by_a_frozen_root_model_of_text_still_builds_and_reads"
+    ".Stock[json-schema]": (
+        "a dict keyed by a RootModel is sent with Pydantic's `propertyNames` (its key's schema), "
+        "which llguidance does not implement: the engine refuses the schema (the strict target "
+        "leaves it out)"
     ),
 }
 PARAMS = [
@@ -29,7 +36,7 @@ PARAMS = [
         marks=[
             pytest.mark.xfail(strict=True, reason=reason)
             for prefix, reason in KNOWN_GAPS.items()
-            if case[0].startswith(prefix + "[")
+            if case[0] == prefix or case[0].startswith(prefix + "[")
         ],
     )
     for case in CASES

@@ -253,12 +253,12 @@ def test_union_member_declaring_type_validation_alias_is_a_schema_error() -> Non
             out: list[ByValidationAlias | _Plain] = OutputField()
 
 
-def test_union_member_reading_alias_choices_or_a_path_parses() -> None:
+def test_union_member_reading_alias_choices_parses() -> None:
     # `AliasChoices` and `AliasPath` are unhashable: the `_type` check put them in a set and
     # the class statement raised a bare TypeError.
     class Refund(BaseModel):
         order_id: str = Field(validation_alias=AliasChoices("order_id", "orderId"))
-        note: str = Field(validation_alias=AliasPath("meta", "note"))
+        note: str = Field(validation_alias=AliasChoices(AliasPath("meta", "note"), "note"))
 
     class Route(Signature):
         out: Refund | _Plain = OutputField()
@@ -267,10 +267,35 @@ def test_union_member_reading_alias_choices_or_a_path_parses() -> None:
     out = Route.output_model.model_validate(data).out
     assert isinstance(out, Refund)
     assert (out.order_id, out.note) == ("7", "late")
+    # What the schema asks for is read too: the first one-key alias of each field.
+    asked = {"out": {"_type": "Refund", "order_id": "7", "note": "late"}}
+    assert Route.output_model.model_validate(asked).out == out
+
+
+def test_an_output_field_read_only_through_a_path_is_a_schema_error() -> None:
+    # The JSON schema names one key per field (the field's name, for a path): every reply
+    # written to it was refused ("meta.note: Field required"), found by the llguidance corpus.
+    class Refund(BaseModel):
+        note: str = Field(validation_alias=AliasPath("meta", "note"))
+
+    with pytest.raises(SchemaError, match=r"Route\.out: Refund\.note is read only from a nested"):
+
+        class Route(Signature):
+            out: Refund | _Plain = OutputField()
+
+    class ByName(Refund):
+        model_config = ConfigDict(validate_by_name=True)
+
+    class Fine(Signature):
+        out: ByName = OutputField()
+
+    assert Fine.output_model.model_validate({"out": {"note": "late"}}).out.note == "late"
 
 
 @pytest.mark.parametrize(
-    "read", [AliasChoices("kind", "_type"), AliasPath("_type", 0)], ids=["choices", "path"]
+    "read",
+    [AliasChoices("kind", "_type"), AliasChoices("kind", AliasPath("_type", 0))],
+    ids=["choices", "path"],
 )
 def test_union_member_reading_type_through_choices_or_a_path_is_a_schema_error(
     read: AliasChoices | AliasPath,

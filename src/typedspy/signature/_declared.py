@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, ForwardRef, Literal, get_args, get_origin
 
 from pydantic import (
+    AliasChoices,
+    AliasPath,
     BaseModel,
     Field,
     PydanticInvalidForJsonSchema,
@@ -165,6 +167,32 @@ def _never_read(tp: Any) -> str | None:
         problem = _key_problem(args[0])
         if problem is not None:
             return f"{_shown(tp)}: {problem}"
+    if is_model(tp) and not tp.__pydantic_root_model__:
+        return _read_through_path(tp)
+    return None
+
+
+def _read_through_path(model: type[BaseModel]) -> str | None:
+    """Why ``model`` is never read from a reply: a field read only through a nested path.
+
+    Its JSON schema can name one key per field, which Pydantic takes from the first alias that
+    is one key (else the field's name); a field read only from a path (``AliasPath("meta",
+    "note")``) is then asked for where it is never read, unless the model validates by name.
+    """
+    if model.model_config.get("validate_by_name") or model.model_config.get("populate_by_name"):
+        return None
+    for name, info in model.model_fields.items():
+        alias = info.validation_alias
+        if not isinstance(alias, (AliasPath, AliasChoices)):
+            continue
+        paths = alias.convert_to_aliases()
+        if not any(len(p) == 1 and isinstance(p[0], str) for p in paths):
+            return (
+                f"{model.__name__}.{name} is read only from a nested path "
+                f"({_shown(alias)}), which a JSON schema cannot ask for, so every reply would "
+                "be refused; read it from one key (alias=... or AliasChoices with a key), or "
+                "let the model validate by name"
+            )
     return None
 
 
