@@ -185,8 +185,10 @@ def _read_through_path(model: type[BaseModel]) -> str | None:
         alias = info.validation_alias
         if not isinstance(alias, (AliasPath, AliasChoices)):
             continue
-        paths = alias.convert_to_aliases()
-        if not any(len(p) == 1 and isinstance(p[0], str) for p in paths):
+        paths = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        if not any(
+            isinstance(p, str) or (len(p.path) == 1 and isinstance(p.path[0], str)) for p in paths
+        ):
             return (
                 f"{model.__name__}.{name} is read only from a nested path "
                 f"({_shown(alias)}), which a JSON schema cannot ask for, so every reply would "
