@@ -24,8 +24,8 @@ gives up (backreferences, lookaround) is refused: a pattern it cannot compile is
 
 from __future__ import annotations
 
-import contextvars
 import functools
+import threading
 from collections.abc import Iterator
 from typing import Any, Protocol, cast
 
@@ -52,9 +52,8 @@ _MAX_NESTING = 100  # objects and arrays in a schema; checking recurses about 8 
 # a base, and more for each value in it. About 10 µs each: 2^20 took minutes.
 _MAX_STEPS = 100_000
 _STEPS_PER_VALUE = 20
-_STEPS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
-    "typedspy_schema_steps", default=None
-)
+# A check runs start to end on one thread (no await inside), so the count is the thread's.
+_STEPS = threading.local()
 # Where a schema holds subschemas (every draft's applicators): one, a map of, a list of.
 _ONE = (
     "additionalItems",
@@ -141,7 +140,7 @@ class Checker:
                 check did not reach); nothing is retrieved and nothing backtracks.
         """
         steps = _MAX_STEPS + _STEPS_PER_VALUE * _values(instance)
-        token = _STEPS.set([steps])
+        _STEPS.left = steps
         try:
             found = sorted(self._validator.iter_errors(instance), key=_depth, reverse=True)
         except _TooManySteps:
@@ -160,7 +159,7 @@ class Checker:
                 "moves into the value (such as {'$ref': '#'})"
             ) from None
         finally:
-            _STEPS.reset(token)
+            _STEPS.left = None
         return [_field_error(err) for err in found[:_MAX_ERRORS]]
 
 
@@ -311,11 +310,11 @@ def _on_re2(cls: Any) -> Any:
     extended = _extended(cls)
 
     def evolve(self: Any, **changes: Any) -> Any:
-        left = _STEPS.get()
+        left: int | None = getattr(_STEPS, "left", None)
         if left is not None:
-            left[0] -= 1
-            if left[0] < 0:
+            if left <= 0:
                 raise _TooManySteps
+            _STEPS.left = left - 1
         schema = changes.setdefault("schema", self.schema)
         chosen = _on_re2(validators.validator_for(schema, default=cls))
         for field in type(self).__attrs_attrs__:
