@@ -308,3 +308,24 @@ def test_a_react_agent_sends_an_image_input_as_a_content_part(router: respx.Mock
     user = sent(route)[0]["messages"][1]
     assert user["content"][1]["type"] == "image_url"
     assert user["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "data:image/png;name=a.png;base64",  # RFC 2397 parameters before ';base64'
+        "data:image/png;BASE64",  # the token is case-insensitive
+        "DATA:Image/PNG;charset=binary;Base64",
+    ],
+)
+def test_a_data_url_with_parameters_or_upper_case_is_read(
+    router: respx.MockRouter, head: str
+) -> None:
+    route = router.post("/chat/completions").mock(return_value=ok({"caption": "a cat"}))
+    encoded = base64.b64encode(PNG).decode()
+    image = ts.Image.from_url(f"{head},{encoded}")
+    assert (image.mime_type, image.data) == ("image/png", encoded)
+    assert ts.Predict(Describe, lm=make_lm())(photo=image, note="x").caption == "a cat"
+    part = sent(route)[0]["messages"][-1]["content"][1]
+    # Sent as OpenAI documents it: the type and base64, the parameters left out.
+    assert part == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{encoded}"}}

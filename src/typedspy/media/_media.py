@@ -378,12 +378,15 @@ def _is_data_url(url: str) -> bool:
 
 def _from_url(cls: type[Media], url: str) -> dict[str, Any]:
     if _is_data_url(url):
+        # RFC 2397: data:[<type>][;<name>=<value>]...;base64,<data>. The parameters (a file
+        # name, a charset) are not sent: the part carries data:<type>;base64, as OpenAI takes it.
         head, sep, payload = url.partition(",")
-        if not sep or not head.endswith(";base64"):
+        mime_type, *params = head[5:].split(";")
+        if not sep or not params or params[-1].strip().lower() != "base64":
             raise MediaError(
                 "a data: URL must be base64 (data:<type>;base64,<data>)", kind=cls.kind
             )
-        return {"data": payload, "mime_type": head[5:-7] or None}
+        return {"data": payload, "mime_type": mime_type.strip().lower() or None}
     path = pathlib.PurePosixPath(_http_url(cls, url).path)
     return {"url": url, "mime_type": _EXTENSIONS.get(path.suffix)}
 
