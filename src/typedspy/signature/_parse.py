@@ -46,21 +46,36 @@ def _namespace(extra: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _split_top_level(text: str, sep: str = ",") -> list[str]:
+    """``text`` split at ``sep`` outside brackets and quoted strings, empty parts dropped."""
+    return [p.strip() for p in _split(text, sep) if p.strip()]
+
+
+def _split(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside brackets and quoted strings (``Literal['a,b']``)."""
     parts: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch in "[(":
+    start = depth = i = 0
+    quote = ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1  # the escaped character is part of the string
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[(":
             depth += 1
         elif ch in "])":
             depth -= 1
-        if ch == sep and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            start = i + len(sep)
+            i = start
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
 
 
 def _evaluate(node: ast.AST, ns: dict[str, Any], field: str, literal: bool = False) -> Any:
@@ -84,6 +99,10 @@ def _evaluate(node: ast.AST, ns: dict[str, Any], field: str, literal: bool = Fal
             f"for a fixed value",
             path=(field,),
         )
+    if literal and isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        number = _evaluate(node.operand, ns, field, literal)
+        if type(number) in (int, float):  # Literal[-1]: a negative number, not an expression
+            return -number if isinstance(node.op, ast.USub) else number
     if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
         return getattr(_evaluate(node.value, ns, field), node.attr)
     if isinstance(node, ast.Subscript):
@@ -160,9 +179,10 @@ def make_signature(
     Raises:
         SchemaError: For a malformed shorthand or an unknown type name.
     """
-    if spec.count("->") != 1:
+    sides = _split(spec, "->")  # an arrow inside a quoted Literal is text
+    if len(sides) != 2:
         raise SchemaError(f"a signature string needs exactly one '->': {spec!r}")
-    left, right = spec.split("->")
+    left, right = sides
     ns = _namespace(types)
     inputs = _parse_fields(left, ns)
     outputs = _parse_fields(right, ns)
