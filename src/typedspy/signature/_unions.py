@@ -18,7 +18,10 @@ choice carries a marker (`TAG_MARKER`) that the schema compiler turns into a `_t
 
 from __future__ import annotations
 
+import collections
+import collections.abc
 import dataclasses
+import enum
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin, is_typeddict
 
@@ -59,6 +62,16 @@ _NO_SCHEMA_ANY: Any = cast(Any, SkipJsonSchema)[Any]  # the no-match choice: not
 
 __all__ = ["TypeRewriter"]
 
+# Mappings a JSON schema writes as an object, which the strict schema asks for as key/value pairs.
+_MAPPINGS = (
+    dict,
+    Mapping,
+    collections.abc.MutableMapping,
+    collections.OrderedDict,
+    collections.defaultdict,
+    collections.Counter,
+)
+
 
 class TypeRewriter:
     """Rewrites annotations for tagged-union validation; one instance per signature.
@@ -81,8 +94,10 @@ class TypeRewriter:
         for part in type_parts(tp):
             if is_model(part):
                 found.add(part)
-            elif (is_union(part) and union_models(part)) or (
-                get_origin(part) in (dict, Mapping) and get_args(part)
+            elif (
+                (is_union(part) and union_models(part))
+                or (get_origin(part) in _MAPPINGS and get_args(part))
+                or _enum_members(part)
             ):
                 needs = True
         return needs
@@ -127,13 +142,16 @@ class TypeRewriter:
             meta = tp.__metadata__
             inner = self._rewrite(args[0], discriminated or user_discriminated(meta))
             return Annotated[(inner, *meta)] if inner is not args[0] else tp
-        if origin is Literal or not args:
+        if origin is Literal:
+            return _literal_of_values(tp)
+        if not args:
             return tp
         if is_union(tp):
             return self._rewrite_union(tp, args, discriminated)
         new_args = tuple(self._rewrite(a) for a in args)
-        if origin in (dict, Mapping):
-            return Annotated[dict[new_args[0], new_args[1]], BeforeValidator(pairs_to_dict)]  # type: ignore[valid-type]
+        if origin in _MAPPINGS:  # a strict schema asks for a mapping as key/value pairs
+            rebuilt = cast(Any, dict if origin is Mapping else origin)[new_args]
+            return Annotated[rebuilt, BeforeValidator(pairs_to_dict)]
         if all(n is o for n, o in zip(new_args, args, strict=True)):
             return tp
         return cast(Any, origin)[new_args] if isinstance(origin, type) else tp.copy_with(new_args)
@@ -162,11 +180,9 @@ class TypeRewriter:
         )
         self.unions.append(info)
         choices: list[Any] = [
-            # Models that ignore extra keys ignore `_type` for free; forbid/allow need it stripped.
+            # The member's validators (the user's, before ones too) never see typedspy's `_type`.
             Annotated[ct, BeforeValidator(strip_type_key), Tag(TAG_PREFIX + name)]
-            if model.model_config.get("extra") in ("forbid", "allow")
-            else Annotated[ct, Tag(TAG_PREFIX + name)]
-            for ct, name, model in zip(choice_types, names, models, strict=True)
+            for ct, name in zip(choice_types, names, strict=True)
         ]
         if others:
             other = others[0] if len(others) == 1 else _union_of(others)
@@ -203,6 +219,33 @@ class TypeRewriter:
                 )
         for _model, built, _ in pending:
             built.model_rebuild(_types_namespace=namespace, force=True)
+
+
+def _enum_members(tp: Any) -> list[enum.Enum]:
+    """The enum members ``tp`` names when it is a ``Literal`` (``Literal[Color.RED]``)."""
+    if get_origin(tp) is not Literal:
+        return []
+    return [a for a in get_args(tp) if isinstance(a, enum.Enum)]
+
+
+def _literal_of_values(tp: Any) -> Any:
+    """``Literal[Color.RED]`` read from ``"red"``, the value its schema asks for.
+
+    Pydantic reads such a Literal only from the member itself (in JSON mode too), so every reply
+    was refused. A value of the same type as a member's value becomes that member; nothing else
+    is converted (``"1"`` stays text for a member whose value is ``1``).
+    """
+    members = _enum_members(tp)
+    if not members:
+        return tp
+
+    def member(value: Any) -> Any:
+        if isinstance(value, enum.Enum):
+            return value
+        found = (m for m in members if type(m.value) is type(value) and m.value == value)
+        return next(found, value)
+
+    return Annotated[tp, BeforeValidator(member)]
 
 
 def _union_of(args: list[Any] | tuple[Any, ...]) -> Any:

@@ -166,6 +166,8 @@ def _array(node: JSONSchema, path: tuple[str | int, ...], notes: list[str]) -> J
         notes.append(f"in this order: {order}")
     keys = ("uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems")
     restate(node, notes, *keys)
+    if node.get("maxItems") == 0 and "items" not in node:  # tuple[()]: always [], as asked
+        node["items"] = {"type": "null"}  # strict mode needs an item type; none is ever read
     items = node.get("items")
     if not isinstance(items, dict) or items == {}:
         raise SchemaError(
