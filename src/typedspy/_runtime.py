@@ -23,8 +23,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 import inspect
+import os
+import queue
 import re
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -141,13 +145,67 @@ async def relay_from_thread(factory: Callable[[], AsyncIterator[T]]) -> AsyncIte
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)``, a user's sync code, in a worker thread with the `contextvars`.
 
-    As `asyncio.to_thread`, but what ``fn`` raises reaches the caller as what it is: the
+    As `asyncio.to_thread`, but on `_Workers`' daemon threads (Ctrl-C is not held up by a
+    ``fn`` still running), and what ``fn`` raises reaches the caller as what it is: the
     exceptions a future cannot carry come as a `RuntimeError` naming them, from them, as a
     coroutine's `StopIteration` does (PEP 479). A `StopIteration` left the awaiting task
     waiting for ever; a `CancelledError` (``concurrent.futures``' too, which asyncio converts)
     read as the caller's own cancellation, and a `GeneratorExit` as its closing.
     """
-    return await asyncio.to_thread(_carried, fn, args, kwargs)
+    run = functools.partial(contextvars.copy_context().run, _carried, fn, args, kwargs)
+    return await asyncio.wrap_future(_WORKERS.submit(run))
+
+
+class _Workers:
+    """Daemon threads running users' sync code for `in_thread`, at most ``size`` at once.
+
+    As a loop's default executor (idle threads are reused, more started up to ``size``), but
+    daemons: a `ThreadPoolExecutor` joins its threads at interpreter exit and ``asyncio.run``
+    waits for its loop's, so a sync tool still running when Ctrl-C came held the
+    `KeyboardInterrupt` (under ``asyncio.run``) or the exit for as long as it ran. Such a
+    thread cannot be stopped; its result, when it comes, is dropped with the cancelled call.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]]
+        self._jobs = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._lock = threading.Lock()
+        self._threads = 0
+
+    def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._jobs.put((fn, future))
+        if not self._idle.acquire(blocking=False):
+            with self._lock:
+                if self._threads < self._size:
+                    self._threads += 1
+                    name = f"typedspy-worker-{self._threads}"
+                    threading.Thread(target=self._work, name=name, daemon=True).start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            fn, future = self._jobs.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # as a ThreadPoolExecutor: the caller's to raise
+                    future.set_exception(exc)
+            del fn, future  # hold nothing of a finished job while idle
+            self._idle.release()
+
+
+def _new_workers() -> None:
+    global _WORKERS
+    _WORKERS = _Workers(min(32, (os.cpu_count() or 1) + 4))  # the default executor's size
+
+
+_WORKERS: _Workers
+_new_workers()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_workers)  # the parent's threads are not the child's
 
 
 async def call_user(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

@@ -215,3 +215,66 @@ def _interrupt_once_asked(child: subprocess.Popen[str], server: FaultServer) -> 
         time.sleep(0.05)
     child.send_signal(signal.SIGINT)
     return child.communicate(timeout=BOUND)
+
+
+TOOL_INTERRUPTED_CODE = """
+    import asyncio, signal, sys, threading
+    import typedspy as ts
+    from typedspy.testing import Reply, StandIn
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+
+    class Ask(ts.Signature):
+        '''Answer the question.'''
+        question: str = ts.InputField()
+        answer: str = ts.OutputField()
+
+    @ts.tool
+    def wait_for_ever(what: str) -> str:
+        '''Wait for something that never comes.'''
+        print("in tool", flush=True)
+        threading.Event().wait()  # only the end of the process ends it
+        return what
+
+    with StandIn() as server:
+        lm = ts.LM("standin-1", base_url=server.base_url, api_key="sk-test", max_retries=0)
+        agent = ts.ReAct(Ask, tools=[wait_for_ever], lm=lm)
+        call = {"name": "wait_for_ever", "arguments": {"what": "x"}}
+        server.enqueue(Reply(tool_calls=[call], finish_reason="tool_calls"))
+        try:
+            if sys.argv[1] == "sync":
+                agent(question="q")
+            else:
+                asyncio.run(agent.acall(question="q"))
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        print("then", ts.Predict(Ask, lm=lm)(question="again").answer != "", flush=True)
+        lm.close()
+"""
+
+
+@pytest.mark.parametrize("how", ["sync", "asyncio.run"])
+def test_ctrl_c_while_a_sync_tool_runs_interrupts_the_agent_and_lets_the_process_exit(
+    how: str,
+) -> None:
+    """On main the tool's thread was the loop's default executor's: ``asyncio.run`` waited for
+    it before raising the `KeyboardInterrupt`, and interpreter exit joined it (for ever here)."""
+    child = subprocess.Popen(
+        child_command(TOOL_INTERRUPTED_CODE, how),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "in tool\n"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=BOUND)  # on main: never, the tool never returns
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+
+    assert out.split("\n")[:-1] == ["interrupted", "then True"], err[-2000:]
+    assert err == ""
+    assert child.returncode == 0
