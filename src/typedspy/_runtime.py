@@ -23,12 +23,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import functools
 import inspect
 import os
-import queue
 import re
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -145,67 +144,50 @@ async def relay_from_thread(factory: Callable[[], AsyncIterator[T]]) -> AsyncIte
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)``, a user's sync code, in a worker thread with the `contextvars`.
 
-    As `asyncio.to_thread`, but on `_Workers`' daemon threads (Ctrl-C is not held up by a
-    ``fn`` still running), and what ``fn`` raises reaches the caller as what it is: the
+    As `asyncio.to_thread` (at most as many at once on a loop as its default executor runs),
+    but in a daemon thread of its own, and what ``fn`` raises reaches the caller as what it is.
+    A default executor's thread held up Ctrl-C under ``asyncio.run`` (which waits for them) and
+    the interpreter's exit (which joins them) for as long as a sync tool ran; a daemon thread
+    cannot be stopped either, but nothing waits for it once its call is cancelled. The
     exceptions a future cannot carry come as a `RuntimeError` naming them, from them, as a
     coroutine's `StopIteration` does (PEP 479). A `StopIteration` left the awaiting task
     waiting for ever; a `CancelledError` (``concurrent.futures``' too, which asyncio converts)
     read as the caller's own cancellation, and a `GeneratorExit` as its closing.
     """
-    run = functools.partial(contextvars.copy_context().run, _carried, fn, args, kwargs)
-    return await asyncio.wrap_future(_WORKERS.submit(run))
-
-
-class _Workers:
-    """Daemon threads running users' sync code for `in_thread`, at most ``size`` at once.
-
-    As a loop's default executor (idle threads are reused, more started up to ``size``), but
-    daemons: a `ThreadPoolExecutor` joins its threads at interpreter exit and ``asyncio.run``
-    waits for its loop's, so a sync tool still running when Ctrl-C came held the
-    `KeyboardInterrupt` (under ``asyncio.run``) or the exit for as long as it ran. Such a
-    thread cannot be stopped; its result, when it comes, is dropped with the cancelled call.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]]
-        self._jobs = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)
-        self._lock = threading.Lock()
-        self._threads = 0
-
-    def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+    ctx = contextvars.copy_context()
+    async with _slots():
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._jobs.put((fn, future))
-        if not self._idle.acquire(blocking=False):
-            with self._lock:
-                if self._threads < self._size:
-                    self._threads += 1
-                    name = f"typedspy-worker-{self._threads}"
-                    threading.Thread(target=self._work, name=name, daemon=True).start()
-        return future
-
-    def _work(self) -> None:
-        while True:
-            fn, future = self._jobs.get()
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn())
-                except BaseException as exc:  # as a ThreadPoolExecutor: the caller's to raise
-                    future.set_exception(exc)
-            del fn, future  # hold nothing of a finished job while idle
-            self._idle.release()
+        future.set_running_or_notify_cancel()  # so a cancelled wait leaves it to the thread
+        work = threading.Thread(
+            target=_fill,
+            args=(future, lambda: ctx.run(_carried, fn, args, kwargs)),
+            name="typedspy-worker",
+            daemon=True,
+        )
+        work.start()
+        return await asyncio.wrap_future(future)
 
 
-def _new_workers() -> None:
-    global _WORKERS
-    _WORKERS = _Workers(min(32, (os.cpu_count() or 1) + 4))  # the default executor's size
+# Each loop's `in_thread` slots; a loop's default executor has as many threads.
+_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+_SLOT_COUNT = min(32, (os.cpu_count() or 1) + 4)
 
 
-_WORKERS: _Workers
-_new_workers()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_workers)  # the parent's threads are not the child's
+def _slots() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    slots = _SLOTS.get(loop)
+    if slots is None:
+        slots = _SLOTS[loop] = asyncio.Semaphore(_SLOT_COUNT)
+    return slots
+
+
+def _fill(future: concurrent.futures.Future[T], fn: Callable[[], T]) -> None:
+    try:
+        future.set_result(fn())
+    except BaseException as exc:  # as a ThreadPoolExecutor: the caller's to raise
+        future.set_exception(exc)
 
 
 async def call_user(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
