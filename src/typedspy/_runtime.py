@@ -31,7 +31,14 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from typing import Any, Generic, Protocol, TypeVar
 
-from typedspy._runtime_local import is_root, loop_running, own_loop, own_loop_running, run_here
+from typedspy._runtime_local import (
+    finish_own_loop,
+    is_root,
+    loop_running,
+    own_loop,
+    own_loop_running,
+    run_here,
+)
 from typedspy._runtime_thread import (
     LOOP,
     BackgroundSeat,
@@ -188,6 +195,8 @@ def _fill(future: concurrent.futures.Future[T], fn: Callable[[], T]) -> None:
         future.set_result(fn())
     except BaseException as exc:  # as a ThreadPoolExecutor: the caller's to raise
         future.set_exception(exc)
+    finally:  # the thread ends: the loop its sync typedspy calls ran on is closed now
+        finish_own_loop()
 
 
 async def call_user(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

@@ -35,7 +35,14 @@ from typing import Any, TypeVar
 
 from typedspy._runtime_thread import WAIT_SLICE, as_coroutine, finish
 
-__all__ = ["is_root", "loop_running", "own_loop", "own_loop_running", "run_here"]
+__all__ = [
+    "finish_own_loop",
+    "is_root",
+    "loop_running",
+    "own_loop",
+    "own_loop_running",
+    "run_here",
+]
 
 T = TypeVar("T")
 
@@ -169,10 +176,16 @@ def _register_main_exit() -> None:
         _main_exit_registered = True
         # Registered at first use, so exit handlers registered since (which may still make
         # sync calls) run before it (atexit: last in, first out).
-        atexit.register(_finish_main)
+        atexit.register(finish_own_loop)
 
 
-def _finish_main() -> None:
+def finish_own_loop() -> None:
+    """Finish and close this thread's own loop, if a sync call made one (the thread ends).
+
+    Left to the garbage collector, a dead thread's loop may be collected with its own
+    self-pipe already closed (they form a cycle): closing it then fails, and its sockets and
+    the loop itself are reported unclosed.
+    """
     here, _local.current = _local.current, None
     if here is not None:
         here.finish()
