@@ -37,6 +37,7 @@ from pydantic import (
     create_model,
 )
 from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
 
 from typedspy.errors import SchemaError
 from typedspy.signature._declared import type_parts
@@ -238,12 +239,21 @@ def _literal_of_values(tp: Any) -> Any:
     members = _enum_members(tp)
     if not members:
         return tp
+    values = [a.value if isinstance(a, enum.Enum) else a for a in get_args(tp)]
+    # Pydantic's own message shows the members (`<Color.RED: 'red'>`): the model, reading it as
+    # feedback, is told the values it writes instead.
+    expected = " or ".join(map(repr, values))
 
     def member(value: Any) -> Any:
         if isinstance(value, enum.Enum):
             return value
-        found = (m for m in members if type(m.value) is type(value) and m.value == value)
-        return next(found, value)
+        for arg in get_args(tp):
+            plain = arg.value if isinstance(arg, enum.Enum) else arg
+            if type(plain) is type(value) and plain == value:
+                return arg
+        raise PydanticCustomError(
+            "literal_error", "Input should be {expected}", {"expected": expected}
+        )
 
     return Annotated[tp, BeforeValidator(member)]
 
